@@ -1,0 +1,32 @@
+# Install and export rules: headers, one export set per component, a package config that
+# knows the components, and a version file. A build-tree export lets find_package use an
+# uninstalled build too.
+include(CMakePackageConfigHelpers)
+
+set(GPUCMP_CONFIG_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/gpucmp")
+
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/gpucmp" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(TARGETS gpucmp EXPORT gpucmpTargets)
+install(EXPORT gpucmpTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+export(EXPORT gpucmpTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpTargets.cmake")
+
+if(TARGET gpucmp_gbench)
+  install(TARGETS gpucmp_gbench EXPORT gpucmpGbenchTargets)
+  install(EXPORT gpucmpGbenchTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpGbenchTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpGbenchTargets.cmake")
+endif()
+
+configure_package_config_file(
+  "${PROJECT_SOURCE_DIR}/cmake/gpucmpConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"
+  INSTALL_DESTINATION "${GPUCMP_CONFIG_DIR}")
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/gpucmpConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMinorVersion
+  ARCH_INDEPENDENT)
+install(FILES
+  "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"
+  "${PROJECT_BINARY_DIR}/gpucmpConfigVersion.cmake"
+  DESTINATION "${GPUCMP_CONFIG_DIR}")
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/gpucmp")

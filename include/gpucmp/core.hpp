@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Everything of gpucmp that needs only the CUDA runtime: device facts, RAII resources,
+// statistics and the measurement engine. For Catch2 tests and plain programs.
+#pragma once
+
+#include <gpucmp/buffer.hpp>
+#include <gpucmp/device.hpp>
+#include <gpucmp/engine.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/event.hpp>
+#include <gpucmp/graph.hpp>
+#include <gpucmp/l2_flush.hpp>
+#include <gpucmp/options.hpp>
+#include <gpucmp/random.hpp>
+#include <gpucmp/result.hpp>
+#include <gpucmp/statistics.hpp>
+#include <gpucmp/stopping.hpp>
+#include <gpucmp/stream.hpp>
+#include <gpucmp/stream_hold.hpp>
+#include <gpucmp/version.hpp>
+#include <gpucmp/work.hpp>

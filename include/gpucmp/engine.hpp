@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The measurement engine: warms a callable up, takes event-timed samples in cold, hot or
+// graph mode until the stopping rule is satisfied, and returns a plain measurement record.
+// It never prints and does not depend on Google Benchmark.
+#pragma once
+
+#include <gpucmp/device.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/event.hpp>
+#include <gpucmp/graph.hpp>
+#include <gpucmp/l2_flush.hpp>
+#include <gpucmp/options.hpp>
+#include <gpucmp/result.hpp>
+#include <gpucmp/statistics.hpp>
+#include <gpucmp/stopping.hpp>
+#include <gpucmp/stream.hpp>
+#include <gpucmp/stream_hold.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Measures callables `void(cudaStream_t)` that enqueue GPU work on the stream they are given.
+/// Owns, on one device: the measurement stream, a capture stream, the timing events, and
+/// (created on first need) the L2 flush buffer and the stream hold. Reuse one engine for many
+/// measurements so none of this is allocated again. Not thread-safe; not copyable.
+class engine {
+ public:
+  /// An engine on device `ordinal`.
+  explicit engine(int ordinal) : engine(ordinal, device_guard(ordinal)) {}
+  /// An engine on the calling thread's current device.
+  engine() : engine(current_device()) {}
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// Facts of the engine's device, read when the engine was made.
+  const device_info& device() const noexcept { return m_device; }
+  /// The stream every measurement runs on.
+  cudaStream_t stream() const noexcept { return m_stream.get(); }
+
+  /// Measures `launch` in mode `m`; throws gpucmp::error (cuda_error, hold_timeout,
+  /// out_of_memory, invalid_argument, ...) on failure.
+  template <class Launch>
+  measurement measure(Launch&& launch, mode m, const measure_options& options = {}) {
+    measurement record;
+    run(launch, m, options, record);
+    return record;
+  }
+
+  /// Like measure(), but a failure becomes the record's status and message; samples taken
+  /// before the failure are kept.
+  template <class Launch>
+  measurement try_measure(Launch&& launch, mode m, const measure_options& options = {}) noexcept {
+    measurement record;
+    record.timing_mode = m;
+    try {
+      run(launch, m, options, record);
+    } catch (const out_of_memory& e) {
+      fail(record, result_status::out_of_memory, e.what());
+    } catch (const unsupported& e) {
+      fail(record, result_status::unsupported, e.what());
+    } catch (const std::exception& e) {
+      fail(record, result_status::failed, e.what());
+    } catch (...) {
+      fail(record, result_status::failed, "unknown exception from the measured callable");
+    }
+    return record;
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+
+  engine(int ordinal, const device_guard&) : m_device(query_device(ordinal)) {}
+
+  static double seconds_since(clock::time_point start) {
+    return std::chrono::duration<double>(clock::now() - start).count();
+  }
+
+  static void check_launch(const char* phase, std::size_t index) {
+    const cudaError_t code = cudaGetLastError();
+    if (code != cudaSuccess) {
+      const std::string where = std::string("launch ") + std::to_string(index) + " of the measured callable (" + phase + ")";
+      detail::throw_cuda_error(code, where.c_str(), __FILE__, __LINE__);
+    }
+  }
+
+  static void fail(measurement& record, result_status status, const char* message) noexcept {
+    try {
+      record.status = status;
+      record.message = message;
+      if (!record.gpu_s.empty()) {
+        record.gpu = summarize(record.gpu_s);
+        record.wall = summarize(record.wall_s);
+      }
+    } catch (...) {
+      record.status = status;  // keep the status even if the message could not be stored
+    }
+  }
+
+  // Holds the stream for one sample; the destructor releases it on every path.
+  class hold_scope {
+   public:
+    hold_scope(stream_hold* hold, cudaStream_t stream, double timeout_s) : m_hold(hold) {
+      if (m_hold != nullptr) m_hold->hold(stream, timeout_s);
+    }
+    ~hold_scope() { release(); }
+    hold_scope(const hold_scope&) = delete;
+    hold_scope& operator=(const hold_scope&) = delete;
+    /// False when the watchdog had to release the stream.
+    bool release() noexcept {
+      if (m_hold == nullptr) return true;
+      const bool in_time = m_hold->release();
+      m_hold = nullptr;
+      return in_time;
+    }
+
+   private:
+    stream_hold* m_hold;
+  };
+
+  // Warm-up, never behind a hold: returns the fastest single-launch event time seen (an
+  // upper bound of the launch's GPU time, since launch latency may be inside it).
+  template <class Launch>
+  double warm_up(Launch& launch, const measure_options& options, measurement& record) {
+    const auto start = clock::now();
+    double fastest_s = std::numeric_limits<double>::infinity();
+    std::size_t n = 0;
+    while (n < options.warmup_launches || seconds_since(start) < options.warmup_time_s) {
+      m_start.record(stream());
+      launch(stream());
+      check_launch("warm-up", n);
+      m_stop.record(stream());
+      m_stop.synchronize();
+      fastest_s = std::min(fastest_s, elapsed_s(m_start, m_stop));
+      ++n;
+    }
+    record.warmup_launches = n;
+    record.warmup_wall_s = seconds_since(start);
+    return n > 0 ? fastest_s : 0.0;
+  }
+
+  static std::size_t choose_batch(double launch_estimate_s, const measure_options& options) {
+    if (options.batch > 0) return options.batch;
+    if (!(launch_estimate_s > 0.0) || !std::isfinite(launch_estimate_s)) return options.max_batch;
+    const double wanted = std::ceil(options.min_sample_time_s / launch_estimate_s);
+    return static_cast<std::size_t>(std::clamp(wanted, 1.0, static_cast<double>(options.max_batch)));
+  }
+
+  // Returns whether the stream can be held, creating the hold on first use and probing it once.
+  bool hold_available(measurement& record) {
+    if (!m_hold_error.empty()) {
+      record.warnings.push_back(m_hold_error);
+      return false;
+    }
+    if (m_hold) return true;
+    try {
+      auto hold = std::make_unique<stream_hold>();
+      hold->hold(stream(), 1.0);
+      hold->release();
+      m_stream.synchronize();
+      m_hold = std::move(hold);
+      return true;
+    } catch (const unsupported& e) {
+      m_hold_error = std::string(e.what()) + "; measuring without a hold, so launch latency may be inside the window";
+      record.warnings.push_back(m_hold_error);
+      return false;
+    }
+  }
+
+  template <class Launch>
+  void run(Launch& launch, mode m, const measure_options& options, measurement& record) {
+    options.validate();
+    device_guard on_device(m_device.ordinal);
+    cudaGetLastError();  // an earlier non-sticky error is not the callable's fault
+    GPUCMP_CUDA_CHECK(cudaPeekAtLastError());  // a sticky one makes measuring pointless
+    record.timing_mode = m;
+    record.target_noise = options.target_noise;
+    const cudaStream_t s = stream();
+
+    const double launch_estimate_s = warm_up(launch, options, record);
+    record.batch = m == mode::cold ? 1 : choose_batch(launch_estimate_s, options);
+
+    graph_exec replay;
+    if (m == mode::graph) {
+      graph captured = capture_graph(m_capture_stream.get(), [&](cudaStream_t capture) {
+        for (std::size_t i = 0; i < record.batch; ++i) {
+          launch(capture);
+          check_launch("graph capture", i);
+        }
+      });
+      replay = graph_exec(captured.get());
+      replay.upload(s);
+      replay.launch(s);  // first replay pays one-time costs; not timed
+      m_stream.synchronize();
+    }
+    if (m == mode::cold) {
+      if (!m_flusher) m_flusher = std::make_unique<l2_flusher>(m_device.l2_bytes);
+      record.l2_flush_bytes = m_flusher->bytes();
+    }
+    const bool hold = options.hold && hold_available(record);
+    record.stream_held = hold;
+
+    stopping_rule rule(options);
+    const auto loop_start = clock::now();
+    for (;;) {
+      const auto sample_start = clock::now();
+      bool released_in_time = true;
+      {
+        hold_scope held(hold ? m_hold.get() : nullptr, s, options.hold_timeout_s);
+        if (m == mode::cold) m_flusher->enqueue(s);
+        m_start.record(s);
+        if (m == mode::graph) {
+          replay.launch(s);
+        } else {
+          for (std::size_t i = 0; i < record.batch; ++i) {
+            launch(s);
+            check_launch(to_string(m), record.launches + i);
+          }
+        }
+        m_stop.record(s);
+        released_in_time = held.release();
+      }
+      m_stop.synchronize();
+      if (!released_in_time) throw_hold_timeout(m, options, record.batch);
+      const double batch_gpu_s = elapsed_s(m_start, m_stop);
+      const double batch_wall_s = seconds_since(sample_start);
+      const double n = static_cast<double>(record.batch);
+      record.gpu_s.push_back(batch_gpu_s / n);
+      record.wall_s.push_back(batch_wall_s / n);
+      record.launches += record.batch;
+      rule.add(batch_gpu_s / n, batch_gpu_s);
+      if (auto reason = rule.check(seconds_since(loop_start))) {
+        record.stopped_by = *reason;
+        break;
+      }
+    }
+    record.sampling_wall_s = seconds_since(loop_start);
+    record.gpu = summarize(record.gpu_s);
+    record.wall = summarize(record.wall_s);
+    record.noise_target_met = record.gpu.relative_noise <= options.target_noise;
+    if (!record.noise_target_met) {
+      char text[160];
+      std::snprintf(text, sizeof text, "noise %.2f%% above the %.2f%% target (stopped: %s)",
+                    100.0 * record.gpu.relative_noise, 100.0 * options.target_noise, to_string(record.stopped_by));
+      record.warnings.emplace_back(text);
+    }
+  }
+
+  [[noreturn]] static void throw_hold_timeout(mode m, const measure_options& options, std::size_t batch) {
+    char text[512];
+    std::snprintf(text, sizeof text,
+                  "stream hold timed out after %g s in %s mode (batch %zu): the measured code blocked while its "
+                  "stream was held, which would have deadlocked. It probably synchronizes internally "
+                  "(cudaStreamSynchronize, cudaDeviceSynchronize, cudaMemcpy, cudaMalloc/cudaFree) or queues more "
+                  "work than the launch queue holds. Set measure_options::hold = false for such code, or lower max_batch.",
+                  options.hold_timeout_s, to_string(m), batch);
+    throw hold_timeout(text);
+  }
+
+  device_info m_device;
+  gpucmp::stream m_stream;
+  gpucmp::stream m_capture_stream;
+  event m_start;
+  event m_stop;
+  std::unique_ptr<l2_flusher> m_flusher;
+  std::unique_ptr<stream_hold> m_hold;
+  std::string m_hold_error;
+};
+
+}  // namespace gpucmp

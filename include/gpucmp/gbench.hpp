@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Google Benchmark adapter: registers GPU benchmarks whose time is the engine's per-launch
+// GPU median (manual time), with declared work turned into rate counters and the GPU's
+// facts in the JSON context. Errors become SkipWithError and the run goes on.
+//
+// Each registration runs exactly one iteration (Iterations(1)): the engine has its own
+// stopping rule, so Google Benchmark's iteration-growth probes, which would rerun the
+// function and its GPU allocations, are switched off. --benchmark_repetitions still works
+// and repeats the whole measurement.
+#pragma once
+
+#include <gpucmp/device.hpp>
+#include <gpucmp/engine.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/options.hpp>
+#include <gpucmp/result.hpp>
+#include <gpucmp/version.hpp>
+#include <gpucmp/work.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpucmp {
+
+/// Exit statuses of gpucmp::benchmark_main (and GPUCMP_BENCHMARK_MAIN).
+enum exit_status : int {
+  exit_ok = 0,            ///< every benchmark ran (or was skipped by its own choice)
+  exit_failures = 1,      ///< at least one benchmark failed, or the command line was bad
+  exit_no_device = 77,    ///< no CUDA device: every GPU benchmark was skipped (77 = "skipped" for CTest/automake)
+};
+
+namespace detail {
+
+/// What happened during this process's benchmark runs, for the exit status.
+struct run_tally {
+  int failed = 0;           ///< benchmarks that ended in SkipWithError for a failure
+  bool no_device = false;   ///< a benchmark found no CUDA device
+};
+
+inline run_tally& tally() {
+  static run_tally t;
+  return t;
+}
+
+/// The no-device reason, looked up once per process ("" when a device exists).
+inline const std::string& cached_no_device_reason() {
+  static const std::string reason = no_device_reason();
+  return reason;
+}
+
+/// One engine per device, created on first use and kept for the whole process, so the
+/// stream, events, L2 flush buffer and stream hold are allocated once.
+inline engine& engine_for_current_device() {
+  static std::map<int, std::unique_ptr<engine>> engines;
+  const int ordinal = current_device();
+  auto& slot = engines[ordinal];
+  if (!slot) slot = std::make_unique<engine>(ordinal);
+  return *slot;
+}
+
+inline void report_failure(benchmark::State& gb, const std::string& message) {
+  ++tally().failed;
+  gb.SkipWithError(message.c_str());
+}
+
+}  // namespace detail
+
+/// What a gpucmp benchmark function receives: the Google Benchmark state plus the engine,
+/// the timing mode of this registration, the measurement options and the declared work.
+class state {
+ public:
+  /// Used by the registration machinery; benchmark functions receive a ready state.
+  state(benchmark::State& gb, mode timing_mode, engine& eng, const measure_options& defaults)
+      : m_gb(gb), m_mode(timing_mode), m_engine(eng), m_options(defaults) {}
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
+
+  /// The underlying Google Benchmark state (for counters, labels, ...).
+  benchmark::State& gbench() noexcept { return m_gb; }
+  /// Argument `index` of this benchmark instance (as benchmark::State::range).
+  std::int64_t range(std::size_t index = 0) const { return m_gb.range(index); }
+  /// The timing mode of this registration.
+  mode timing_mode() const noexcept { return m_mode; }
+  /// Measurement options; change them before run().
+  measure_options& options() noexcept { return m_options; }
+  /// The stream measurements run on: enqueue set-up work here, or on any stream you synchronize.
+  cudaStream_t stream() const noexcept { return m_engine.stream(); }
+  /// Facts of the device the benchmark runs on.
+  const device_info& device() const noexcept { return m_engine.device(); }
+
+  /// Declares the work one launch does (replaces earlier declarations).
+  void set_work(const work& w) {
+    w.validate();
+    m_work = w;
+  }
+  /// Adds FLOPs per launch.
+  void add_flops(double flops) { add(&work::flops, flops); }
+  /// Adds bytes read from device memory per launch.
+  void add_bytes_read(double bytes) { add(&work::bytes_read, bytes); }
+  /// Adds bytes written to device memory per launch.
+  void add_bytes_written(double bytes) { add(&work::bytes_written, bytes); }
+  /// Adds domain items (elements, images, ...) per launch.
+  void add_items(double items) { add(&work::items, items); }
+  /// The work declared so far.
+  const work& declared_work() const noexcept { return m_work; }
+
+  /// Measures `launch(cudaStream_t)` and reports the result to Google Benchmark. Call once.
+  template <class Launch>
+  void run(Launch&& launch) {
+    if (m_measurement) throw invalid_argument("gpucmp::state::run was called twice in one benchmark");
+    m_measurement = std::make_unique<measurement>(m_engine.try_measure(launch, m_mode, m_options));
+    report();
+  }
+
+  /// Skips this benchmark with `reason` (not counted as a failure).
+  void skip(const std::string& reason) {
+    m_skipped = true;
+    m_gb.SkipWithError(reason.c_str());
+  }
+
+  /// The measurement, after run(); nullptr before.
+  const measurement* result() const noexcept { return m_measurement.get(); }
+  /// True once run() or skip() was called.
+  bool finished() const noexcept { return m_measurement != nullptr || m_skipped; }
+
+ private:
+  void add(double work::*field, double value) {
+    work w = m_work;
+    w.*field += value;
+    set_work(w);
+  }
+
+  void report() {
+    const measurement& r = *m_measurement;
+    if (!r.ok()) {
+      std::string message = r.message;
+      if (r.status == result_status::failed) message = "failed: " + message;
+      detail::report_failure(m_gb, message);
+      return;
+    }
+    for (auto _ : m_gb) m_gb.SetIterationTime(r.gpu.median);
+    auto& c = m_gb.counters;
+    const double us = 1e6;
+    c["min_us"] = r.gpu.min * us;
+    c["mean_us"] = r.gpu.mean * us;
+    c["stddev_us"] = r.gpu.stddev * us;
+    c["p10_us"] = r.gpu.p10 * us;
+    c["p90_us"] = r.gpu.p90 * us;
+    c["p99_us"] = r.gpu.p99 * us;
+    c["max_us"] = r.gpu.max * us;
+    c["noise_pct"] = r.gpu.relative_noise * 100.0;
+    c["wall_us"] = r.wall.median * us;
+    c["samples"] = static_cast<double>(r.gpu.count);
+    c["batch"] = static_cast<double>(r.batch);
+    if (!m_work.empty()) {
+      const rates at = rates_for(m_work, r.gpu.median);
+      if (m_work.flops > 0) c["TFLOP/s"] = at.flop_per_s * 1e-12;
+      if (m_work.bytes() > 0) c["GB/s"] = at.bytes_per_s * 1e-9;
+      if (m_work.items > 0) c["items/s"] = at.items_per_s;
+    }
+    std::string label;
+    for (const auto& w : r.warnings) label += (label.empty() ? "" : "; ") + w;
+    if (!label.empty()) m_gb.SetLabel(label);
+  }
+
+  benchmark::State& m_gb;
+  mode m_mode;
+  engine& m_engine;
+  measure_options m_options;
+  work m_work;
+  std::unique_ptr<measurement> m_measurement;
+  bool m_skipped = false;
+};
+
+namespace detail {
+
+/// Runs `body(state&)` for one registration, turning every error into SkipWithError.
+template <class Body>
+void run_guarded(benchmark::State& gb, mode m, const measure_options& defaults, Body&& body) {
+  const std::string& no_device = cached_no_device_reason();
+  if (!no_device.empty()) {
+    tally().no_device = true;
+    gb.SkipWithError(no_device.c_str());
+    return;
+  }
+  try {
+    state st(gb, m, engine_for_current_device(), defaults);
+    body(st);
+    if (!st.finished()) report_failure(gb, "failed: the benchmark function returned without calling gpucmp::state::run");
+  } catch (const std::exception& e) {
+    report_failure(gb, std::string("failed: ") + e.what());
+  } catch (...) {
+    report_failure(gb, "failed: unknown exception");
+  }
+}
+
+inline std::vector<mode> modes_or_default(std::initializer_list<mode> modes) {
+  if (modes.size() == 0) return {mode::hot};
+  return {modes.begin(), modes.end()};
+}
+
+inline void configure_defaults(benchmark::internal::Benchmark* b) {
+  b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace detail
+
+/// The Google Benchmark registrations of one gpucmp benchmark, one per timing mode; each
+/// configuration call is forwarded to all of them (same names as benchmark::internal::Benchmark).
+class benchmark_group {
+ public:
+  /// Wraps registrations that share `options`.
+  benchmark_group(std::vector<benchmark::internal::Benchmark*> registrations,
+                  std::shared_ptr<measure_options> options)
+      : m_registrations(std::move(registrations)), m_options(std::move(options)) {}
+
+  /// Measurement options every instance starts from (a benchmark may still change them).
+  benchmark_group* Options(const measure_options& options) {
+    options.validate();
+    *m_options = options;
+    return this;
+  }
+  /// Opt out of the stream hold, for code that synchronizes internally.
+  benchmark_group* NoHold() {
+    m_options->hold = false;
+    return this;
+  }
+  benchmark_group* Arg(std::int64_t x) { return each([&](auto* b) { b->Arg(x); }); }
+  benchmark_group* Args(const std::vector<std::int64_t>& args) { return each([&](auto* b) { b->Args(args); }); }
+  benchmark_group* Range(std::int64_t lo, std::int64_t hi) { return each([&](auto* b) { b->Range(lo, hi); }); }
+  benchmark_group* DenseRange(std::int64_t start, std::int64_t limit, int step = 1) {
+    return each([&](auto* b) { b->DenseRange(start, limit, step); });
+  }
+  benchmark_group* Ranges(const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) {
+    return each([&](auto* b) { b->Ranges(ranges); });
+  }
+  benchmark_group* ArgsProduct(const std::vector<std::vector<std::int64_t>>& lists) {
+    return each([&](auto* b) { b->ArgsProduct(lists); });
+  }
+  benchmark_group* RangeMultiplier(int multiplier) { return each([&](auto* b) { b->RangeMultiplier(multiplier); }); }
+  benchmark_group* ArgName(const std::string& name) { return each([&](auto* b) { b->ArgName(name); }); }
+  benchmark_group* ArgNames(const std::vector<std::string>& names) { return each([&](auto* b) { b->ArgNames(names); }); }
+  benchmark_group* Unit(benchmark::TimeUnit unit) { return each([&](auto* b) { b->Unit(unit); }); }
+  benchmark_group* Repetitions(int n) { return each([&](auto* b) { b->Repetitions(n); }); }
+  /// Any other benchmark::internal::Benchmark configuration, applied to each registration.
+  benchmark_group* Apply(void (*custom)(benchmark::internal::Benchmark*)) {
+    return each([&](auto* b) { b->Apply(custom); });
+  }
+  /// The underlying registrations, one per mode.
+  const std::vector<benchmark::internal::Benchmark*>& registrations() const noexcept { return m_registrations; }
+
+ private:
+  template <class F>
+  benchmark_group* each(F&& f) {
+    for (auto* b : m_registrations) f(b);
+    return this;
+  }
+
+  std::vector<benchmark::internal::Benchmark*> m_registrations;
+  std::shared_ptr<measure_options> m_options;
+};
+
+/// Registers `fn(gpucmp::state&)` once per mode as "<name>/<mode>" (default mode: hot).
+template <class Function>
+benchmark_group* register_benchmark(const std::string& name, Function fn, std::initializer_list<mode> modes = {}) {
+  auto options = std::make_shared<measure_options>();
+  std::vector<benchmark::internal::Benchmark*> registrations;
+  for (mode m : detail::modes_or_default(modes)) {
+    auto* b = benchmark::RegisterBenchmark((name + "/" + to_string(m)).c_str(), [fn, m, options](benchmark::State& gb) {
+      detail::run_guarded(gb, m, *options, fn);
+    });
+    detail::configure_defaults(b);
+    registrations.push_back(b);
+  }
+  return new benchmark_group(std::move(registrations), std::move(options));  // lives as long as the registry
+}
+
+namespace detail {
+
+/// Runs a fixture (a benchmark::Fixture subclass with `void gpucmp_measure(gpucmp::state&)`)
+/// with SetUp and TearDown inside the error guard, so an allocation failure in SetUp is a
+/// result, not a crash.
+template <class Fixture>
+class fixture_runner final : public Fixture {
+ public:
+  fixture_runner(const std::string& name, mode m, std::shared_ptr<measure_options> options)
+      : m_mode(m), m_options(std::move(options)) {
+    this->SetName(name.c_str());
+  }
+
+  void Run(benchmark::State& gb) override {
+    bool set_up = false;
+    run_guarded(gb, m_mode, *m_options, [&](state& st) {
+      this->SetUp(gb);
+      set_up = true;
+      this->gpucmp_measure(st);
+    });
+    if (set_up) {
+      try {
+        this->TearDown(gb);
+      } catch (const std::exception& e) {
+        report_failure(gb, std::string("failed in TearDown: ") + e.what());
+      }
+    }
+  }
+
+ protected:
+  void BenchmarkCase(benchmark::State&) override {}  // unused: Run() drives the fixture
+
+ private:
+  mode m_mode;
+  std::shared_ptr<measure_options> m_options;
+};
+
+template <class Fixture>
+benchmark_group* register_fixture(const std::string& name, std::initializer_list<mode> modes) {
+  auto options = std::make_shared<measure_options>();
+  std::vector<benchmark::internal::Benchmark*> registrations;
+  for (mode m : modes_or_default(modes)) {
+    auto* b = benchmark::internal::RegisterBenchmarkInternal(
+        new fixture_runner<Fixture>(name + "/" + to_string(m), m, options));
+    configure_defaults(b);
+    registrations.push_back(b);
+  }
+  return new benchmark_group(std::move(registrations), std::move(options));
+}
+
+}  // namespace detail
+
+/// Records the device's and library's facts in the JSON "context" (once per process; a
+/// no-op without a device). GPUCMP_BENCHMARK_MAIN calls it; call it yourself in a custom main.
+inline void add_context() {
+  static bool added = false;
+  if (added) return;
+  added = true;
+  benchmark::AddCustomContext("gpucmp_version", version_string);
+  if (!detail::cached_no_device_reason().empty()) {
+    benchmark::AddCustomContext("gpu", detail::cached_no_device_reason());
+    return;
+  }
+  try {
+    const device_info d = query_current_device();
+    auto num = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f", v);
+      return std::string(buf);
+    };
+    benchmark::AddCustomContext("gpu_name", d.name);
+    benchmark::AddCustomContext("gpu_uuid", d.uuid);
+    benchmark::AddCustomContext("gpu_pci_bus_id", d.pci_bus_id);
+    benchmark::AddCustomContext("gpu_compute_capability", d.compute_capability());
+    benchmark::AddCustomContext("gpu_sm_count", std::to_string(d.sm_count));
+    benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(d.l2_bytes));
+    benchmark::AddCustomContext("gpu_memory_bytes", std::to_string(d.global_memory_bytes));
+    benchmark::AddCustomContext("gpu_memory_bus_width_bits", std::to_string(d.memory_bus_width_bits));
+    benchmark::AddCustomContext("gpu_sm_clock_max_mhz", num(d.sm_clock_max_hz * 1e-6));
+    benchmark::AddCustomContext("gpu_memory_clock_max_mhz", num(d.memory_clock_max_hz * 1e-6));
+    benchmark::AddCustomContext("gpu_ecc", d.ecc_enabled ? "on" : "off");
+    benchmark::AddCustomContext("cuda_driver", cuda_version_string(d.driver_version));
+    benchmark::AddCustomContext("cuda_runtime", cuda_version_string(d.runtime_version));
+  } catch (const std::exception& e) {
+    benchmark::AddCustomContext("gpu", std::string("device query failed: ") + e.what());
+  }
+}
+
+/// A complete main: parses Google Benchmark flags, adds the context, runs the registered
+/// benchmarks and returns an exit_status (77 when there is no CUDA device).
+inline int benchmark_main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
+  add_context();
+  const std::string& no_device = detail::cached_no_device_reason();
+  if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (detail::tally().no_device) return exit_no_device;
+  return detail::tally().failed > 0 ? exit_failures : exit_ok;
+}
+
+}  // namespace gpucmp
+
+#define GPUCMP_DETAIL_CONCAT2(a, b) a##b
+#define GPUCMP_DETAIL_CONCAT(a, b) GPUCMP_DETAIL_CONCAT2(a, b)
+#define GPUCMP_DETAIL_UNIQUE(prefix) GPUCMP_DETAIL_CONCAT(prefix, __COUNTER__)
+// The trailing empty argument keeps `...` non-empty in C++17; `{a, b, }` is a valid list.
+#define GPUCMP_DETAIL_BENCHMARK(fn, ...) \
+  static ::gpucmp::benchmark_group* GPUCMP_DETAIL_UNIQUE(gpucmp_benchmark_) = ::gpucmp::register_benchmark(#fn, fn, {__VA_ARGS__})
+#define GPUCMP_DETAIL_REGISTER_F(Base, Method, ...)                                                              \
+  static ::gpucmp::benchmark_group* GPUCMP_DETAIL_UNIQUE(gpucmp_fixture_) =                                      \
+      ::gpucmp::detail::register_fixture<Base##_##Method##_gpucmp>(#Base "/" #Method, {__VA_ARGS__})
+
+/// Registers `void fn(gpucmp::state&)`, optionally followed by modes (default: hot):
+/// `GPUCMP_BENCHMARK(fn, gpucmp::mode::cold, gpucmp::mode::hot)->Arg(1 << 20);`
+#define GPUCMP_BENCHMARK(...) GPUCMP_DETAIL_BENCHMARK(__VA_ARGS__, )
+
+/// Defines method `Method` of fixture `Base` (a benchmark::Fixture); follow with
+/// `(gpucmp::state& st) { ... }`, as with BENCHMARK_DEFINE_F.
+#define GPUCMP_BENCHMARK_DEFINE_F(Base, Method)   \
+  class Base##_##Method##_gpucmp : public Base { \
+   public:                                       \
+    void gpucmp_measure(::gpucmp::state&);       \
+  };                                             \
+  void Base##_##Method##_gpucmp::gpucmp_measure
+
+/// Registers a fixture method, optionally followed by modes: `GPUCMP_BENCHMARK_REGISTER_F(F, M, gpucmp::mode::cold)`.
+#define GPUCMP_BENCHMARK_REGISTER_F(...) GPUCMP_DETAIL_REGISTER_F(__VA_ARGS__, )
+
+/// A main() that runs every registered benchmark; see gpucmp::benchmark_main for the exit status.
+#define GPUCMP_BENCHMARK_MAIN() \
+  int main(int argc, char** argv) { return ::gpucmp::benchmark_main(argc, argv); }

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// What to measure and when to stop: the timing mode and the measurement options, with
+// validation that names the offending field.
+#pragma once
+
+#include <gpucmp/error.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+namespace gpucmp {
+
+/// How samples are taken. Every mode times with CUDA events on the measurement stream.
+enum class mode {
+  cold,   ///< L2 flushed before every sample; one launch per sample
+  hot,    ///< batches of launches queued behind a held stream, released together
+  graph,  ///< a batch of launches captured once into a CUDA graph; replays are timed
+};
+
+/// Name of a mode as it appears in benchmark names and reports: "cold", "hot", "graph".
+inline const char* to_string(mode m) noexcept {
+  switch (m) {
+    case mode::cold: return "cold";
+    case mode::hot: return "hot";
+    case mode::graph: return "graph";
+  }
+  return "unknown";
+}
+
+/// Parses "cold", "hot" or "graph"; throws invalid_argument naming the text otherwise.
+inline mode parse_mode(const std::string& text) {
+  if (text == "cold") return mode::cold;
+  if (text == "hot") return mode::hot;
+  if (text == "graph") return mode::graph;
+  throw invalid_argument("unknown mode '" + text + "' (expected cold, hot or graph)");
+}
+
+/// Knobs of one measurement. Defaults suit kernels from about 1 us to 100 ms.
+struct measure_options {
+  // Warm-up: at least this many launches, and at least this long (whichever takes longer).
+  std::size_t warmup_launches = 3;  ///< minimum warm-up launches (never behind a held stream)
+  double warmup_time_s = 0.02;      ///< minimum warm-up wall time
+
+  // Stopping rule: stop once min_samples and min_gpu_time_s are reached and the relative
+  // noise is at most target_noise, or the noise has stopped changing, or a cap is hit.
+  std::size_t min_samples = 10;      ///< never stop with fewer samples (unless the wall cap hits)
+  std::size_t max_samples = 100000;  ///< hard cap on samples
+  double min_gpu_time_s = 0.1;       ///< minimum total GPU time measured
+  double target_noise = 0.005;       ///< target relative noise (stddev / mean), 0.5 %
+  double max_wall_time_s = 15.0;     ///< wall-clock cap for the sampling loop
+
+  // Batching (hot and graph modes): each sample times `batch` launches, chosen from the
+  // warm-up so that a sample lasts at least min_sample_time_s, at most max_batch launches.
+  double min_sample_time_s = 1e-3;  ///< target GPU time of one sample
+  std::size_t max_batch = 256;      ///< cap on launches per sample (the launch queue is finite)
+  std::size_t batch = 0;            ///< fixed launches per sample; 0 = choose from the warm-up
+
+  // Stream hold: launches are queued behind a held stream so host launch latency stays out
+  // of the timed window. Code that synchronizes internally must opt out (hold = false).
+  bool hold = true;              ///< hold the stream while queueing (cold, hot, graph)
+  double hold_timeout_s = 10.0;  ///< release and fail with hold_timeout after this long
+
+  /// Throws invalid_argument naming the first field that breaks its rule.
+  void validate() const {
+    auto require = [](bool ok, const char* what) {
+      if (!ok) throw invalid_argument(std::string("measure_options: ") + what);
+    };
+    auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
+    require(finite_nonneg(warmup_time_s), "warmup_time_s must be finite and >= 0");
+    require(min_samples >= 1, "min_samples must be >= 1");
+    require(max_samples >= min_samples, "max_samples must be >= min_samples");
+    require(finite_nonneg(min_gpu_time_s), "min_gpu_time_s must be finite and >= 0");
+    require(std::isfinite(target_noise) && target_noise > 0.0, "target_noise must be finite and > 0");
+    require(std::isfinite(max_wall_time_s) && max_wall_time_s > 0.0, "max_wall_time_s must be finite and > 0");
+    require(finite_nonneg(min_sample_time_s), "min_sample_time_s must be finite and >= 0");
+    require(max_batch >= 1, "max_batch must be >= 1");
+    require(batch <= max_batch, "batch must be <= max_batch (0 chooses it from the warm-up)");
+    require(std::isfinite(hold_timeout_s) && hold_timeout_s > 0.0, "hold_timeout_s must be finite and > 0");
+  }
+};
+
+}  // namespace gpucmp

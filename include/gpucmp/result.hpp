@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The plain record a measurement produces. Reporters only read it; a new metric is a new
+// field here, never a change in the engine's loops.
+#pragma once
+
+#include <gpucmp/options.hpp>
+#include <gpucmp/statistics.hpp>
+#include <gpucmp/stopping.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Outcome of a measurement: measured, or a typed reason why not.
+enum class result_status {
+  ok,             ///< measured
+  failed,         ///< an error (CUDA, verification, hold timeout, ...): see message
+  unsupported,    ///< cannot run on this GPU or build: see message
+  out_of_memory,  ///< did not fit in device memory: message says needed vs free
+  skipped,        ///< not run (e.g. no CUDA device): see message
+};
+
+/// "ok", "failed", "unsupported", "oom", "skipped".
+inline const char* to_string(result_status s) noexcept {
+  switch (s) {
+    case result_status::ok: return "ok";
+    case result_status::failed: return "failed";
+    case result_status::unsupported: return "unsupported";
+    case result_status::out_of_memory: return "oom";
+    case result_status::skipped: return "skipped";
+  }
+  return "unknown";
+}
+
+/// One measurement of one callable in one mode. Times are seconds per launch of the callable.
+struct measurement {
+  mode timing_mode = mode::hot;            ///< how the samples were taken
+  result_status status = result_status::ok;  ///< whether it was measured
+  std::string message;                     ///< why not, when status != ok
+
+  std::vector<double> gpu_s;   ///< per sample: event-timed GPU seconds per launch
+  std::vector<double> wall_s;  ///< per sample: host wall seconds per launch (enqueue + wait), for launch-bound code
+  summary gpu;                 ///< summary of gpu_s
+  summary wall;                ///< summary of wall_s
+
+  std::size_t batch = 1;              ///< launches per sample
+  std::size_t launches = 0;           ///< timed launches in total
+  std::size_t warmup_launches = 0;    ///< untimed warm-up launches
+  double warmup_wall_s = 0;           ///< wall time spent warming up
+  double sampling_wall_s = 0;         ///< wall time of the sampling loop
+  stop_reason stopped_by = stop_reason::converged;  ///< why sampling stopped
+  bool noise_target_met = false;      ///< relative noise at or below the target
+  double target_noise = 0;            ///< the target it was held to
+  bool stream_held = false;           ///< launches were queued behind a held stream
+  std::size_t l2_flush_bytes = 0;     ///< bytes written to flush L2 before each sample (cold mode)
+  std::vector<std::string> warnings;  ///< things a reader must know next to the number
+
+  /// True when status is ok.
+  bool ok() const noexcept { return status == result_status::ok; }
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,23 @@
+# Shared by the scripts: configure and build gpucmp in BUILD_DIR (default: build).
+# Sourced, not run. Honours CMAKE_CUDA_ARCHITECTURES and GPUCMP_EXTRA_CMAKE_ARGS.
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$repo_root/build}
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+gpucmp_configure() {
+  local args=(-S "$repo_root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release)
+  [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$CMAKE_CUDA_ARCHITECTURES")
+  # shellcheck disable=SC2206
+  [ -n "${GPUCMP_EXTRA_CMAKE_ARGS:-}" ] && args+=($GPUCMP_EXTRA_CMAKE_ARGS)
+  cmake "${args[@]}"
+}
+
+gpucmp_build() {
+  cmake --build "$build_dir" --parallel "$(nproc)" "$@"
+}
+
+gpu_present() {
+  command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
+}

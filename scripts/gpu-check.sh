@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On a GPU machine: builds gpucmp for the local GPU, runs every test (the [gpu] ones
+# included; none may be skipped), runs the examples and bundled benchmarks, and leaves logs
+# and JSON results in OUT_DIR. Every later issue proves its GPU paths with this script.
+#   scripts/gpu-check.sh OUT_DIR
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+out_dir=${1:?usage: gpu-check.sh OUT_DIR}
+mkdir -p "$out_dir"
+if ! gpu_present; then
+  echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed)" >&2
+  exit 1
+fi
+# Build for this GPU only: faster, and the same code the tests then run.
+if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+  export CMAKE_CUDA_ARCHITECTURES=$cc
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$out_dir/gpu.csv"
+status=0
+"$repo_root/scripts/install-deps.sh" || status=1
+{ gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 || { echo "gpu-check: build failed"; tail -50 "$out_dir/build.log"; exit 1; }
+
+(cd "$build_dir" && ctest --output-on-failure --no-tests=error --parallel 1 --output-junit "$out_dir/ctest.xml") > "$out_dir/ctest.log" 2>&1 || status=1
+# On a GPU machine nothing may be skipped.
+if grep -q "Skipped" "$out_dir/ctest.log"; then
+  echo "gpu-check: some tests were skipped on a GPU machine:"; grep "Skipped" "$out_dir/ctest.log"; status=1
+fi
+# Full detail of the GPU tests (values of every CHECK's INFO on failure, timings on success).
+"$build_dir/tests/gpucmp_gpu_tests" --success --durations yes > "$out_dir/gpu_tests.log" 2>&1 || status=1
+
+"$build_dir/examples/01_engine_custom_kernel" > "$out_dir/example_01.txt" 2>&1 || status=1
+"$build_dir/examples/02_gbench_kernel" --benchmark_out="$out_dir/example_02.json" --benchmark_out_format=json > "$out_dir/example_02.txt" 2>&1 || status=1
+"$build_dir/examples/03_modes_side_by_side" > "$out_dir/example_03.md" 2>&1 || status=1
+"$build_dir/benchmarks/spin_table" --out "$out_dir" > /dev/null 2>&1 || status=1
+
+echo "== ctest"; tail -15 "$out_dir/ctest.log"
+echo "== example 01"; cat "$out_dir/example_01.txt"
+echo "== example 03"; cat "$out_dir/example_03.md"
+echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
+echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
+exit $status

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
+# Benchmark and Catch2 (v2 or v3), from the distribution's packages. The CUDA toolkit must
+# already be installed (it is not an apt package on most machines). Installs nothing when
+# everything is present, so it also works on machines without a network.
+set -euo pipefail
+
+missing=()
+have_cmake_package() {  # name: is a CMake config for it installed?
+  local name=$1
+  for dir in /usr/lib/cmake /usr/lib/*/cmake /usr/local/lib/cmake /usr/local/lib/*/cmake /usr/share/cmake /usr/local/share/cmake; do
+    [ -e "$dir/$name" ] && return 0
+  done
+  return 1
+}
+
+command -v cmake >/dev/null || missing+=(cmake)
+command -v ninja >/dev/null || missing+=(ninja-build)
+have_cmake_package benchmark || missing+=(libbenchmark-dev)
+have_cmake_package Catch2 || missing+=(catch2)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: the CUDA toolkit (nvcc) was not found; install CUDA 12.x or 13.x first" >&2
+  exit 1
+fi
+echo "install-deps: cmake $(cmake --version | head -1 | awk '{print $3}'), ninja $(ninja --version), nvcc $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} {} --version | tail -2 | head -1 | sed 's/.*release //')"

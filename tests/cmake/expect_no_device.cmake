@@ -1,0 +1,11 @@
+# Runs PROGRAM with every GPU hidden and checks the documented behaviour: each GPU benchmark
+# is skipped with "no CUDA device: ...", and the exit status is 77.
+set(ENV{CUDA_VISIBLE_DEVICES} "")
+execute_process(COMMAND "${PROGRAM}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT rc EQUAL 77)
+  message(FATAL_ERROR "expected exit status 77 without a CUDA device, got ${rc}")
+endif()
+if(NOT "${out}${err}" MATCHES "ERROR OCCURRED: 'no CUDA device: |error_message.*no CUDA device: ")
+  message(FATAL_ERROR "expected every benchmark to be skipped with 'no CUDA device: ...'")
+endif()

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The Google Benchmark adapter end to end: registrations run through RunSpecifiedBenchmarks
+// with a capturing reporter.
+#include "catch.hpp"
+#include "test_kernels.hpp"
+
+#include <gpucmp/bench.hpp>
+
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// Google Benchmark 1.8 replaced Run::error_occurred/error_message with skipped/skip_message.
+template <class R, class = void>
+struct has_skipped : std::false_type {};
+template <class R>
+struct has_skipped<R, std::void_t<decltype(std::declval<R>().skip_message)>> : std::true_type {};
+
+template <class R>
+std::string error_of(const R& run) {
+  if constexpr (has_skipped<R>::value) {
+    return run.skipped ? run.skip_message : "";
+  } else {
+    return run.error_occurred ? run.error_message : "";
+  }
+}
+
+struct captured_run {
+  std::string error;
+  double seconds_per_iteration = 0;
+  std::map<std::string, double> counters;
+  std::string label;
+};
+
+class capture_reporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs) {
+      captured_run c;
+      c.error = error_of(r);
+      if (r.iterations > 0) c.seconds_per_iteration = r.real_accumulated_time / static_cast<double>(r.iterations);
+      for (const auto& [name, counter] : r.counters) c.counters[name] = counter.value;
+      c.label = r.report_label;
+      runs_by_name[r.benchmark_name()] = c;
+    }
+  }
+  std::map<std::string, captured_run> runs_by_name;
+};
+
+std::map<std::string, captured_run> run_matching(const std::string& filter) {
+  capture_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter, filter);
+  return reporter.runs_by_name;
+}
+
+void spin_benchmark(gpucmp::state& st) {
+  const double seconds = static_cast<double>(st.range(0)) * 1e-6;
+  st.add_bytes_read(1e6);  // declared, so GB/s = 1e6 / time
+  st.add_items(2);
+  st.run([=](cudaStream_t s) { gpucmp_test::launch_spin(s, seconds); });
+}
+
+void throwing_benchmark(gpucmp::state&) { throw gpucmp::unsupported("fp8 needs sm_89+"); }
+void forgetful_benchmark(gpucmp::state&) {}
+void invalid_launch_benchmark(gpucmp::state& st) { st.run(gpucmp_test::launch_invalid_configuration); }
+
+struct buffer_fixture : benchmark::Fixture {
+  using benchmark::Fixture::SetUp;
+  using benchmark::Fixture::TearDown;
+  void SetUp(const benchmark::State& gb) override { input = gpucmp::device_buffer<float>(gb.range(0)); }
+  void TearDown(const benchmark::State&) override { input = {}; }
+  gpucmp::device_buffer<float> input;
+};
+
+}  // namespace
+
+GPUCMP_BENCHMARK_DEFINE_F(buffer_fixture, read)(gpucmp::state& st) {
+  const int blocks = 2 * st.device().sm_count;
+  gpucmp::device_buffer<float> partial(static_cast<std::size_t>(blocks), gpucmp::initial_fill::uninitialized());
+  st.add_bytes_read(static_cast<double>(input.bytes()));
+  st.run([&](cudaStream_t s) { gpucmp_test::launch_read_sum(s, input.data(), input.size(), partial.data(), blocks); });
+}
+GPUCMP_BENCHMARK_REGISTER_F(buffer_fixture, read, gpucmp::mode::cold)->Arg(1 << 24);
+
+TEST_CASE("a registered benchmark reports the engine's per-launch time and rates", "[gpu][gbench]") {
+  gpucmp::register_benchmark("adapter_spin", spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(100);
+  const auto runs = run_matching("^adapter_spin/");
+  REQUIRE(runs.size() == 2);
+  for (const char* name : {"adapter_spin/hot/100/iterations:1/manual_time", "adapter_spin/graph/100/iterations:1/manual_time"}) {
+    INFO(name);
+    REQUIRE(runs.count(name) == 1);
+    const captured_run& r = runs.at(name);
+    CHECK(r.error.empty());
+    CHECK(r.seconds_per_iteration >= 100e-6);
+    CHECK(r.seconds_per_iteration <= 102e-6);
+    CHECK(r.counters.at("GB/s") == Approx(1e6 / r.seconds_per_iteration * 1e-9));
+    CHECK(r.counters.at("items/s") == Approx(2 / r.seconds_per_iteration));
+    CHECK(r.counters.count("TFLOP/s") == 0);  // no FLOPs were declared
+    CHECK(r.counters.at("samples") >= 10);
+    CHECK(r.counters.at("batch") >= 1);
+    CHECK(r.counters.at("min_us") <= r.counters.at("p90_us"));
+    CHECK(r.counters.at("noise_pct") < 5);
+  }
+}
+
+TEST_CASE("errors become skipped runs with their message and the run goes on", "[gpu][gbench]") {
+  const int failed_before = gpucmp::detail::tally().failed;
+  gpucmp::register_benchmark("adapter_errors/throwing", throwing_benchmark);
+  gpucmp::register_benchmark("adapter_errors/forgetful", forgetful_benchmark);
+  gpucmp::register_benchmark("adapter_errors/invalid_launch", invalid_launch_benchmark);
+  gpucmp::register_benchmark("adapter_errors/ok", spin_benchmark)->Arg(10);
+  const auto runs = run_matching("^adapter_errors/");
+  REQUIRE(runs.size() == 4);
+  CHECK(runs.at("adapter_errors/throwing/hot/iterations:1/manual_time").error == "failed: unsupported: fp8 needs sm_89+");
+  CHECK_THAT(runs.at("adapter_errors/forgetful/hot/iterations:1/manual_time").error,
+             GPUCMP_CONTAINS("returned without calling gpucmp::state::run"));
+  CHECK_THAT(runs.at("adapter_errors/invalid_launch/hot/iterations:1/manual_time").error,
+             GPUCMP_CONTAINS("cudaErrorInvalidConfiguration"));
+  CHECK(runs.at("adapter_errors/ok/hot/10/iterations:1/manual_time").error.empty());
+  CHECK(gpucmp::detail::tally().failed == failed_before + 3);
+}
+
+TEST_CASE("a fixture's buffers are set up outside the timed path and measured cold", "[gpu][gbench]") {
+  const auto runs = run_matching("^buffer_fixture/read/");
+  REQUIRE(runs.size() == 1);
+  const captured_run& r = runs.begin()->second;
+  INFO(runs.begin()->first << ": " << r.error);
+  CHECK(runs.begin()->first == "buffer_fixture/read/cold/16777216/iterations:1/manual_time");
+  CHECK(r.error.empty());
+  // 64 MiB read from DRAM after an L2 flush: between 0.5 and 10 TB/s on any GPU gpucmp targets.
+  CHECK(r.counters.at("GB/s") > 500);
+  CHECK(r.counters.at("GB/s") < 10000);
+}
