@@ -9,6 +9,8 @@
 #include <gpucmp/core.hpp>
 #include <gpucmp/kernels/spin.cuh>
 
+#include <stdexcept>
+
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -17,6 +19,28 @@
 #include <vector>
 
 namespace {
+
+__global__ void empty_kernel() {}
+
+// The stream's kernel-to-kernel gap: per-launch time of an empty kernel in a batch.
+struct gaps {
+  double hot_s;
+  double graph_s;
+};
+
+gaps measure_gaps(gpucmp::engine& eng) {
+  auto empty = [](cudaStream_t s) {
+    empty_kernel<<<1, 1, 0, s>>>();
+    GPUCMP_CUDA_CHECK_LAST("empty_kernel<<<1, 1>>>");
+  };
+  return {eng.measure(empty, gpucmp::mode::hot).gpu.median, eng.measure(empty, gpucmp::mode::graph).gpu.median};
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  file << text;
+  if (!file) throw std::runtime_error("cannot write " + path);
+}
 
 // One event pair around one launch, after a short warm-up: the reading naive harnesses report.
 gpucmp::summary naive_reading(gpucmp::engine& eng, double nominal_s) {
@@ -46,7 +70,7 @@ std::string cell(double measured_s, double nominal_s) {
   return buf;
 }
 
-std::string markdown(const gpucmp::device_info& d, const std::vector<row>& rows) {
+std::string markdown(const gpucmp::device_info& d, const std::vector<row>& rows, const gaps& gap) {
   std::ostringstream md;
   md << "Spin kernels on " << d.name << " (" << d.sm_count << " SMs, driver " << gpucmp::cuda_version_string(d.driver_version)
      << ", runtime " << gpucmp::cuda_version_string(d.runtime_version) << "): median us per launch (excess over nominal)\n\n";
@@ -57,6 +81,12 @@ std::string markdown(const gpucmp::device_info& d, const std::vector<row>& rows)
        << cell(r.cold.gpu.median, r.nominal_s) << " | " << cell(r.hot.gpu.median, r.nominal_s) << " | "
        << cell(r.graph.gpu.median, r.nominal_s) << " | " << r.hot.batch << " | " << r.graph.batch << " |\n";
   }
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "\nStream kernel-to-kernel gap (per-launch time of an empty kernel): %.2f us in hot mode, %.2f us in "
+                "graph mode.\n",
+                gap.hot_s * 1e6, gap.graph_s * 1e6);
+  md << line;
   return md.str();
 }
 
@@ -73,7 +103,7 @@ void write_measurement(std::ostream& js, const char* key, const gpucmp::measurem
   js << "}";
 }
 
-std::string json(const gpucmp::device_info& d, const std::vector<row>& rows) {
+std::string json(const gpucmp::device_info& d, const std::vector<row>& rows, const gaps& gap) {
   std::ostringstream js;
   js.precision(9);
   char date[32];
@@ -84,7 +114,8 @@ std::string json(const gpucmp::device_info& d, const std::vector<row>& rows) {
      << "\", \"compute_capability\": \"" << d.compute_capability() << "\", \"sm_count\": " << d.sm_count
      << ", \"l2_bytes\": " << d.l2_bytes << ", \"sm_clock_max_mhz\": " << d.sm_clock_max_hz * 1e-6
      << ", \"cuda_driver\": \"" << gpucmp::cuda_version_string(d.driver_version) << "\", \"cuda_runtime\": \""
-     << gpucmp::cuda_version_string(d.runtime_version) << "\"},\n  \"rows\": [\n";
+     << gpucmp::cuda_version_string(d.runtime_version) << "\"},\n  \"empty_kernel_gap_s\": {\"hot\": " << gap.hot_s
+     << ", \"graph\": " << gap.graph_s << "},\n  \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const row& r = rows[i];
     js << "    {\"nominal_s\": " << r.nominal_s << ", ";
@@ -127,14 +158,15 @@ int main(int argc, char** argv) {
             eng.measure(spin, gpucmp::mode::hot), eng.measure(spin, gpucmp::mode::graph)};
       rows.push_back(std::move(r));
     }
-    const std::string table = markdown(eng.device(), rows);
+    const gaps gap = measure_gaps(eng);
+    const std::string table = markdown(eng.device(), rows, gap);
     if (!out_dir.empty()) {
-      std::ofstream(out_dir + "/spin_table.json") << json(eng.device(), rows);
-      std::ofstream(out_dir + "/spin_table.md") << table;
+      write_file(out_dir + "/spin_table.json", json(eng.device(), rows, gap));
+      write_file(out_dir + "/spin_table.md", table);
     }
     std::printf("%s", table.c_str());
     return 0;
-  } catch (const gpucmp::error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }

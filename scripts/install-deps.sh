@@ -32,4 +32,5 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc) was not found; install CUDA 12.x or 13.x first" >&2
   exit 1
 fi
-echo "install-deps: cmake $(cmake --version | head -1 | awk '{print $3}'), ninja $(ninja --version), nvcc $( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} {} --version | tail -2 | head -1 | sed 's/.*release //')"
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+echo "install-deps: $(cmake --version | head -1), ninja $(ninja --version), $("$nvcc_bin" --version | grep -o "release [0-9.]*")"

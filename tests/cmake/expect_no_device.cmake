@@ -1,6 +1,7 @@
-# Runs PROGRAM with every GPU hidden and checks the documented behaviour: each GPU benchmark
+# Runs PROGRAM with every GPU hidden (CUDA_VISIBLE_DEVICES=-1) and checks the documented behaviour: each GPU benchmark
 # is skipped with "no CUDA device: ...", and the exit status is 77.
-set(ENV{CUDA_VISIBLE_DEVICES} "")
+# An empty value would unset the variable in CMake; -1 is an index that hides every device.
+set(ENV{CUDA_VISIBLE_DEVICES} "-1")
 execute_process(COMMAND "${PROGRAM}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 if(NOT rc EQUAL 77)

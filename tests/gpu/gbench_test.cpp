@@ -121,7 +121,7 @@ TEST_CASE("errors become skipped runs with their message and the run goes on", "
   CHECK_THAT(runs.at("adapter_errors/forgetful/hot/iterations:1/manual_time").error,
              GPUCMP_CONTAINS("returned without calling gpucmp::state::run"));
   CHECK_THAT(runs.at("adapter_errors/invalid_launch/hot/iterations:1/manual_time").error,
-             GPUCMP_CONTAINS("cudaErrorInvalidConfiguration"));
+             GPUCMP_CONTAINS("failed: CUDA error cudaErrorInvalid"));
   CHECK(runs.at("adapter_errors/ok/hot/10/iterations:1/manual_time").error.empty());
   CHECK(gpucmp::detail::tally().failed == failed_before + 3);
 }

@@ -15,7 +15,13 @@ void launch_read_sum(cudaStream_t stream, const float* in, std::size_t floats, f
 
 namespace {
 __global__ void never_runs() {}
+__global__ void empty() {}
 }  // namespace
+
+void launch_empty(cudaStream_t stream) {
+  empty<<<1, 1, 0, stream>>>();
+  GPUCMP_CUDA_CHECK_LAST("empty<<<1, 1>>>");
+}
 
 void launch_invalid_configuration(cudaStream_t stream) {
   never_runs<<<1, 4096, 0, stream>>>();  // deliberately unchecked: the engine must catch it

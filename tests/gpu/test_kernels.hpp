@@ -17,6 +17,9 @@ void launch_spin(cudaStream_t stream, double seconds);
 /// Read-bound sum of `floats` floats (a multiple of 4) into `partial` (`blocks` floats).
 void launch_read_sum(cudaStream_t stream, const float* in, std::size_t floats, float* partial, int blocks);
 
+/// An empty kernel (one thread): its per-launch time in a batch is the stream's kernel-to-kernel gap.
+void launch_empty(cudaStream_t stream);
+
 /// A launch with 4096 threads per block: always an invalid configuration.
 void launch_invalid_configuration(cudaStream_t stream);
 
