@@ -3,11 +3,15 @@
 //
 // The spin-kernel table: how close each timing method gets to a kernel of known duration.
 // Kernels spin for 2 / 10 / 100 / 1000 us on %globaltimer; each is read with one event pair
-// around one launch (what naive harnesses do) and with gpucmp's cold, hot and graph modes.
+// around one launch (what naive harnesses do), with gpucmp's cold, hot and graph modes, and
+// (when built with CUPTI) with kernel mode, whose traced event time shows the tracing overhead.
 //   spin_table [--out DIR]    prints a markdown table; with --out also writes
 //                             DIR/spin_table.json and DIR/spin_table.md
 #include <gpucmp/core.hpp>
 #include <gpucmp/kernels/spin.cuh>
+#if GPUCMP_WITH_KERNEL_MODE
+#include <gpucmp/kernel_trace.hpp>
+#endif
 
 #include <stdexcept>
 
@@ -61,7 +65,7 @@ gpucmp::summary naive_reading(gpucmp::engine& eng, double nominal_s) {
 struct row {
   double nominal_s;
   gpucmp::summary naive;
-  gpucmp::measurement cold, hot, graph;
+  gpucmp::measurement cold, hot, graph, kernel;  // kernel: status unsupported without CUPTI
 };
 
 std::string cell(double measured_s, double nominal_s) {
@@ -74,12 +78,27 @@ std::string markdown(const gpucmp::device_info& d, const std::vector<row>& rows,
   std::ostringstream md;
   md << "Spin kernels on " << d.name << " (" << d.sm_count << " SMs, driver " << gpucmp::cuda_version_string(d.driver_version)
      << ", runtime " << gpucmp::cuda_version_string(d.runtime_version) << "): median us per launch (excess over nominal)\n\n";
-  md << "| nominal us | naive: 1 event pair, 1 launch | cold | hot | graph | hot batch | graph batch |\n";
-  md << "|---|---|---|---|---|---|---|\n";
+  md << "| nominal us | naive: 1 event pair, 1 launch | cold | hot | graph | kernel (CUPTI) | hot batch | graph batch |\n";
+  md << "|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     md << "| " << r.nominal_s * 1e6 << " | " << cell(r.naive.median, r.nominal_s) << " | "
        << cell(r.cold.gpu.median, r.nominal_s) << " | " << cell(r.hot.gpu.median, r.nominal_s) << " | "
-       << cell(r.graph.gpu.median, r.nominal_s) << " | " << r.hot.batch << " | " << r.graph.batch << " |\n";
+       << cell(r.graph.gpu.median, r.nominal_s) << " | "
+       << (r.kernel.ok() ? cell(r.kernel.gpu.median, r.nominal_s) : gpucmp::to_string(r.kernel.status)) << " | "
+       << r.hot.batch << " | " << r.graph.batch << " |\n";
+  }
+  if (!rows.empty() && rows.front().kernel.ok()) {
+    md << "\nTracing overhead: event-timed µs per launch in hot mode, untraced and while kernel mode traces "
+          "(same batching):\n\n| nominal us | hot | hot while tracing | overhead |\n|---|---|---|---|\n";
+    for (const auto& r : rows) {
+      const double traced = r.kernel.kernels->traced_event.median;
+      char line[160];
+      std::snprintf(line, sizeof line, "| %g | %.2f | %.2f | %+.2f us |\n", r.nominal_s * 1e6, r.hot.gpu.median * 1e6,
+                    traced * 1e6, (traced - r.hot.gpu.median) * 1e6);
+      md << line;
+    }
+  } else if (!rows.empty()) {
+    md << "\nKernel mode: " << rows.front().kernel.message << "\n";
   }
   char line[200];
   std::snprintf(line, sizeof line,
@@ -126,6 +145,11 @@ std::string json(const gpucmp::device_info& d, const std::vector<row>& rows, con
     write_measurement(js, "hot", r.hot);
     js << ", ";
     write_measurement(js, "graph", r.graph);
+    if (r.kernel.ok()) {
+      js << ", ";
+      write_measurement(js, "kernel", r.kernel);
+      js << ", \"kernel_traced_event_median_s\": " << r.kernel.kernels->traced_event.median;
+    }
     js << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
@@ -154,8 +178,13 @@ int main(int argc, char** argv) {
     std::vector<row> rows;
     for (const double nominal_s : {2e-6, 10e-6, 100e-6, 1e-3}) {
       auto spin = [nominal_s](cudaStream_t s) { gpucmp::kernels::launch_spin(s, nominal_s); };
-      row r{nominal_s, naive_reading(eng, nominal_s), eng.measure(spin, gpucmp::mode::cold),
-            eng.measure(spin, gpucmp::mode::hot), eng.measure(spin, gpucmp::mode::graph)};
+      row r{nominal_s,
+            naive_reading(eng, nominal_s),
+            eng.measure(spin, gpucmp::mode::cold),
+            eng.measure(spin, gpucmp::mode::hot),
+            eng.measure(spin, gpucmp::mode::graph),
+            eng.try_measure(spin, gpucmp::mode::kernel)};
+      if (r.kernel.status == gpucmp::result_status::failed) throw gpucmp::error(r.kernel.message);
       rows.push_back(std::move(r));
     }
     const gaps gap = measure_gaps(eng);

@@ -16,6 +16,12 @@ if(TARGET gpucmp_gbench)
   export(EXPORT gpucmpGbenchTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpGbenchTargets.cmake")
 endif()
 
+if(TARGET gpucmp_cupti)
+  install(TARGETS gpucmp_cupti EXPORT gpucmpCuptiTargets)
+  install(EXPORT gpucmpCuptiTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpCuptiTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCuptiTargets.cmake")
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/gpucmpConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"

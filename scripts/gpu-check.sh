@@ -33,6 +33,8 @@ fi
 "$build_dir/examples/02_gbench_kernel" --benchmark_out="$out_dir/example_02.json" --benchmark_out_format=json > "$out_dir/example_02.txt" 2>&1 || status=1
 "$build_dir/examples/03_modes_side_by_side" > "$out_dir/example_03.md" 2>&1 || status=1
 "$build_dir/benchmarks/spin_table" --out "$out_dir" > /dev/null 2>&1 || status=1
+# Kernel mode against Nsight Compute on a verified cuBLAS GEMM.
+python3 "$repo_root/scripts/kernel-mode-vs-ncu.py" "$build_dir" "$out_dir" > "$out_dir/kernel_mode_vs_ncu.log" 2>&1 || status=1
 # The embedder's ten-line program, as built by the find_package packaging test.
 consumer="$build_dir/tests/cmake/consumer-find_package_install/consumer"
 [ -x "$consumer" ] && { "$consumer" > "$out_dir/consumer.txt" 2>&1 || status=1; }
@@ -41,5 +43,6 @@ echo "== ctest"; tail -15 "$out_dir/ctest.log"
 echo "== example 01"; cat "$out_dir/example_01.txt"
 echo "== example 03"; cat "$out_dir/example_03.md"
 echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
+echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.log"
 echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status

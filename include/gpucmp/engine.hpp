@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The measurement engine: warms a callable up, takes event-timed samples in cold, hot or
-// graph mode until the stopping rule is satisfied, and returns a plain measurement record.
-// It never prints and does not depend on Google Benchmark.
+// The measurement engine: warms a callable up, takes samples in cold, hot, graph or kernel
+// mode until the stopping rule is satisfied, and returns a plain measurement record.
+// It never prints and does not depend on Google Benchmark (nor on CUPTI: kernel mode goes
+// through the activity_tracer that <gpucmp/kernel_trace.hpp> registers).
 #pragma once
 
+#include <gpucmp/activity_tracer.hpp>
 #include <gpucmp/device.hpp>
 #include <gpucmp/error.hpp>
 #include <gpucmp/event.hpp>
 #include <gpucmp/graph.hpp>
+#include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
+#include <gpucmp/nvtx.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/result.hpp>
 #include <gpucmp/statistics.hpp>
@@ -26,6 +30,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +39,9 @@ namespace gpucmp {
 
 /// Measures callables `void(cudaStream_t)` that enqueue GPU work on the stream they are given.
 /// Owns, on one device: the measurement stream, a capture stream, the timing events, and
-/// (created on first need) the L2 flush buffer and the stream hold. Reuse one engine for many
-/// measurements so none of this is allocated again. Not thread-safe; not copyable.
+/// (created on first need) the L2 flush buffer, the stream hold and the activity tracer.
+/// Reuse one engine for many measurements so none of this is allocated again. Not
+/// thread-safe; not copyable.
 class engine {
  public:
   /// An engine on device `ordinal`.
@@ -182,6 +188,7 @@ class engine {
   template <class Launch>
   void run(Launch& launch, mode m, const measure_options& options, measurement& record) {
     options.validate();
+    const nvtx_range measure_range("gpucmp " + std::string(to_string(m)) + (options.name.empty() ? "" : ": " + options.name));
     device_guard on_device(m_device.ordinal);
     cudaGetLastError();  // an earlier non-sticky error is not the callable's fault
     GPUCMP_CUDA_CHECK(cudaPeekAtLastError());  // a sticky one makes measuring pointless
@@ -189,7 +196,11 @@ class engine {
     record.target_noise = options.target_noise;
     const cudaStream_t s = stream();
 
-    const double launch_estimate_s = warm_up(launch, options, record);
+    double launch_estimate_s = 0;
+    {
+      const nvtx_range warm_up_range("gpucmp warm-up");
+      launch_estimate_s = warm_up(launch, options, record);
+    }
     record.batch = m == mode::cold ? 1 : choose_batch(launch_estimate_s, options);
 
     graph_exec replay;
@@ -211,7 +222,28 @@ class engine {
     }
     const bool hold = options.hold && hold_available(record);
     record.stream_held = hold;
+    if (m == mode::kernel) {
+      sample_kernels(launch, options, record, hold);
+    } else {
+      sample_events(launch, m, options, record, hold, replay);
+    }
+    record.gpu = summarize(record.gpu_s);
+    record.wall = summarize(record.wall_s);
+    record.noise_target_met = record.gpu.relative_noise <= options.target_noise;
+    if (!record.noise_target_met) {
+      char text[160];
+      std::snprintf(text, sizeof text, "noise %.2f%% above the %.2f%% target (stopped: %s)",
+                    100.0 * record.gpu.relative_noise, 100.0 * options.target_noise, to_string(record.stopped_by));
+      record.warnings.emplace_back(text);
+    }
+  }
 
+  // Cold, hot and graph modes: one event pair around each sample's batch.
+  template <class Launch>
+  void sample_events(Launch& launch, mode m, const measure_options& options, measurement& record, bool hold,
+                     graph_exec& replay) {
+    const cudaStream_t s = stream();
+    const nvtx_range sampling_range("gpucmp sampling");
     stopping_rule rule(options);
     const auto loop_start = clock::now();
     for (;;) {
@@ -247,15 +279,95 @@ class engine {
       }
     }
     record.sampling_wall_s = seconds_since(loop_start);
-    record.gpu = summarize(record.gpu_s);
-    record.wall = summarize(record.wall_s);
-    record.noise_target_met = record.gpu.relative_noise <= options.target_noise;
-    if (!record.noise_target_met) {
-      char text[160];
-      std::snprintf(text, sizeof text, "noise %.2f%% above the %.2f%% target (stopped: %s)",
-                    100.0 * record.gpu.relative_noise, 100.0 * options.target_noise, to_string(record.stopped_by));
-      record.warnings.emplace_back(text);
+  }
+
+  // Kernel mode: each launch gets its own sample id in the activity tracer; a batch of
+  // launches is queued behind the hold (so gaps between a callable's kernels are GPU gaps,
+  // not host launch latency), then the records are collected and attributed. The event time
+  // of each batch is kept as the traced event time, which shows the tracing overhead.
+  template <class Launch>
+  void sample_kernels(Launch& launch, const measure_options& options, measurement& record, bool hold) {
+    const activity_tracer_factory factory = detail::registered_tracer_factory();
+    if (factory == nullptr) {
+      throw unsupported(
+          "kernel mode unavailable: no activity tracer is registered (include <gpucmp/kernel_trace.hpp> and link "
+          "gpucmp::cupti)");
     }
+    if (!m_tracer) m_tracer = factory();
+    m_tracer->start();
+    struct stop_tracing {
+      activity_tracer* tracer;
+      ~stop_tracing() { tracer->stop(); }
+    } stop_on_exit{m_tracer.get()};
+
+    const cudaStream_t s = stream();
+    const nvtx_range sampling_range("gpucmp sampling");
+    kernel_profile profile;
+    breakdown_accumulator kernels;
+    stopping_rule rule(options);
+    const auto loop_start = clock::now();
+    for (;;) {
+      const std::uint64_t first_id = record.launches;
+      const auto sample_start = clock::now();
+      bool released_in_time = true;
+      {
+        hold_scope held(hold ? m_hold.get() : nullptr, s, options.hold_timeout_s);
+        m_start.record(s);
+        for (std::size_t i = 0; i < record.batch; ++i) {
+          m_tracer->begin_sample(first_id + i);
+          launch(s);
+          m_tracer->end_sample();
+          check_launch("kernel", first_id + i);
+        }
+        m_stop.record(s);
+        released_in_time = held.release();
+      }
+      m_stop.synchronize();
+      if (!released_in_time) throw_hold_timeout(mode::kernel, options, record.batch);
+      const double n = static_cast<double>(record.batch);
+      const double wall_per_launch_s = seconds_since(sample_start) / n;
+      profile.traced_event_s.push_back(elapsed_s(m_start, m_stop) / n);
+
+      std::map<std::uint64_t, std::vector<activity_record>> by_launch;
+      for (auto& r : m_tracer->collect()) {
+        if (r.sample < first_id || r.sample >= first_id + record.batch) continue;  // not from this batch
+        kernels.add(r);
+        by_launch[r.sample].push_back(std::move(r));
+      }
+      bool stop = false;
+      for (std::size_t i = 0; i < record.batch && !stop; ++i) {
+        auto found = by_launch.find(first_id + i);
+        const activity_times t = found == by_launch.end() ? activity_times{} : times_of(std::move(found->second));
+        if (t.activities == 0) ++profile.launches_without_activity;
+        record.gpu_s.push_back(t.busy_s);
+        record.wall_s.push_back(wall_per_launch_s);
+        profile.span_s.push_back(t.span_s);
+        profile.idle_s.push_back(t.idle_s);
+        ++record.launches;
+        rule.add(t.busy_s, t.busy_s);
+        if (auto reason = rule.check(seconds_since(loop_start))) {
+          record.stopped_by = *reason;
+          stop = true;
+        }
+      }
+      if (stop) break;
+    }
+    record.sampling_wall_s = seconds_since(loop_start);
+    if (profile.launches_without_activity == record.launches) {
+      throw error("kernel mode: the measured callable enqueued no kernel, memcpy or memset that the tracer saw");
+    }
+    profile.span = summarize(profile.span_s);
+    profile.idle = summarize(profile.idle_s);
+    profile.traced_event = summarize(profile.traced_event_s);
+    profile.kernels = kernels.result(record.launches);
+    profile.dropped_records = m_tracer->dropped_records();
+    if (profile.dropped_records > 0) {
+      record.warnings.push_back(std::to_string(profile.dropped_records) + " activity records were dropped");
+    }
+    if (profile.launches_without_activity > 0) {
+      record.warnings.push_back(std::to_string(profile.launches_without_activity) + " launches had no traced activity");
+    }
+    record.kernels = std::move(profile);
   }
 
   [[noreturn]] static void throw_hold_timeout(mode m, const measure_options& options, std::size_t batch) {
@@ -277,6 +389,7 @@ class engine {
   std::unique_ptr<l2_flusher> m_flusher;
   std::unique_ptr<stream_hold> m_hold;
   std::string m_hold_error;
+  std::unique_ptr<activity_tracer> m_tracer;
 };
 
 }  // namespace gpucmp

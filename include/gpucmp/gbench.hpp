@@ -53,6 +53,16 @@ inline run_tally& tally() {
   return t;
 }
 
+/// Kernel-mode breakdowns of this process's runs, in run order, for --gpucmp_kernels_out.
+struct named_breakdown {
+  std::string benchmark;            ///< registration name, "<function>/kernel"
+  std::vector<kernel_stat> kernels; ///< its breakdown
+};
+inline std::vector<named_breakdown>& kernel_breakdowns() {
+  static std::vector<named_breakdown> list;
+  return list;
+}
+
 /// The no-device reason, looked up once per process ("" when a device exists).
 inline const std::string& cached_no_device_reason() {
   static const std::string reason = no_device_reason();
@@ -81,8 +91,10 @@ inline void report_failure(benchmark::State& gb, const std::string& message) {
 class state {
  public:
   /// Used by the registration machinery; benchmark functions receive a ready state.
-  state(benchmark::State& gb, mode timing_mode, engine& eng, const measure_options& defaults)
-      : m_gb(gb), m_mode(timing_mode), m_engine(eng), m_options(defaults) {}
+  state(benchmark::State& gb, std::string name, mode timing_mode, engine& eng, const measure_options& defaults)
+      : m_gb(gb), m_name(std::move(name)), m_mode(timing_mode), m_engine(eng), m_options(defaults) {
+    if (m_options.name.empty()) m_options.name = m_name;
+  }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
 
@@ -90,6 +102,8 @@ class state {
   benchmark::State& gbench() noexcept { return m_gb; }
   /// Argument `index` of this benchmark instance (as benchmark::State::range).
   std::int64_t range(std::size_t index = 0) const { return m_gb.range(index); }
+  /// The registration's name, "<function>/<mode>" (Google Benchmark appends the arguments).
+  const std::string& name() const noexcept { return m_name; }
   /// The timing mode of this registration.
   mode timing_mode() const noexcept { return m_mode; }
   /// Measurement options; change them before run().
@@ -170,11 +184,34 @@ class state {
       if (m_work.items > 0) c["items/s"] = at.items_per_s;
     }
     std::string label;
+    if (r.kernels) {
+      c["span_us"] = r.kernels->span.median * us;
+      c["idle_us"] = r.kernels->idle.median * us;
+      c["traced_event_us"] = r.kernels->traced_event.median * us;
+      label = kernels_label(*r.kernels);
+      detail::kernel_breakdowns().push_back({m_name, r.kernels->kernels});
+    }
     for (const auto& w : r.warnings) label += (label.empty() ? "" : "; ") + w;
     if (!label.empty()) m_gb.SetLabel(label);
   }
 
+  // The three largest kernels with their share of the busy time, e.g.
+  // "kernels: sm90_xmma_gemm_bf16... 99.8% (1/launch)".
+  static std::string kernels_label(const kernel_profile& p) {
+    std::string label = "kernels:";
+    for (std::size_t i = 0; i < p.kernels.size() && i < 3; ++i) {
+      const kernel_stat& k = p.kernels[i];
+      std::string name = k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name;
+      char tail[64];
+      std::snprintf(tail, sizeof tail, " %.1f%% (%g/launch)", 100.0 * k.share, k.per_launch);
+      label += (i == 0 ? " " : "; ") + name + tail;
+    }
+    if (p.kernels.size() > 3) label += "; +" + std::to_string(p.kernels.size() - 3) + " more";
+    return label;
+  }
+
   benchmark::State& m_gb;
+  std::string m_name;
   mode m_mode;
   engine& m_engine;
   measure_options m_options;
@@ -187,7 +224,7 @@ namespace detail {
 
 /// Runs `body(state&)` for one registration, turning every error into SkipWithError.
 template <class Body>
-void run_guarded(benchmark::State& gb, mode m, const measure_options& defaults, Body&& body) {
+void run_guarded(benchmark::State& gb, const std::string& name, mode m, const measure_options& defaults, Body&& body) {
   const std::string& no_device = cached_no_device_reason();
   if (!no_device.empty()) {
     tally().no_device = true;
@@ -195,7 +232,7 @@ void run_guarded(benchmark::State& gb, mode m, const measure_options& defaults, 
     return;
   }
   try {
-    state st(gb, m, engine_for_current_device(), defaults);
+    state st(gb, name, m, engine_for_current_device(), defaults);
     body(st);
     if (!st.finished()) report_failure(gb, "failed: the benchmark function returned without calling gpucmp::state::run");
   } catch (const std::exception& e) {
@@ -277,8 +314,9 @@ benchmark_group* register_benchmark(const std::string& name, Function fn, std::i
   auto options = std::make_shared<measure_options>();
   std::vector<benchmark::internal::Benchmark*> registrations;
   for (mode m : detail::modes_or_default(modes)) {
-    auto* b = benchmark::RegisterBenchmark((name + "/" + to_string(m)).c_str(), [fn, m, options](benchmark::State& gb) {
-      detail::run_guarded(gb, m, *options, fn);
+    const std::string full_name = name + "/" + to_string(m);
+    auto* b = benchmark::RegisterBenchmark(full_name.c_str(), [fn, m, options, full_name](benchmark::State& gb) {
+      detail::run_guarded(gb, full_name, m, *options, fn);
     });
     detail::configure_defaults(b);
     registrations.push_back(b);
@@ -295,13 +333,13 @@ template <class Fixture>
 class fixture_runner final : public Fixture {
  public:
   fixture_runner(const std::string& name, mode m, std::shared_ptr<measure_options> options)
-      : m_mode(m), m_options(std::move(options)) {
+      : m_name(name), m_mode(m), m_options(std::move(options)) {
     this->SetName(name.c_str());
   }
 
   void Run(benchmark::State& gb) override {
     bool set_up = false;
-    run_guarded(gb, m_mode, *m_options, [&](state& st) {
+    run_guarded(gb, m_name, m_mode, *m_options, [&](state& st) {
       this->SetUp(gb);
       set_up = true;
       this->gpucmp_measure(st);
@@ -319,6 +357,7 @@ class fixture_runner final : public Fixture {
   void BenchmarkCase(benchmark::State&) override {}  // unused: Run() drives the fixture
 
  private:
+  std::string m_name;
   mode m_mode;
   std::shared_ptr<measure_options> m_options;
 };
@@ -374,9 +413,69 @@ inline void add_context() {
   }
 }
 
-/// A complete main: parses Google Benchmark flags, adds the context, runs the registered
+namespace detail {
+
+inline std::string json_escape(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+/// Writes every kernel-mode breakdown of this process as JSON; false when the file cannot be written.
+inline bool write_kernel_breakdowns(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) return false;
+  std::fprintf(file, "{\n  \"gpucmp_version\": \"%s\",\n  \"breakdowns\": [", version_string);
+  const auto& list = kernel_breakdowns();
+  for (std::size_t b = 0; b < list.size(); ++b) {
+    std::fprintf(file, "%s\n    {\"benchmark\": \"%s\", \"kernels\": [", b ? "," : "", json_escape(list[b].benchmark).c_str());
+    for (std::size_t k = 0; k < list[b].kernels.size(); ++k) {
+      const kernel_stat& s = list[b].kernels[k];
+      std::fprintf(file,
+                   "%s\n      {\"name\": \"%s\", \"kind\": \"%s\", \"count\": %zu, \"per_launch\": %.6g, "
+                   "\"total_s\": %.9g, \"median_s\": %.9g, \"share\": %.6g}",
+                   k ? "," : "", json_escape(s.name).c_str(), to_string(s.kind), s.count, s.per_launch, s.total_s,
+                   s.median_s, s.share);
+    }
+    std::fprintf(file, "\n    ]}");
+  }
+  std::fprintf(file, "\n  ]\n}\n");
+  return std::fclose(file) == 0;
+}
+
+}  // namespace detail
+
+/// A complete main: parses Google Benchmark flags (plus --gpucmp_kernels_out=FILE, which
+/// writes every kernel-mode breakdown as JSON), adds the context, runs the registered
 /// benchmarks and returns an exit_status (77 when there is no CUDA device).
 inline int benchmark_main(int argc, char** argv) {
+  std::string kernels_out;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::string flag = "--gpucmp_kernels_out=";
+    if (arg.rfind(flag, 0) == 0) {
+      kernels_out = arg.substr(flag.size());
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();
@@ -384,6 +483,10 @@ inline int benchmark_main(int argc, char** argv) {
   if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!kernels_out.empty() && !detail::write_kernel_breakdowns(kernels_out)) {
+    std::fprintf(stderr, "gpucmp: cannot write kernel breakdowns to %s\n", kernels_out.c_str());
+    return exit_failures;
+  }
   if (detail::tally().no_device) return exit_no_device;
   return detail::tally().failed > 0 ? exit_failures : exit_ok;
 }

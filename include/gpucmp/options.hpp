@@ -18,24 +18,27 @@ enum class mode {
   cold,   ///< L2 flushed before every sample; one launch per sample
   hot,    ///< batches of launches queued behind a held stream, released together
   graph,  ///< a batch of launches captured once into a CUDA graph; replays are timed
+  kernel, ///< per-kernel GPU timestamps (CUPTI): the callable's own busy time, span and gaps
 };
 
-/// Name of a mode as it appears in benchmark names and reports: "cold", "hot", "graph".
+/// Name of a mode as it appears in benchmark names and reports: "cold", "hot", "graph", "kernel".
 inline const char* to_string(mode m) noexcept {
   switch (m) {
     case mode::cold: return "cold";
     case mode::hot: return "hot";
     case mode::graph: return "graph";
+    case mode::kernel: return "kernel";
   }
   return "unknown";
 }
 
-/// Parses "cold", "hot" or "graph"; throws invalid_argument naming the text otherwise.
+/// Parses "cold", "hot", "graph" or "kernel"; throws invalid_argument naming the text otherwise.
 inline mode parse_mode(const std::string& text) {
   if (text == "cold") return mode::cold;
   if (text == "hot") return mode::hot;
   if (text == "graph") return mode::graph;
-  throw invalid_argument("unknown mode '" + text + "' (expected cold, hot or graph)");
+  if (text == "kernel") return mode::kernel;
+  throw invalid_argument("unknown mode '" + text + "' (expected cold, hot, graph or kernel)");
 }
 
 /// Knobs of one measurement. Defaults suit kernels from about 1 us to 100 ms.
@@ -52,7 +55,10 @@ struct measure_options {
   double target_noise = 0.005;       ///< target relative noise (stddev / mean), 0.5 %
   double max_wall_time_s = 15.0;     ///< wall-clock cap for the sampling loop
 
-  // Batching (hot and graph modes): each sample times `batch` launches, chosen from the
+  /// Name shown on the NVTX range around the measurement (the adapter uses the benchmark's name).
+  std::string name;
+
+  // Batching (hot, graph and kernel modes): each sample times `batch` launches, chosen from the
   // warm-up so that a sample lasts at least min_sample_time_s, at most max_batch launches.
   double min_sample_time_s = 1e-3;  ///< target GPU time of one sample
   std::size_t max_batch = 256;      ///< cap on launches per sample (the launch queue is finite)

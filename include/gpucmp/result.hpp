@@ -5,11 +5,13 @@
 // field here, never a change in the engine's loops.
 #pragma once
 
+#include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/statistics.hpp>
 #include <gpucmp/stopping.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +44,7 @@ struct measurement {
   result_status status = result_status::ok;  ///< whether it was measured
   std::string message;                     ///< why not, when status != ok
 
-  std::vector<double> gpu_s;   ///< per sample: event-timed GPU seconds per launch
+  std::vector<double> gpu_s;   ///< per sample: GPU seconds per launch (events; kernel mode: summed activity durations)
   std::vector<double> wall_s;  ///< per sample: host wall seconds per launch (enqueue + wait), for launch-bound code
   summary gpu;                 ///< summary of gpu_s
   summary wall;                ///< summary of wall_s
@@ -58,6 +60,7 @@ struct measurement {
   bool stream_held = false;           ///< launches were queued behind a held stream
   std::size_t l2_flush_bytes = 0;     ///< bytes written to flush L2 before each sample (cold mode)
   std::vector<std::string> warnings;  ///< things a reader must know next to the number
+  std::optional<kernel_profile> kernels;  ///< kernel mode only: span, gaps and breakdown by kernel
 
   /// True when status is ok.
   bool ok() const noexcept { return status == result_status::ok; }

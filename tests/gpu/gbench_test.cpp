@@ -7,6 +7,9 @@
 #include "test_kernels.hpp"
 
 #include <gpucmp/bench.hpp>
+#if GPUCMP_TEST_KERNEL_MODE
+#include <gpucmp/kernel_trace.hpp>
+#endif
 
 #include <map>
 #include <string>
@@ -137,3 +140,22 @@ TEST_CASE("a fixture's buffers are set up outside the timed path and measured co
   CHECK(r.counters.at("GB/s") > 500);
   CHECK(r.counters.at("GB/s") < 10000);
 }
+
+#if GPUCMP_TEST_KERNEL_MODE
+TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the label", "[gpu][gbench]") {
+  gpucmp::register_benchmark("adapter_kernel", spin_benchmark, {gpucmp::mode::kernel})->Arg(50);
+  const auto runs = run_matching("^adapter_kernel/");
+  REQUIRE(runs.size() == 1);
+  const captured_run& r = runs.at("adapter_kernel/kernel/50/iterations:1/manual_time");
+  INFO(r.error << " " << r.label);
+  CHECK(r.error.empty());
+  CHECK(r.seconds_per_iteration >= 50e-6);
+  CHECK(r.seconds_per_iteration <= 50.7e-6);
+  CHECK(r.counters.at("span_us") == Approx(r.seconds_per_iteration * 1e6).epsilon(0.01));
+  CHECK(r.counters.at("idle_us") == 0);
+  CHECK(r.counters.at("traced_event_us") >= r.seconds_per_iteration * 1e6);
+  CHECK(r.label.rfind("kernels: gpucmp::kernels::spin_for(unsigned long) 100.0% (1/launch)", 0) == 0);
+  REQUIRE_FALSE(gpucmp::detail::kernel_breakdowns().empty());
+  CHECK(gpucmp::detail::kernel_breakdowns().back().benchmark == "adapter_kernel/kernel");
+}
+#endif
