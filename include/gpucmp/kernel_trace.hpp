@@ -125,10 +125,13 @@ inline std::string memcpy_name(std::uint8_t copy_kind) {
 /// Raw records arrive on CUPTI's buffer callbacks, are kept under a mutex, and are joined
 /// with their external correlation ids (the sample ids) when collected.
 class cupti_session {
-  // The activity kinds kernel mode records; the external correlation records carry the sample ids.
-  static constexpr CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                                        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                                        CUPTI_ACTIVITY_KIND_MEMSET};
+  // The activity kinds kernel mode records. External correlation records carry the sample
+  // ids, and CUPTI emits them only for API calls it records as RUNTIME or DRIVER activity
+  // (seen on CUPTI 13.0: with neither enabled, no external correlation record arrives), so
+  // both are enabled and their records discarded. They cost host time per API call only.
+  static constexpr CUpti_ActivityKind traced_kinds[] = {
+      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,          CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
  public:
   static cupti_session& instance() {

@@ -10,6 +10,7 @@ int main() {
     std::fprintf(stderr, "%s\n", why.c_str());
     return 77;
   }
+  try {
   gpucmp::device_buffer<float> in(1 << 24), out(1 << 24, gpucmp::initial_fill::uninitialized());
   gpucmp::engine eng;
   auto copy = [&](cudaStream_t s) {
@@ -23,4 +24,8 @@ int main() {
     if (m.kernels && !m.kernels->kernels.empty()) std::printf("  traced: %s\n", m.kernels->kernels.front().name.c_str());
   }
   return 0;
+  } catch (const gpucmp::error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
 }
