@@ -18,7 +18,8 @@ import statistics
 import subprocess
 import sys
 
-UNIT_TO_S = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
+UNIT_TO_S = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3, "s": 1.0,
+             "second": 1.0}
 
 
 def find_ncu():

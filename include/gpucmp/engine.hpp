@@ -334,8 +334,9 @@ class engine {
         kernels.add(r);
         by_launch[r.sample].push_back(std::move(r));
       }
-      bool stop = false;
-      for (std::size_t i = 0; i < record.batch && !stop; ++i) {
+      // Every launch of the batch becomes a sample (the breakdown already holds all of
+      // them); the stopping rule is consulted once per batch.
+      for (std::size_t i = 0; i < record.batch; ++i) {
         auto found = by_launch.find(first_id + i);
         const activity_times t = found == by_launch.end() ? activity_times{} : times_of(std::move(found->second));
         if (t.activities == 0) ++profile.launches_without_activity;
@@ -345,12 +346,11 @@ class engine {
         profile.idle_s.push_back(t.idle_s);
         ++record.launches;
         rule.add(t.busy_s, t.busy_s);
-        if (auto reason = rule.check(seconds_since(loop_start))) {
-          record.stopped_by = *reason;
-          stop = true;
-        }
       }
-      if (stop) break;
+      if (auto reason = rule.check(seconds_since(loop_start))) {
+        record.stopped_by = *reason;
+        break;
+      }
     }
     record.sampling_wall_s = seconds_since(loop_start);
     if (profile.launches_without_activity == record.launches) {
