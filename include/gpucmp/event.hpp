@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// RAII CUDA event with timing enabled: the only clock gpucmp uses for GPU time.
+// RAII CUDA event with timing enabled: the clock of gpucmp's event modes.
 #pragma once
 
+#include <gpucmp/detail/unique_handle.hpp>
 #include <gpucmp/error.hpp>
 
 #include <cuda_runtime_api.h>
-
-#include <utility>
 
 namespace gpucmp {
 
@@ -16,30 +15,22 @@ namespace gpucmp {
 class event {
  public:
   /// Creates an event with timing enabled (blocking-sync off: synchronize() spins for low latency).
-  event() { GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&m_event, cudaEventDefault)); }
-  ~event() {
-    if (m_event != nullptr) cudaEventDestroy(m_event);  // errors ignored: destructors never throw
+  event() {
+    cudaEvent_t e = nullptr;
+    GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+    m_event = handle(e);
   }
-  event(event&& other) noexcept : m_event(std::exchange(other.m_event, nullptr)) {}
-  event& operator=(event&& other) noexcept {
-    if (this != &other) {
-      if (m_event != nullptr) cudaEventDestroy(m_event);
-      m_event = std::exchange(other.m_event, nullptr);
-    }
-    return *this;
-  }
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
 
   /// The raw handle; stays owned by this object.
-  cudaEvent_t get() const noexcept { return m_event; }
+  cudaEvent_t get() const noexcept { return m_event.get(); }
   /// Records the event on `stream`.
-  void record(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaEventRecord(m_event, stream)); }
+  void record(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaEventRecord(get(), stream)); }
   /// Blocks the host until the event has completed.
-  void synchronize() const { GPUCMP_CUDA_CHECK(cudaEventSynchronize(m_event)); }
+  void synchronize() const { GPUCMP_CUDA_CHECK(cudaEventSynchronize(get())); }
 
  private:
-  cudaEvent_t m_event = nullptr;
+  using handle = detail::unique_handle<cudaEvent_t, cudaEventDestroy>;
+  handle m_event;
 };
 
 /// Seconds between two completed events (resolution about 0.5 us).

@@ -5,13 +5,13 @@
 // which removes most of the per-launch gap from batched measurements.
 #pragma once
 
+#include <gpucmp/detail/unique_handle.hpp>
 #include <gpucmp/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string>
-#include <utility>
 
 namespace gpucmp {
 
@@ -21,30 +21,22 @@ class graph_exec {
   /// An empty handle.
   graph_exec() noexcept = default;
   /// Instantiates `graph` (which stays owned by the caller).
-  explicit graph_exec(cudaGraph_t graph) { GPUCMP_CUDA_CHECK(cudaGraphInstantiate(&m_exec, graph, 0)); }
-  ~graph_exec() {
-    if (m_exec != nullptr) cudaGraphExecDestroy(m_exec);  // errors ignored: destructors never throw
+  explicit graph_exec(cudaGraph_t graph) {
+    cudaGraphExec_t exec = nullptr;
+    GPUCMP_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    m_exec = handle(exec);
   }
-  graph_exec(graph_exec&& other) noexcept : m_exec(std::exchange(other.m_exec, nullptr)) {}
-  graph_exec& operator=(graph_exec&& other) noexcept {
-    if (this != &other) {
-      if (m_exec != nullptr) cudaGraphExecDestroy(m_exec);
-      m_exec = std::exchange(other.m_exec, nullptr);
-    }
-    return *this;
-  }
-  graph_exec(const graph_exec&) = delete;
-  graph_exec& operator=(const graph_exec&) = delete;
 
   /// The raw handle.
-  cudaGraphExec_t get() const noexcept { return m_exec; }
+  cudaGraphExec_t get() const noexcept { return m_exec.get(); }
   /// Uploads the graph's resources to the device ahead of the first launch on `stream`.
-  void upload(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaGraphUpload(m_exec, stream)); }
+  void upload(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaGraphUpload(get(), stream)); }
   /// Launches one replay on `stream`.
-  void launch(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaGraphLaunch(m_exec, stream)); }
+  void launch(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaGraphLaunch(get(), stream)); }
 
  private:
-  cudaGraphExec_t m_exec = nullptr;
+  using handle = detail::unique_handle<cudaGraphExec_t, cudaGraphExecDestroy>;
+  handle m_exec;
 };
 
 /// Owns a graph definition; move-only.
@@ -54,31 +46,18 @@ class graph {
   graph() noexcept = default;
   /// Takes ownership of `g`.
   explicit graph(cudaGraph_t g) noexcept : m_graph(g) {}
-  ~graph() {
-    if (m_graph != nullptr) cudaGraphDestroy(m_graph);  // errors ignored: destructors never throw
-  }
-  graph(graph&& other) noexcept : m_graph(std::exchange(other.m_graph, nullptr)) {}
-  graph& operator=(graph&& other) noexcept {
-    if (this != &other) {
-      if (m_graph != nullptr) cudaGraphDestroy(m_graph);
-      m_graph = std::exchange(other.m_graph, nullptr);
-    }
-    return *this;
-  }
-  graph(const graph&) = delete;
-  graph& operator=(const graph&) = delete;
 
   /// The raw handle.
-  cudaGraph_t get() const noexcept { return m_graph; }
+  cudaGraph_t get() const noexcept { return m_graph.get(); }
   /// Number of nodes (kernels, memsets, ...) in the graph.
   std::size_t node_count() const {
     std::size_t n = 0;
-    GPUCMP_CUDA_CHECK(cudaGraphGetNodes(m_graph, nullptr, &n));
+    GPUCMP_CUDA_CHECK(cudaGraphGetNodes(get(), nullptr, &n));
     return n;
   }
 
  private:
-  cudaGraph_t m_graph = nullptr;
+  detail::unique_handle<cudaGraph_t, cudaGraphDestroy> m_graph;
 };
 
 /// Captures what `record(stream)` enqueues on `stream` (which must not be the legacy

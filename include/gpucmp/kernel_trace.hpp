@@ -218,6 +218,18 @@ class cupti_session {
     throw unsupported(std::string("kernel mode unavailable: ") + call + " failed: " + text + hint);
   }
 
+  // The fields every CUPTI activity record of interest shares.
+  template <class Record>
+  static pending_record pending(const Record& r, activity_kind kind, std::string name) {
+    pending_record p{r.correlationId, {}};
+    p.record.kind = kind;
+    p.record.name = std::move(name);
+    p.record.start_ns = r.start;
+    p.record.end_ns = r.end;
+    p.record.stream_id = r.streamId;
+    return p;
+  }
+
   static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
     constexpr size_t bytes = size_t{8} << 20;
     *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
@@ -247,12 +259,7 @@ class cupti_session {
           case CUPTI_ACTIVITY_KIND_KERNEL:
           case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             const auto* r = reinterpret_cast<const cupti_kernel_record*>(raw);
-            pending_record p{r->correlationId, {}};
-            p.record.kind = activity_kind::kernel;
-            p.record.name = demangle(r->name);
-            p.record.start_ns = r->start;
-            p.record.end_ns = r->end;
-            p.record.stream_id = r->streamId;
+            pending_record p = pending(*r, activity_kind::kernel, demangle(r->name));
             p.record.grid[0] = static_cast<std::uint32_t>(r->gridX);
             p.record.grid[1] = static_cast<std::uint32_t>(r->gridY);
             p.record.grid[2] = static_cast<std::uint32_t>(r->gridZ);
@@ -264,24 +271,14 @@ class cupti_session {
           }
           case CUPTI_ACTIVITY_KIND_MEMCPY: {
             const auto* r = reinterpret_cast<const cupti_memcpy_record*>(raw);
-            pending_record p{r->correlationId, {}};
-            p.record.kind = activity_kind::memcpy;
-            p.record.name = memcpy_name(r->copyKind);
-            p.record.start_ns = r->start;
-            p.record.end_ns = r->end;
-            p.record.stream_id = r->streamId;
+            pending_record p = pending(*r, activity_kind::memcpy, memcpy_name(r->copyKind));
             p.record.bytes = r->bytes;
             m_pending.push_back(std::move(p));
             break;
           }
           case CUPTI_ACTIVITY_KIND_MEMSET: {
             const auto* r = reinterpret_cast<const cupti_memset_record*>(raw);
-            pending_record p{r->correlationId, {}};
-            p.record.kind = activity_kind::memset;
-            p.record.name = "[memset]";
-            p.record.start_ns = r->start;
-            p.record.end_ns = r->end;
-            p.record.stream_id = r->streamId;
+            pending_record p = pending(*r, activity_kind::memset, "[memset]");
             p.record.bytes = r->bytes;
             m_pending.push_back(std::move(p));
             break;

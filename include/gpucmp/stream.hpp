@@ -5,11 +5,10 @@
 // legacy default stream, so unrelated work on stream 0 cannot serialise with them.
 #pragma once
 
+#include <gpucmp/detail/unique_handle.hpp>
 #include <gpucmp/error.hpp>
 
 #include <cuda_runtime_api.h>
-
-#include <utility>
 
 namespace gpucmp {
 
@@ -17,28 +16,20 @@ namespace gpucmp {
 class stream {
  public:
   /// Creates a non-blocking stream on the current device.
-  stream() { GPUCMP_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking)); }
-  ~stream() {
-    if (m_stream != nullptr) cudaStreamDestroy(m_stream);  // errors ignored: destructors never throw
+  stream() {
+    cudaStream_t s = nullptr;
+    GPUCMP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    m_stream = handle(s);
   }
-  stream(stream&& other) noexcept : m_stream(std::exchange(other.m_stream, nullptr)) {}
-  stream& operator=(stream&& other) noexcept {
-    if (this != &other) {
-      if (m_stream != nullptr) cudaStreamDestroy(m_stream);
-      m_stream = std::exchange(other.m_stream, nullptr);
-    }
-    return *this;
-  }
-  stream(const stream&) = delete;
-  stream& operator=(const stream&) = delete;
 
   /// The raw handle; stays owned by this object.
-  cudaStream_t get() const noexcept { return m_stream; }
+  cudaStream_t get() const noexcept { return m_stream.get(); }
   /// Blocks the host until all work queued on the stream has finished.
-  void synchronize() const { GPUCMP_CUDA_CHECK(cudaStreamSynchronize(m_stream)); }
+  void synchronize() const { GPUCMP_CUDA_CHECK(cudaStreamSynchronize(get())); }
 
  private:
-  cudaStream_t m_stream = nullptr;
+  using handle = detail::unique_handle<cudaStream_t, cudaStreamDestroy>;
+  handle m_stream;
 };
 
 }  // namespace gpucmp
