@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gpucmp/error.hpp>
+#include <gpucmp/specs_types.hpp>
 
 #include <cmath>
 #include <string>
@@ -18,6 +19,7 @@ struct work {
   double bytes_read = 0;     ///< bytes that must be read from device memory
   double bytes_written = 0;  ///< bytes that must be written to device memory
   double items = 0;          ///< domain items (elements, images, tokens, ...)
+  precision arithmetic = precision::none;  ///< the precision the FLOPs run in (selects the peak for % of peak)
 
   /// Bytes read plus bytes written.
   double bytes() const noexcept { return bytes_read + bytes_written; }

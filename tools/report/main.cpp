@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// gpucmp-report: side-by-side GPU comparisons from gpucmp result files, and spec tables.
+#include "model.hpp"
+#include "render.hpp"
+#include "specs_table.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+const char* usage =
+    "usage:\n"
+    "  gpucmp-report compare [options] RESULT.json...\n"
+    "      --baseline GPU          GPU (key or name) the speedups refer to (default: the first file's)\n"
+    "      --project KEY[,KEY...]  GPUs to project onto from the baseline (keys: docs/gpu-database.md)\n"
+    "      --price KEY=USD_PER_H   price of a GPU per hour (repeatable); --prices FILE with KEY=USD lines\n"
+    "      --markdown FILE  --csv FILE  --html FILE   outputs (default: markdown on standard output)\n"
+    "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
+    "exit status: 0 done, 1 bad input (nothing written), 2 bad usage\n";
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string part;
+  std::stringstream in(text);
+  while (std::getline(in, part, sep))
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+void add_price(std::map<std::string, double>& prices, const std::string& assignment, const std::string& where) {
+  const auto eq = assignment.find('=');
+  double usd = NAN;
+  if (eq != std::string::npos) {
+    try {
+      usd = std::stod(assignment.substr(eq + 1));
+    } catch (...) {
+    }
+  }
+  if (eq == std::string::npos || !(usd > 0)) {
+    throw gpucmp_report::input_error(where + ": price '" + assignment + "' is not KEY=USD_PER_HOUR with a positive price");
+  }
+  prices[assignment.substr(0, eq)] = usd;
+}
+
+// Writes every output to a temporary file first and renames them only when all were
+// written, so a failure leaves no half-written report behind.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::pair<std::string, std::string>> written;
+  for (const auto& [path, text] : outputs) {
+    const std::string temp = path + ".tmp" + std::to_string(getpid());
+    std::ofstream out(temp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(temp.c_str());
+      for (const auto& w : written) std::remove(w.second.c_str());
+      throw gpucmp_report::input_error(path + ": cannot write the output file");
+    }
+    written.push_back({path, temp});
+  }
+  for (const auto& [path, temp] : written) {
+    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+      for (const auto& w : written) std::remove(w.second.c_str());
+      throw gpucmp_report::input_error(path + ": cannot write the output file");
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) throw usage_error("no command");
+  const std::string command = argv[1];
+  std::vector<std::string> positional;
+  std::string markdown_path, csv_path, html_path;
+  bool errata = false;
+  gpucmp_report::compare_options options;
+  auto value_of = [&](int& i) -> std::string {
+    if (i + 1 >= argc) throw usage_error(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--baseline") options.baseline = value_of(i);
+    else if (arg == "--project") for (auto& k : split(value_of(i), ',')) options.project_to.push_back(k);
+    else if (arg == "--price") add_price(options.usd_per_hour, value_of(i), "--price");
+    else if (arg == "--prices") {
+      const std::string path = value_of(i);
+      std::stringstream lines(gpucmp_report::read_file(path));
+      std::string line;
+      while (std::getline(lines, line))
+        if (!line.empty() && line[0] != '#') add_price(options.usd_per_hour, line, path);
+    } else if (arg == "--markdown") markdown_path = value_of(i);
+    else if (arg == "--csv") csv_path = value_of(i);
+    else if (arg == "--html") html_path = value_of(i);
+    else if (arg == "--errata") errata = true;
+    else if (arg.rfind("--", 0) == 0) throw usage_error("unknown option " + arg);
+    else positional.push_back(arg);
+  }
+  if (positional.empty()) throw usage_error(command == "specs" ? "no GPU named" : "no result file given");
+
+  std::vector<std::pair<std::string, std::string>> outputs;
+  std::string to_stdout;
+  if (command == "specs") {
+    const std::string md = gpucmp_report::render_specs_markdown(gpucmp_report::resolve_gpus(positional), errata);
+    if (markdown_path.empty()) to_stdout = md; else outputs.push_back({markdown_path, md});
+  } else if (command == "compare") {
+    std::vector<gpucmp_report::result_file> files;
+    for (const auto& path : positional) files.push_back(gpucmp_report::load_result_file(path));
+    const gpucmp_report::comparison cmp = gpucmp_report::compare(files, options);
+    const std::string md = gpucmp_report::render_markdown(cmp);
+    if (!markdown_path.empty()) outputs.push_back({markdown_path, md});
+    if (!csv_path.empty()) outputs.push_back({csv_path, gpucmp_report::render_csv(cmp)});
+    if (!html_path.empty()) outputs.push_back({html_path, gpucmp_report::render_html(cmp)});
+    if (outputs.empty()) to_stdout = md;
+  } else {
+    throw usage_error("unknown command '" + command + "'");
+  }
+  write_outputs(outputs);
+  std::cout << to_stdout;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "gpucmp-report: %s\n%s", e.what(), usage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpucmp-report: error: %s\n", e.what());
+    return 1;
+  }
+}

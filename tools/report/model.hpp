@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The report's model: gpucmp result files (Google Benchmark JSON) read and validated, lined
+// up by benchmark name into a comparison of measured and projected cells. Renderers only
+// read a comparison.
+#pragma once
+
+#include "json.hpp"
+
+#include <gpucmp/projection.hpp>
+#include <gpucmp/specs.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpucmp_report {
+
+/// A bad input, with the file and what is wrong.
+class input_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a cell of the comparison holds.
+enum class cell_kind { measured, projected, oom, unsupported, failed, skipped, missing, no_model };
+
+inline const char* to_string(cell_kind k) {
+  switch (k) {
+    case cell_kind::measured: return "measured";
+    case cell_kind::projected: return "projected";
+    case cell_kind::oom: return "oom";
+    case cell_kind::unsupported: return "unsupported";
+    case cell_kind::failed: return "failed";
+    case cell_kind::skipped: return "skipped";
+    case cell_kind::missing: return "missing";
+    case cell_kind::no_model: return "no model";
+  }
+  return "unknown";
+}
+
+/// One benchmark's result in one file.
+struct result {
+  cell_kind kind = cell_kind::measured;  ///< measured, oom, unsupported, failed or skipped
+  std::string message;                   ///< the error message, when not measured
+  double seconds = NAN;                  ///< median time per launch
+  gpucmp::work declared;                 ///< work per launch, recovered from the rate counters
+  double watts = NAN;                    ///< average power, when recorded
+};
+
+/// One result file.
+struct result_file {
+  std::string path;                          ///< where it was read from
+  gpucmp::gpu_profile gpu;                   ///< the GPU it ran on, with its datasheet figures
+  std::map<std::string, result> results;     ///< by benchmark name
+};
+
+/// One cell of the comparison.
+struct cell {
+  cell_kind kind = cell_kind::missing;  ///< what it holds
+  double seconds = NAN;                 ///< time per launch (measured or projected)
+  double rate = NAN;                    ///< declared work per second in `unit`
+  std::string unit;                     ///< "TFLOP/s", "GB/s", or "" when no work was declared
+  double speedup = NAN;                 ///< baseline time / this time
+  double watts = NAN;                   ///< average power, when recorded
+  std::string note;                     ///< error message or projection note
+};
+
+/// A column: one GPU, measured (from a file) or projected.
+struct column {
+  std::string label;       ///< GPU name
+  std::string key;         ///< database key
+  bool projected = false;  ///< projected rather than measured
+  gpucmp::confidence trust = gpucmp::confidence::high;  ///< datasheet confidence
+  std::string source;      ///< file path, or "projected from <GPU>"
+  double usd_per_hour = NAN;  ///< price, when given
+};
+
+/// Measured and projected GPUs side by side, one row per benchmark.
+struct comparison {
+  std::vector<column> columns;              ///< GPUs
+  std::size_t baseline = 0;                 ///< column the speedups refer to
+  std::vector<std::string> benchmarks;      ///< row names, sorted
+  std::vector<std::vector<cell>> cells;     ///< [row][column]
+};
+
+// ---------------------------------------------------------------------------------------
+// Reading result files
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot open the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline double context_number(const json& context, const char* key) {
+  const json* v = context.find(key);
+  if (v == nullptr) return NAN;
+  if (v->is_number()) return v->number();
+  if (v->is_string()) {
+    try {
+      return std::stod(v->string());
+    } catch (...) {
+      return NAN;
+    }
+  }
+  return NAN;
+}
+
+/// The benchmark name without Google Benchmark's run decorations ("/iterations:1/manual_time").
+inline std::string clean_name(const std::string& name) {
+  std::string out;
+  std::stringstream parts(name);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part == "manual_time" || part == "real_time" || part.rfind("iterations:", 0) == 0 ||
+        part.rfind("repeats:", 0) == 0 || part.rfind("min_time:", 0) == 0 || part.rfind("threads:", 0) == 0) {
+      continue;
+    }
+    out += (out.empty() ? "" : "/") + part;
+  }
+  return out;
+}
+
+/// The precision named by a path element of a benchmark name (op/provider/dtype/shape).
+inline gpucmp::precision precision_of(const std::string& name) {
+  std::stringstream parts(name);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    const gpucmp::precision p = gpucmp::precision_from_name(part);
+    if (p != gpucmp::precision::none) return p;
+  }
+  return gpucmp::precision::none;
+}
+
+inline double unit_seconds(const std::string& unit) {
+  if (unit == "ns") return 1e-9;
+  if (unit == "us") return 1e-6;
+  if (unit == "ms") return 1e-3;
+  if (unit == "s") return 1.0;
+  return NAN;
+}
+
+inline cell_kind kind_of_error(const std::string& message) {
+  if (message.rfind("oom:", 0) == 0) return cell_kind::oom;
+  if (message.rfind("unsupported:", 0) == 0) return cell_kind::unsupported;
+  if (message.rfind("no CUDA device", 0) == 0) return cell_kind::skipped;
+  return cell_kind::failed;
+}
+
+/// Reads and validates one gpucmp result file.
+inline result_file load_result_file(const std::string& path) {
+  json root;
+  try {
+    root = parse_json(read_file(path));
+  } catch (const json_error& e) {
+    throw input_error(path + ": malformed JSON: " + e.what());
+  }
+  const json* context = root.find("context");
+  const json* benchmarks = root.find("benchmarks");
+  if (context == nullptr || !context->is_object() || benchmarks == nullptr || !benchmarks->is_array()) {
+    throw input_error(path + ": not a Google Benchmark JSON file (needs a 'context' object and a 'benchmarks' array)");
+  }
+  if (context->find("gpucmp_version") == nullptr) {
+    throw input_error(path + ": not a gpucmp result (its context has no gpucmp_version)");
+  }
+  const json* gpu_name = context->find("gpu_name");
+  if (gpu_name == nullptr || !gpu_name->is_string()) {
+    const json* why = context->find("gpu");
+    throw input_error(path + ": records no GPU" + (why && why->is_string() ? " (" + why->string() + ")" : ""));
+  }
+  result_file file;
+  file.path = path;
+  gpucmp::device_facts facts;
+  facts.name = gpu_name->string();
+  const double cc = context_number(*context, "gpu_compute_capability");
+  facts.cc_major = std::isfinite(cc) ? static_cast<int>(cc) : 0;
+  facts.cc_minor = std::isfinite(cc) ? static_cast<int>(std::lround((cc - facts.cc_major) * 10)) : 0;
+  facts.memory_bytes = context_number(*context, "gpu_memory_bytes");
+  facts.sm_count = context_number(*context, "gpu_sm_count");
+  facts.sm_clock_max_hz = context_number(*context, "gpu_sm_clock_max_mhz") * 1e6;
+  facts.memory_bandwidth_bytes_per_s =
+      2.0 * context_number(*context, "gpu_memory_clock_max_mhz") * 1e6 * context_number(*context, "gpu_memory_bus_width_bits") / 8.0;
+  facts.l2_bytes = context_number(*context, "gpu_l2_bytes");
+  file.gpu = gpucmp::spec_for_device(facts);
+
+  // Repetitions of one benchmark are combined through their median aggregate when present.
+  std::map<std::string, std::vector<const json*>> iterations;
+  std::map<std::string, const json*> medians;
+  for (const json& b : benchmarks->items()) {
+    const json* name = b.find("run_name");
+    if (name == nullptr) name = b.find("name");
+    if (name == nullptr || !name->is_string()) throw input_error(path + ": a benchmark entry has no name");
+    const std::string clean = clean_name(name->string());
+    const json* run_type = b.find("run_type");
+    if (run_type != nullptr && run_type->is_string() && run_type->string() == "aggregate") {
+      const json* aggregate = b.find("aggregate_name");
+      if (aggregate != nullptr && aggregate->is_string() && aggregate->string() == "median") medians[clean] = &b;
+      continue;
+    }
+    const json* repetition = b.find("repetition_index");
+    const double index = repetition != nullptr && repetition->is_number() ? repetition->number() : 0;
+    for (const json* seen : iterations[clean]) {
+      const json* r = seen->find("repetition_index");
+      if ((r != nullptr && r->is_number() ? r->number() : 0) == index) {
+        throw input_error(path + ": benchmark '" + clean + "' appears twice with the same repetition (conflicting duplicates)");
+      }
+    }
+    iterations[clean].push_back(&b);
+  }
+  for (const auto& [name, runs] : iterations) {
+    const json& b = medians.count(name) ? *medians[name] : *runs.front();
+    result r;
+    const json* error = b.find("error_occurred");
+    const json* skipped = b.find("skipped");
+    const bool failed = (error != nullptr && error->is_bool() && error->boolean()) ||
+                        (skipped != nullptr && skipped->is_bool() && skipped->boolean());
+    if (failed) {
+      const json* message = b.find("error_message");
+      if (message == nullptr) message = b.find("skip_message");
+      r.message = message != nullptr && message->is_string() ? message->string() : "failed";
+      r.kind = kind_of_error(r.message);
+      file.results[name] = r;
+      continue;
+    }
+    const json* time = b.find("real_time");
+    const json* unit = b.find("time_unit");
+    if (time == nullptr || !time->is_number() || unit == nullptr || !unit->is_string() ||
+        !std::isfinite(unit_seconds(unit->string()))) {
+      throw input_error(path + ": benchmark '" + name + "' has no real_time with a known time_unit");
+    }
+    r.seconds = time->number() * unit_seconds(unit->string());
+    if (const json* tflops = b.find("TFLOP/s"); tflops != nullptr && tflops->is_number()) {
+      r.declared.flops = tflops->number() * 1e12 * r.seconds;
+    }
+    if (const json* gbs = b.find("GB/s"); gbs != nullptr && gbs->is_number()) {
+      r.declared.bytes_read = gbs->number() * 1e9 * r.seconds;  // read + written, as the counter counts them
+    }
+    r.declared.arithmetic = precision_of(name);
+    if (const json* watts = b.find("power_w"); watts != nullptr && watts->is_number()) r.watts = watts->number();
+    file.results[name] = r;
+  }
+  return file;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lining up
+
+/// Efficiencies of the ceilings on the file's GPU: the best fraction of peak reached by a
+/// compute-bound result (per precision) and by a memory-bound result that does not fit in L2.
+struct file_efficiency {
+  std::map<gpucmp::precision, double> compute;
+  double memory = NAN;
+
+  gpucmp::efficiency for_precision(gpucmp::precision p) const {
+    gpucmp::efficiency e;
+    if (auto it = compute.find(p); it != compute.end()) e.compute = it->second;
+    if (std::isfinite(memory)) e.memory = memory;
+    return e;
+  }
+};
+
+inline file_efficiency efficiency_of(const result_file& f) {
+  file_efficiency e;
+  for (const auto& [name, r] : f.results) {
+    if (r.kind != cell_kind::measured) continue;
+    const gpucmp::roofline_point p = gpucmp::place_on_roofline(r.declared, r.seconds, f.gpu);
+    if (p.bound == gpucmp::roofline_bound::compute && std::isfinite(p.fraction_of_peak_compute)) {
+      double& best = e.compute[r.declared.arithmetic];
+      best = std::max(best, p.fraction_of_peak_compute);
+    } else if (p.bound == gpucmp::roofline_bound::memory && !p.fits_in_l2 && std::isfinite(p.fraction_of_peak_bandwidth)) {
+      e.memory = std::isfinite(e.memory) ? std::max(e.memory, p.fraction_of_peak_bandwidth) : p.fraction_of_peak_bandwidth;
+    }
+  }
+  return e;
+}
+
+inline void fill_rate(cell& c, const gpucmp::work& w) {
+  if (!std::isfinite(c.seconds) || c.seconds <= 0) return;
+  if (w.flops > 0) {
+    c.rate = w.flops / c.seconds * 1e-12;
+    c.unit = w.arithmetic == gpucmp::precision::int8 ? "TOP/s" : "TFLOP/s";
+  } else if (w.bytes() > 0) {
+    c.rate = w.bytes() / c.seconds * 1e-9;
+    c.unit = "GB/s";
+  }
+}
+
+/// Options of a comparison.
+struct compare_options {
+  std::string baseline;                       ///< GPU key or name of the baseline column ("" = first file)
+  std::vector<std::string> project_to;        ///< database keys to project onto
+  std::map<std::string, double> usd_per_hour; ///< prices by key
+};
+
+/// Lines `files` up by benchmark name, adds projected columns, computes speedups.
+inline comparison compare(const std::vector<result_file>& files, const compare_options& options) {
+  if (files.empty()) throw input_error("no result files given");
+  comparison out;
+  // Conflicting duplicates: the same benchmark measured twice on the same GPU.
+  std::map<std::string, std::string> first_file_of;
+  for (const auto& f : files) {
+    for (const auto& [name, r] : f.results) {
+      const std::string id = f.gpu.key + "|" + name;
+      auto [it, inserted] = first_file_of.emplace(id, f.path);
+      if (!inserted) {
+        throw input_error("benchmark '" + name + "' on " + f.gpu.name + " appears in both " + it->second + " and " + f.path +
+                          " (conflicting duplicates)");
+      }
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& f : files) {
+    for (const auto& [name, r] : f.results) names.insert(name);
+    column c;
+    c.label = f.gpu.name;
+    c.key = f.gpu.key;
+    c.trust = f.gpu.trust;
+    c.source = f.path;
+    out.columns.push_back(c);
+  }
+  out.benchmarks.assign(names.begin(), names.end());
+
+  // The baseline: a file's GPU.
+  if (!options.baseline.empty()) {
+    bool found = false;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (files[i].gpu.key == options.baseline || files[i].gpu.name == options.baseline) {
+        out.baseline = i;
+        found = true;
+        break;
+      }
+    }
+    if (!found) throw input_error("baseline GPU '" + options.baseline + "' is not among the result files' GPUs");
+  }
+  const result_file& base = files[out.baseline];
+  const file_efficiency base_efficiency = efficiency_of(base);
+
+  std::vector<gpucmp::gpu_profile> targets;
+  for (const auto& key : options.project_to) {
+    auto target = gpucmp::find_spec_by_key(key);
+    if (!target) target = gpucmp::find_spec_by_device_name(key);
+    if (!target) throw input_error("unknown GPU '" + key + "' to project onto (see docs/gpu-database.md for the keys)");
+    bool measured = false;
+    for (const auto& f : files) measured = measured || f.gpu.key == target->key;
+    if (measured) continue;  // measured beats projected
+    targets.push_back(*target);
+    column c;
+    c.label = target->name;
+    c.key = target->key;
+    c.projected = true;
+    c.trust = target->trust;
+    c.source = "projected from " + base.gpu.name;
+    out.columns.push_back(c);
+  }
+  for (auto& c : out.columns) {
+    if (auto price = options.usd_per_hour.find(c.key); price != options.usd_per_hour.end()) c.usd_per_hour = price->second;
+  }
+  for (const auto& [key, price] : options.usd_per_hour) {
+    bool used = false;
+    for (const auto& c : out.columns) used = used || c.key == key;
+    if (!used) throw input_error("price given for '" + key + "', which is not a column of this comparison");
+  }
+
+  for (const auto& name : out.benchmarks) {
+    std::vector<cell> row;
+    for (const auto& f : files) {
+      cell c;
+      auto it = f.results.find(name);
+      if (it == f.results.end()) {
+        c.kind = cell_kind::missing;
+      } else {
+        c.kind = it->second.kind;
+        c.seconds = it->second.seconds;
+        c.note = it->second.message;
+        c.watts = it->second.watts;
+        fill_rate(c, it->second.declared);
+      }
+      row.push_back(c);
+    }
+    const auto base_result = base.results.find(name);
+    for (const auto& target : targets) {
+      cell c;
+      if (base_result == base.results.end() || base_result->second.kind != cell_kind::measured) {
+        c.kind = cell_kind::missing;
+        c.note = "not measured on " + base.gpu.name;
+      } else {
+        const result& r = base_result->second;
+        const gpucmp::projection p =
+            gpucmp::project(r.declared, r.seconds, base.gpu, target, base_efficiency.for_precision(r.declared.arithmetic));
+        switch (p.status) {
+          case gpucmp::projection_status::projected:
+            c.kind = cell_kind::projected;
+            c.seconds = p.seconds;
+            fill_rate(c, r.declared);
+            break;
+          case gpucmp::projection_status::unsupported: c.kind = cell_kind::unsupported; break;
+          case gpucmp::projection_status::oom: c.kind = cell_kind::oom; break;
+          case gpucmp::projection_status::no_model: c.kind = cell_kind::no_model; break;
+        }
+        if (p.status != gpucmp::projection_status::projected) c.note = p.reason;
+      }
+      row.push_back(c);
+    }
+    const double base_seconds = row[out.baseline].kind == cell_kind::measured ? row[out.baseline].seconds : NAN;
+    for (auto& c : row) {
+      if (std::isfinite(base_seconds) && std::isfinite(c.seconds) && c.seconds > 0) c.speedup = base_seconds / c.seconds;
+    }
+    out.cells.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace gpucmp_report

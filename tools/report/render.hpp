@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Renderers of a comparison: markdown, CSV and a self-contained HTML page with SVG charts.
+// They only read the comparison; numbers are formatted the same way everywhere.
+#pragma once
+
+#include "model.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gpucmp_report {
+
+inline std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+/// Three significant figures at most, without exponent for the ranges reports use.
+inline std::string number(double v) {
+  if (!std::isfinite(v)) return "";
+  const double a = std::fabs(v);
+  if (a >= 100) return fixed(v, 0);
+  if (a >= 10) return fixed(v, 1);
+  if (a >= 1) return fixed(v, 2);
+  return fixed(v, 3);
+}
+
+inline std::string time_text(double seconds) {
+  if (seconds >= 1) return number(seconds) + " s";
+  if (seconds >= 1e-3) return number(seconds * 1e3) + " ms";
+  return number(seconds * 1e6) + " µs";
+}
+
+/// "1.38 ms · 796 TFLOP/s", "≈4.38 ms · 251 TFLOP/s", "oom", ...
+inline std::string cell_text(const cell& c) {
+  switch (c.kind) {
+    case cell_kind::measured:
+    case cell_kind::projected: {
+      std::string text = (c.kind == cell_kind::projected ? "≈" : "") + time_text(c.seconds);
+      if (std::isfinite(c.rate)) text += " · " + number(c.rate) + " " + c.unit;
+      return text;
+    }
+    default: return to_string(c.kind);
+  }
+}
+
+inline std::string column_title(const column& c) {
+  std::string title = c.label + (c.projected ? " (projected)" : " (measured)");
+  if (c.trust == gpucmp::confidence::low) title += " ⚠ low-confidence specs";
+  if (c.trust == gpucmp::confidence::derived) title += " ⚠ derived specs";
+  return title;
+}
+
+inline std::string method_text(const comparison& cmp) {
+  std::string text = "Measured columns come from gpucmp result files. Projected columns are roofline estimates "
+                     "from the measured " + cmp.columns[cmp.baseline].label +
+                     ": time = max(FLOPs / (peak × e_c), bytes / (bandwidth × e_m)), with the efficiency of the "
+                     "ceiling that bound each result carried over from its measurement and the other taken from "
+                     "the same run's best result (defaults 0.80 compute, 0.85 bandwidth). Speedups are against "
+                     + cmp.columns[cmp.baseline].label + ".";
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------
+
+inline std::string render_markdown(const comparison& cmp) {
+  std::ostringstream md;
+  md << "# gpucmp comparison\n\n" << method_text(cmp) << "\n\n| benchmark |";
+  for (const auto& c : cmp.columns) md << " " << column_title(c) << " |";
+  md << "\n|---|";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
+  md << "\n";
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    md << "| `" << cmp.benchmarks[r] << "` |";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+      const cell& c = cmp.cells[r][i];
+      md << " " << cell_text(c);
+      if (std::isfinite(c.speedup) && i != cmp.baseline) md << " (×" << fixed(c.speedup, 2) << ")";
+      md << " |";
+    }
+    md << "\n";
+  }
+  // Efficiency per watt and per dollar, when recorded or given.
+  bool any_power = false, any_price = false;
+  for (const auto& row : cmp.cells)
+    for (const auto& c : row) any_power = any_power || std::isfinite(c.watts);
+  for (const auto& c : cmp.columns) any_price = any_price || std::isfinite(c.usd_per_hour);
+  if (any_power) {
+    md << "\nPer watt (declared work per second per W of average power; measured columns only):\n\n| benchmark |";
+    for (const auto& c : cmp.columns) md << " " << c.label << " |";
+    md << "\n|---|";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
+    md << "\n";
+    for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+      md << "| `" << cmp.benchmarks[r] << "` |";
+      for (const auto& c : cmp.cells[r]) {
+        md << " " << (std::isfinite(c.watts) && std::isfinite(c.rate) ? number(c.rate / c.watts) + " " + c.unit + "/W" : "") << " |";
+      }
+      md << "\n";
+    }
+  }
+  if (any_price) {
+    md << "\nPer dollar (work an hour at the given price buys; launches when no work was declared):\n\n| benchmark |";
+    for (const auto& c : cmp.columns) {
+      md << " " << c.label << (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : "") << " |";
+    }
+    md << "\n|---|";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
+    md << "\n";
+    for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+      md << "| `" << cmp.benchmarks[r] << "` |";
+      for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+        const cell& c = cmp.cells[r][i];
+        const double price = cmp.columns[i].usd_per_hour;
+        std::string text;
+        if (std::isfinite(price) && price > 0 && std::isfinite(c.seconds) && c.seconds > 0) {
+          if (std::isfinite(c.rate)) {
+            text = number(c.rate * 3600.0 / price) + " " + c.unit.substr(0, c.unit.size() - 2) + " per $";
+          } else {
+            text = number(3600.0 / c.seconds / price) + " launches per $";
+          }
+        }
+        md << " " << text << " |";
+      }
+      md << "\n";
+    }
+  }
+  md << "\nSources:";
+  for (const auto& c : cmp.columns) md << "\n- " << c.label << ": " << c.source;
+  md << "\n";
+  return md.str();
+}
+
+// ---------------------------------------------------------------------------------------
+
+inline std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+inline std::string render_csv(const comparison& cmp) {
+  std::ostringstream csv;
+  csv << "benchmark,gpu,gpu_key,kind,seconds,rate,rate_unit,speedup,watts,usd_per_hour,note\n";
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+      const cell& c = cmp.cells[r][i];
+      const column& col = cmp.columns[i];
+      auto num = [](double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return std::isfinite(v) ? std::string(buf) : std::string();
+      };
+      csv << csv_field(cmp.benchmarks[r]) << "," << csv_field(col.label) << "," << csv_field(col.key) << ","
+          << to_string(c.kind) << "," << num(c.seconds) << "," << num(c.rate) << "," << c.unit << "," << num(c.speedup)
+          << "," << num(c.watts) << "," << num(col.usd_per_hour) << "," << csv_field(c.note) << "\n";
+    }
+  }
+  return csv.str();
+}
+
+// ---------------------------------------------------------------------------------------
+
+inline std::string html_escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+inline const char* column_color(std::size_t i) {
+  static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  return colors[i % 8];
+}
+
+// Horizontal bars of speedup against the baseline, one per GPU; projected bars hatched.
+inline std::string speedup_bars_svg(const comparison& cmp, std::size_t row) {
+  const int bar_h = 18, gap = 6, label_w = 300, chart_w = 360;
+  double max_speedup = 1.0;
+  for (const auto& c : cmp.cells[row]) {
+    if (std::isfinite(c.speedup)) max_speedup = std::max(max_speedup, c.speedup);
+  }
+  const int height = static_cast<int>(cmp.columns.size()) * (bar_h + gap) + gap;
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + chart_w + 80 << "\" height=\"" << height
+      << "\" role=\"img\" aria-label=\"speedup of " << html_escape(cmp.benchmarks[row]) << "\">";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    const cell& c = cmp.cells[row][i];
+    const int y = gap + static_cast<int>(i) * (bar_h + gap);
+    svg << "<text x=\"" << label_w - 6 << "\" y=\"" << y + bar_h - 5 << "\" text-anchor=\"end\" font-size=\"12\">"
+        << html_escape(cmp.columns[i].label) << "</text>";
+    if (std::isfinite(c.speedup)) {
+      const int w = std::max(1, static_cast<int>(chart_w * c.speedup / max_speedup));
+      svg << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << bar_h << "\" fill=\""
+          << (c.kind == cell_kind::projected ? "url(#hatch" + std::to_string(i) + ")" : column_color(i))
+          << "\" stroke=\"" << column_color(i) << "\"/>";
+      svg << "<text x=\"" << label_w + w + 4 << "\" y=\"" << y + bar_h - 5 << "\" font-size=\"12\">×" << fixed(c.speedup, 2)
+          << (c.kind == cell_kind::projected ? " projected" : "") << "</text>";
+    } else {
+      svg << "<text x=\"" << label_w + 4 << "\" y=\"" << y + bar_h - 5 << "\" font-size=\"12\" fill=\"#888\">"
+          << to_string(c.kind) << "</text>";
+    }
+  }
+  svg << "</svg>";
+  return svg.str();
+}
+
+// Families: benchmarks that differ only in a numeric last path element, drawn as curves of
+// the rate (or 1 / time) over that size, one line per GPU, on a log2 x axis.
+inline std::map<std::string, std::vector<std::pair<double, std::size_t>>> families(const comparison& cmp) {
+  std::map<std::string, std::vector<std::pair<double, std::size_t>>> out;
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    const std::string& name = cmp.benchmarks[r];
+    const auto slash = name.rfind('/');
+    if (slash == std::string::npos) continue;
+    const std::string last = name.substr(slash + 1);
+    if (last.empty() || last.find_first_not_of("0123456789") != std::string::npos) continue;
+    out[name.substr(0, slash)].push_back({std::stod(last), r});
+  }
+  for (auto it = out.begin(); it != out.end();) {
+    it = it->second.size() >= 3 ? std::next(it) : out.erase(it);
+  }
+  return out;
+}
+
+inline std::string family_curve_svg(const comparison& cmp, const std::string& family,
+                                     std::vector<std::pair<double, std::size_t>> points) {
+  std::sort(points.begin(), points.end());
+  const int w = 640, h = 300, left = 70, right = 20, top = 20, bottom = 40;
+  auto value = [&](const cell& c) { return std::isfinite(c.rate) ? c.rate : (std::isfinite(c.seconds) ? 1.0 / c.seconds : NAN); };
+  double max_v = 0;
+  std::string unit = "launches/s";
+  for (const auto& [size, row] : points)
+    for (const auto& c : cmp.cells[row])
+      if (std::isfinite(value(c))) {
+        max_v = std::max(max_v, value(c));
+        if (!c.unit.empty()) unit = c.unit;
+      }
+  if (max_v <= 0) return "";
+  const double x0 = std::log2(points.front().first), x1 = std::log2(points.back().first);
+  auto px = [&](double size) { return left + (x1 > x0 ? (std::log2(size) - x0) / (x1 - x0) : 0.5) * (w - left - right); };
+  auto py = [&](double v) { return top + (1.0 - v / max_v) * (h - top - bottom); };
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" role=\"img\" aria-label=\""
+      << html_escape(family) << " over size\">";
+  svg << "<line x1=\"" << left << "\" y1=\"" << h - bottom << "\" x2=\"" << w - right << "\" y2=\"" << h - bottom
+      << "\" stroke=\"#333\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << h - bottom
+      << "\" stroke=\"#333\"/>";
+  svg << "<text x=\"" << left - 6 << "\" y=\"" << top + 10 << "\" text-anchor=\"end\" font-size=\"11\">" << number(max_v)
+      << "</text><text x=\"" << left - 6 << "\" y=\"" << h - bottom << "\" text-anchor=\"end\" font-size=\"11\">0</text>";
+  svg << "<text x=\"" << (w + left) / 2 << "\" y=\"" << h - 8 << "\" text-anchor=\"middle\" font-size=\"12\">size (log scale), "
+      << html_escape(unit) << " up</text>";
+  for (const auto& [size, row] : points) {
+    svg << "<text x=\"" << px(size) << "\" y=\"" << h - bottom + 14 << "\" text-anchor=\"middle\" font-size=\"10\">"
+        << number(size) << "</text>";
+  }
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    std::string path;
+    for (const auto& [size, row] : points) {
+      const double v = value(cmp.cells[row][i]);
+      if (!std::isfinite(v)) continue;
+      path += (path.empty() ? "" : " ") + fixed(px(size), 1) + "," + fixed(py(v), 1);
+    }
+    if (path.empty()) continue;
+    svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << column_color(i) << "\""
+        << (cmp.columns[i].projected ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << path << "\"/>";
+  }
+  svg << "</svg>";
+  return svg.str();
+}
+
+inline std::string render_html(const comparison& cmp) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucmp comparison</title>\n"
+       << "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
+          "td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f3f3f3}"
+          "td.projected{font-style:italic;color:#555}td.oom,td.unsupported,td.failed,td.missing,td.skipped,td.no_model{color:#a00}"
+          ".legend span{display:inline-block;margin-right:16px}.legend i{display:inline-block;width:14px;height:10px;"
+          "margin-right:4px}</style></head><body>\n";
+  html << "<h1>gpucmp comparison</h1>\n<p>" << html_escape(method_text(cmp)) << "</p>\n";
+  html << "<svg width=\"0\" height=\"0\" style=\"position:absolute\"><defs>";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    html << "<pattern id=\"hatch" << i << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+         << "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"white\"/><rect width=\"3\" height=\"6\" fill=\""
+         << column_color(i) << "\"/></pattern>";
+  }
+  html << "</defs></svg>\n<div class=\"legend\">";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    html << "<span><i style=\"background:" << column_color(i) << "\"></i>" << html_escape(column_title(cmp.columns[i]))
+         << "</span>";
+  }
+  html << "</div>\n<table><tr><th>benchmark</th>";
+  for (const auto& c : cmp.columns) html << "<th>" << html_escape(column_title(c)) << "</th>";
+  html << "</tr>\n";
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    html << "<tr><td><code>" << html_escape(cmp.benchmarks[r]) << "</code></td>";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+      const cell& c = cmp.cells[r][i];
+      std::string kind = to_string(c.kind);
+      std::replace(kind.begin(), kind.end(), ' ', '_');
+      html << "<td class=\"" << kind << "\" title=\"" << html_escape(c.note) << "\">" << html_escape(cell_text(c));
+      if (std::isfinite(c.speedup) && i != cmp.baseline) html << " (×" << fixed(c.speedup, 2) << ")";
+      html << "</td>";
+    }
+    html << "</tr>\n";
+  }
+  html << "</table>\n<h2>Speedup against " << html_escape(cmp.columns[cmp.baseline].label) << "</h2>\n";
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    html << "<h3><code>" << html_escape(cmp.benchmarks[r]) << "</code></h3>\n" << speedup_bars_svg(cmp, r) << "\n";
+  }
+  const auto fams = families(cmp);
+  if (!fams.empty()) html << "<h2>Over problem size</h2>\n";
+  for (const auto& [family, points] : fams) {
+    html << "<h3><code>" << html_escape(family) << "</code></h3>\n" << family_curve_svg(cmp, family, points) << "\n";
+  }
+  html << "<h2>Sources</h2><ul>";
+  for (const auto& c : cmp.columns) html << "<li>" << html_escape(c.label) << ": " << html_escape(c.source) << "</li>";
+  html << "</ul></body></html>\n";
+  return html.str();
+}
+
+}  // namespace gpucmp_report
