@@ -11,8 +11,7 @@
 #include <gpucmp/core.hpp>
 #include <gpucmp/kernel_trace.hpp>
 
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
+#include "cublas_gemm.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -22,75 +21,6 @@
 #include <string>
 #include <vector>
 
-namespace {
-
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw gpucmp::error(std::string("cuBLAS error ") + cublasGetStatusName(status) + " in " + what);
-  }
-}
-
-struct cublas_handle {
-  cublasHandle_t h = nullptr;
-  cublas_handle() { check_cublas(cublasCreate(&h), "cublasCreate"); }
-  ~cublas_handle() { cublasDestroy(h); }
-  cublas_handle(const cublas_handle&) = delete;
-  cublas_handle& operator=(const cublas_handle&) = delete;
-};
-
-// C = A * B, all n x n column-major BF16, FP32 accumulate.
-struct bf16_gemm {
-  int n;
-  cublas_handle handle;
-  gpucmp::device_buffer<__nv_bfloat16> a, b, c;
-  float alpha = 1.0f, beta = 0.0f;
-
-  explicit bf16_gemm(int size)
-      : n(size),
-        a(std::size_t(size) * size, gpucmp::initial_fill::random(1)),
-        b(std::size_t(size) * size, gpucmp::initial_fill::random(2)),
-        c(std::size_t(size) * size, gpucmp::initial_fill::poison()) {}
-
-  void operator()(cudaStream_t s) {
-    check_cublas(cublasSetStream(handle.h, s), "cublasSetStream");
-    check_cublas(cublasGemmEx(handle.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(),
-                              CUDA_R_16BF, n, &beta, c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
-  }
-
-  double flops() const { return 2.0 * n * double(n) * n; }
-
-  // Checks 256 sampled elements (and that none is still poison) against a double reference.
-  void verify(cudaStream_t s) {
-    (*this)(s);
-    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(s));
-    const auto ha = a.to_host(), hb = b.to_host(), hc = c.to_host();
-    std::size_t nan_count = 0;
-    for (const auto& v : hc) nan_count += std::isnan(__bfloat162float(v));
-    if (nan_count > 0) throw gpucmp::error("GEMM verification: " + std::to_string(nan_count) + " outputs never written");
-    for (int t = 0; t < 256; ++t) {
-      const auto bits = gpucmp::random_bits(99, t);
-      const int i = int(bits % n), j = int((bits >> 32) % n);
-      double ref = 0, magnitude = 0;
-      for (int l = 0; l < n; ++l) {
-        const double x = __bfloat162float(ha[i + std::size_t(l) * n]), y = __bfloat162float(hb[l + std::size_t(j) * n]);
-        ref += x * y;
-        magnitude += std::fabs(x * y);
-      }
-      const double got = __bfloat162float(hc[i + std::size_t(j) * n]);
-      // BF16 output: 8 bits of mantissa, so the result is within 2^-8 of |ref|, plus FP32
-      // accumulation error over n terms.
-      const double tolerance = std::ldexp(std::fabs(ref), -8) + 1e-5 * magnitude;
-      if (std::fabs(got - ref) > tolerance) {
-        std::ostringstream msg;
-        msg << "GEMM verification failed at (" << i << ", " << j << "): got " << got << ", reference " << ref;
-        throw gpucmp::error(msg.str());
-      }
-    }
-  }
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int size = 8192, plain = 0;
@@ -114,7 +44,7 @@ int main(int argc, char** argv) {
   }
   try {
     gpucmp::stream stream;
-    bf16_gemm gemm(size);
+    gpucmp_bench::square_gemm<__nv_bfloat16> gemm(size);
     gemm.verify(stream.get());
     if (plain > 0) {
       for (int i = 0; i < plain; ++i) {
@@ -133,7 +63,7 @@ int main(int argc, char** argv) {
     md << "| measure | median us | TFLOP/s | samples |\n|---|---|---|---|\n";
     auto row = [&](const char* what, double s, std::size_t n) {
       char line[160];
-      std::snprintf(line, sizeof line, "| %s | %.2f | %.1f | %zu |\n", what, s * 1e6, gemm.flops() / s * 1e-12, n);
+      std::snprintf(line, sizeof line, "| %s | %.2f | %.1f | %zu |\n", what, s * 1e6, gemm.work(gpucmp::precision::bf16).flops / s * 1e-12, n);
       md << line;
     };
     row("kernel mode: busy (sum of kernel durations)", kernel.gpu.median, kernel.gpu.count);

@@ -12,15 +12,18 @@
 #pragma once
 
 #include <gpucmp/device.hpp>
+#include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
 #include <gpucmp/error.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/result.hpp>
+#include <gpucmp/roofline.hpp>
 #include <gpucmp/version.hpp>
 #include <gpucmp/work.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -79,6 +82,14 @@ inline engine& engine_for_current_device() {
   return *slot;
 }
 
+/// The datasheet figures of a device, looked up once per device.
+inline const gpu_profile& spec_of(const device_info& d) {
+  static std::map<int, gpu_profile> specs;
+  auto it = specs.find(d.ordinal);
+  if (it == specs.end()) it = specs.emplace(d.ordinal, spec_for_device(d)).first;
+  return it->second;
+}
+
 inline void report_failure(benchmark::State& gb, const std::string& message) {
   ++tally().failed;
   gb.SkipWithError(message.c_str());
@@ -126,6 +137,8 @@ class state {
   void add_bytes_written(double bytes) { add(&work::bytes_written, bytes); }
   /// Adds domain items (elements, images, ...) per launch.
   void add_items(double items) { add(&work::items, items); }
+  /// The precision the declared FLOPs run in, which selects the peak for % of peak.
+  void set_precision(precision p) { m_work.arithmetic = p; }
   /// The work declared so far.
   const work& declared_work() const noexcept { return m_work; }
 
@@ -177,18 +190,26 @@ class state {
     c["wall_us"] = r.wall.median * us;
     c["samples"] = static_cast<double>(r.gpu.count);
     c["batch"] = static_cast<double>(r.batch);
+    std::string label;
     if (!m_work.empty()) {
       const rates at = rates_for(m_work, r.gpu.median);
       if (m_work.flops > 0) c["TFLOP/s"] = at.flop_per_s * 1e-12;
       if (m_work.bytes() > 0) c["GB/s"] = at.bytes_per_s * 1e-9;
       if (m_work.items > 0) c["items/s"] = at.items_per_s;
+      // Against the datasheet: % of the peak of the ceiling that binds, and the intensity.
+      const roofline_point p = place_on_roofline(m_work, r.gpu.median, detail::spec_of(m_engine.device()));
+      const double fraction =
+          p.bound == roofline_bound::compute ? p.fraction_of_peak_compute : p.fraction_of_peak_bandwidth;
+      if (std::isfinite(fraction)) c["pct_of_peak"] = 100.0 * fraction;
+      if (std::isfinite(p.arithmetic_intensity)) c["flop_per_byte"] = p.arithmetic_intensity;
+      if (p.bound != roofline_bound::unknown) label = std::string(to_string(p.bound)) + "-bound";
+      if (p.fits_in_l2) label += std::string(label.empty() ? "" : "; ") + "working set fits in L2: not DRAM bandwidth";
     }
-    std::string label;
     if (r.kernels) {
       c["span_us"] = r.kernels->span.median * us;
       c["idle_us"] = r.kernels->idle.median * us;
       c["traced_event_us"] = r.kernels->traced_event.median * us;
-      label = kernels_label(*r.kernels);
+      label = kernels_label(*r.kernels) + (label.empty() ? "" : "; " + label);
       detail::kernel_breakdowns().push_back({m_name, r.kernels->kernels});
     }
     for (const auto& w : r.warnings) label += (label.empty() ? "" : "; ") + w;
@@ -408,6 +429,10 @@ inline void add_context() {
     benchmark::AddCustomContext("gpu_ecc", d.ecc_enabled ? "on" : "off");
     benchmark::AddCustomContext("cuda_driver", cuda_version_string(d.driver_version));
     benchmark::AddCustomContext("cuda_runtime", cuda_version_string(d.runtime_version));
+    const gpu_profile& spec = detail::spec_of(d);
+    benchmark::AddCustomContext("gpu_spec", spec.key);
+    benchmark::AddCustomContext("gpu_spec_match", to_string(spec.matched));
+    benchmark::AddCustomContext("gpu_spec_confidence", to_string(spec.trust));
   } catch (const std::exception& e) {
     benchmark::AddCustomContext("gpu", std::string("device query failed: ") + e.what());
   }

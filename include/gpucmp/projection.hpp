@@ -53,7 +53,7 @@ struct projection {
   double compute_s = no_value;   ///< FLOPs / (target peak x e_c)
   double memory_s = no_value;    ///< bytes / (target bandwidth x e_m)
   efficiency used;               ///< the efficiencies applied
-  std::string reason;            ///< why, when not projected
+  std::string reason;            ///< why, when not projected (or a caveat of a projection)
 };
 
 /// Projects `w`, measured in `measured_s` on `measured_on`, onto `target`. `elsewhere` gives
@@ -81,6 +81,10 @@ inline projection project(const work& w, double measured_s, const gpu_profile& m
   const bool has_flops = w.flops > 0 && w.arithmetic != precision::none;
   if (here.bound == roofline_bound::compute && std::isfinite(here.fraction_of_peak_compute)) {
     out.used.compute = here.fraction_of_peak_compute;
+  } else if (here.bound == roofline_bound::memory && here.fits_in_l2) {
+    // Served from L2 on the measured GPU: its bandwidth says nothing about DRAM, so the
+    // projection uses the DRAM efficiency and says so.
+    out.reason = "L2-resident when measured: projected with DRAM bandwidth";
   } else if (here.bound == roofline_bound::memory && std::isfinite(here.fraction_of_peak_bandwidth)) {
     out.used.memory = here.fraction_of_peak_bandwidth;
   } else {

@@ -296,6 +296,23 @@ inline void fill_rate(cell& c, const gpucmp::work& w) {
   }
 }
 
+/// Orders names path element by path element, numeric elements by value (16777216 before
+/// 1073741824).
+inline bool natural_less(const std::string& a, const std::string& b) {
+  std::stringstream sa(a), sb(b);
+  std::string pa, pb;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(sa, pa, '/'));
+    const bool more_b = static_cast<bool>(std::getline(sb, pb, '/'));
+    if (!more_a || !more_b) return !more_a && more_b;
+    if (pa == pb) continue;
+    const bool num_a = !pa.empty() && pa.find_first_not_of("0123456789") == std::string::npos;
+    const bool num_b = !pb.empty() && pb.find_first_not_of("0123456789") == std::string::npos;
+    if (num_a && num_b) return std::stod(pa) < std::stod(pb);
+    return pa < pb;
+  }
+}
+
 /// Options of a comparison.
 struct compare_options {
   std::string baseline;                       ///< GPU key or name of the baseline column ("" = first file)
@@ -330,6 +347,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
     out.columns.push_back(c);
   }
   out.benchmarks.assign(names.begin(), names.end());
+  std::sort(out.benchmarks.begin(), out.benchmarks.end(), natural_less);
 
   // The baseline: a file's GPU.
   if (!options.baseline.empty()) {
@@ -402,6 +420,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
           case gpucmp::projection_status::projected:
             c.kind = cell_kind::projected;
             c.seconds = p.seconds;
+            c.note = p.reason;
             fill_rate(c, r.declared);
             break;
           case gpucmp::projection_status::unsupported: c.kind = cell_kind::unsupported; break;

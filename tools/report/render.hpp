@@ -51,6 +51,13 @@ inline std::string cell_text(const cell& c) {
   }
 }
 
+/// A benchmark name as a markdown code span inside a table cell.
+inline std::string markdown_name(const std::string& name) {
+  std::string out;
+  for (char ch : name) out += ch == '|' ? std::string("\\|") : ch == '`' ? std::string("'") : std::string(1, ch);
+  return "`" + out + "`";
+}
+
 inline std::string column_title(const column& c) {
   std::string title = c.label + (c.projected ? " (projected)" : " (measured)");
   if (c.trust == gpucmp::confidence::low) title += " ⚠ low-confidence specs";
@@ -78,11 +85,12 @@ inline std::string render_markdown(const comparison& cmp) {
   for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
   md << "\n";
   for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-    md << "| `" << cmp.benchmarks[r] << "` |";
+    md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
     for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
       const cell& c = cmp.cells[r][i];
       md << " " << cell_text(c);
       if (std::isfinite(c.speedup) && i != cmp.baseline) md << " (×" << fixed(c.speedup, 2) << ")";
+      if (c.kind == cell_kind::projected && !c.note.empty()) md << " †";
       md << " |";
     }
     md << "\n";
@@ -99,7 +107,7 @@ inline std::string render_markdown(const comparison& cmp) {
     for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
     md << "\n";
     for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-      md << "| `" << cmp.benchmarks[r] << "` |";
+      md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
       for (const auto& c : cmp.cells[r]) {
         md << " " << (std::isfinite(c.watts) && std::isfinite(c.rate) ? number(c.rate / c.watts) + " " + c.unit + "/W" : "") << " |";
       }
@@ -115,7 +123,7 @@ inline std::string render_markdown(const comparison& cmp) {
     for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
     md << "\n";
     for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-      md << "| `" << cmp.benchmarks[r] << "` |";
+      md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
       for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
         const cell& c = cmp.cells[r][i];
         const double price = cmp.columns[i].usd_per_hour;
@@ -132,6 +140,10 @@ inline std::string render_markdown(const comparison& cmp) {
       md << "\n";
     }
   }
+  bool any_caveat = false;
+  for (const auto& row : cmp.cells)
+    for (const auto& c : row) any_caveat = any_caveat || (c.kind == cell_kind::projected && !c.note.empty());
+  if (any_caveat) md << "\n† L2-resident when measured: projected with DRAM bandwidth.\n";
   md << "\nSources:";
   for (const auto& c : cmp.columns) md << "\n- " << c.label << ": " << c.source;
   md << "\n";

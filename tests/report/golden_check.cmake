@@ -1,0 +1,11 @@
+# Runs COMMAND and compares each of FILES written to OUT with its golden copy in GOLDEN.
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gpucmp-report failed (${rc}): ${stderr}")
+endif()
+foreach(file IN LISTS FILES)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${OUT}/${file}" "${GOLDEN}/${file}" RESULT_VARIABLE differs)
+  if(differs)
+    message(FATAL_ERROR "${file} differs from its golden copy: diff ${OUT}/${file} ${GOLDEN}/${file}")
+  endif()
+endforeach()
