@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds gpucmp and runs the bundled benchmarks,
-# writing JSON and markdown into RESULTS_DIR (default: results/local). On a machine without
-# a GPU it says so and shows the reference results committed under results/h200/.
+# The main job: installs what is missing, builds gpucmp, runs the bundled suite and prints
+# this GPU (measured) side by side with A100, L20 and L40S (projected). Results go to
+# RESULTS_DIR (default: results/local): suite.json, report.{md,csv,html}, spin_table.*.
+# On a machine without a GPU it says so, prints the spec comparison of those GPUs with the
+# comparison articles' errors flagged, and the report of the H200 results in results/h200/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 results_dir=${1:-$repo_root/results/local}
+compare_with=a100_80gb_sxm,l20,l40s
 "$repo_root/scripts/install-deps.sh"
 GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=OFF" gpucmp_configure
 gpucmp_build
+report="$build_dir/tools/report/gpucmp-report"
+mkdir -p "$results_dir"
 
 if ! gpu_present; then
   echo
-  echo "No NVIDIA GPU on this machine: nothing can be measured here."
-  echo "Reference results measured on an H200 (results/h200/spin_table.md):"
+  echo "No NVIDIA GPU on this machine: nothing can be measured here. Showing the datasheets and"
+  echo "the H200 reference results (results/h200/suite.json) with projections instead."
   echo
-  cat "$repo_root/results/h200/spin_table.md"
+  "$report" specs a100_80gb_sxm l20 l40s h200_sxm --errata
+  echo
+  "$report" compare "$repo_root/results/h200/suite.json" --project "$compare_with" \
+    --markdown "$results_dir/report.md" --html "$results_dir/report.html" --csv "$results_dir/report.csv"
+  cat "$results_dir/report.md"
   exit 0
 fi
 
-mkdir -p "$results_dir"
-"$build_dir/examples/02_gbench_kernel" --benchmark_out="$results_dir/saxpy.json" --benchmark_out_format=json
-"$build_dir/examples/03_modes_side_by_side" | tee "$results_dir/modes.md"
+"$build_dir/benchmarks/spin_table" --out "$results_dir" > /dev/null
+"$build_dir/benchmarks/suite" --benchmark_out="$results_dir/suite.json" --benchmark_out_format=json
+"$report" compare "$results_dir/suite.json" --project "$compare_with" \
+  --markdown "$results_dir/report.md" --html "$results_dir/report.html" --csv "$results_dir/report.csv"
 echo
-"$build_dir/benchmarks/spin_table" --out "$results_dir"
+cat "$results_dir/report.md"
 echo
-echo "results written to $results_dir"
+echo "results written to $results_dir (open report.html for the charts)"

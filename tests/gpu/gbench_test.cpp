@@ -109,6 +109,10 @@ TEST_CASE("a registered benchmark reports the engine's per-launch time and rates
     CHECK(r.counters.at("batch") >= 1);
     CHECK(r.counters.at("min_us") <= r.counters.at("p90_us"));
     CHECK(r.counters.at("noise_pct") < 5);
+    // Against the datasheet: 1 MB read per launch is memory-bound and fits in L2.
+    const gpucmp::gpu_profile spec = gpucmp::spec_for_device(gpucmp::query_current_device());
+    CHECK(r.counters.at("pct_of_peak") == Approx(100 * r.counters.at("GB/s") / spec.memory_bandwidth_gbs));
+    CHECK_THAT(r.label, GPUCMP_CONTAINS("memory-bound; working set fits in L2"));
   }
 }
 
