@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
-# Benchmark and Catch2 (v2 or v3), from the distribution's packages. The CUDA toolkit must
-# already be installed (it is not an apt package on most machines). Installs nothing when
-# everything is present, so it also works on machines without a network.
+# Benchmark and Catch2 (v2 or v3), from the distribution's packages; with
+# GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
+# (without it that one test is reported as Skipped). The CUDA toolkit must already be
+# installed. Installs nothing when everything is present, so it also works offline.
 set -euo pipefail
 
 missing=()
@@ -18,6 +19,9 @@ command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
 have_cmake_package benchmark || missing+=(libbenchmark-dev)
 have_cmake_package Catch2 || missing+=(catch2)
+if [ "${GPUCMP_INSTALL_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  missing+=(chromium)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds gpucmp with its tests and runs them with CTest.
-# Without a GPU the [gpu] tests and examples are reported as Skipped.
+# Installs what is missing (Chromium included, for the HTML report test), builds gpucmp with
+# its tests and runs them with CTest. Without a GPU the [gpu] tests and examples are
+# reported as Skipped.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-"$repo_root/scripts/install-deps.sh"
+GPUCMP_INSTALL_BROWSER=1 "$repo_root/scripts/install-deps.sh"
 gpucmp_configure
 gpucmp_build
 cd "$build_dir"

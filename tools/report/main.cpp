@@ -23,7 +23,7 @@ const char* usage =
     "      --baseline GPU          GPU (key or name) the speedups refer to (default: the first file's)\n"
     "      --project KEY[,KEY...]  GPUs to project onto from the baseline (keys: docs/gpu-database.md)\n"
     "      --price KEY=USD_PER_H   price of a GPU per hour (repeatable); --prices FILE with KEY=USD lines\n"
-    "      --markdown FILE  --csv FILE  --html FILE   outputs (default: markdown on standard output)\n"
+    "      --markdown FILE  --csv FILE  --html FILE   outputs (default: markdown on standard output; - = standard output)\n"
     "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
     "exit status: 0 done, 1 bad input (nothing written), 2 bad usage\n";
 
@@ -60,6 +60,7 @@ void add_price(std::map<std::string, double>& prices, const std::string& assignm
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   std::vector<std::pair<std::string, std::string>> written;
   for (const auto& [path, text] : outputs) {
+    if (path == "-") continue;  // standard output, written after every file
     const std::string temp = path + ".tmp" + std::to_string(getpid());
     std::ofstream out(temp, std::ios::binary);
     out << text;
@@ -76,6 +77,9 @@ void write_outputs(const std::vector<std::pair<std::string, std::string>>& outpu
       for (const auto& w : written) std::remove(w.second.c_str());
       throw gpucmp_report::input_error(path + ": cannot write the output file");
     }
+  }
+  for (const auto& [path, text] : outputs) {
+    if (path == "-") std::cout << text;
   }
 }
 
