@@ -2,19 +2,27 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // Everything of gpucmp that needs only the CUDA runtime: device facts, RAII resources,
-// statistics and the measurement engine. For Catch2 tests and plain programs.
+// statistics, the measurement engine, the spec database, roofline and projection. For
+// Catch2 tests and plain programs. (Kernel mode's CUPTI tracer: <gpucmp/kernel_trace.hpp>.)
 #pragma once
 
 #include <gpucmp/buffer.hpp>
+#include <gpucmp/activity_tracer.hpp>
 #include <gpucmp/device.hpp>
+#include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
 #include <gpucmp/error.hpp>
 #include <gpucmp/event.hpp>
 #include <gpucmp/graph.hpp>
+#include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
+#include <gpucmp/nvtx.hpp>
 #include <gpucmp/options.hpp>
+#include <gpucmp/projection.hpp>
 #include <gpucmp/random.hpp>
 #include <gpucmp/result.hpp>
+#include <gpucmp/roofline.hpp>
+#include <gpucmp/specs.hpp>
 #include <gpucmp/statistics.hpp>
 #include <gpucmp/stopping.hpp>
 #include <gpucmp/stream.hpp>
