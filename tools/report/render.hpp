@@ -77,68 +77,59 @@ inline std::string method_text(const comparison& cmp) {
 
 // ---------------------------------------------------------------------------------------
 
-inline std::string render_markdown(const comparison& cmp) {
-  std::ostringstream md;
-  md << "# gpucmp comparison\n\n" << method_text(cmp) << "\n\n| benchmark |";
-  for (const auto& c : cmp.columns) md << " " << column_title(c) << " |";
+// One markdown table: a benchmark column, then one column per title, cells from text_of(row, column).
+template <class CellText>
+void markdown_table(std::ostringstream& md, const comparison& cmp, const std::vector<std::string>& titles,
+                    CellText text_of) {
+  md << "| benchmark |";
+  for (const auto& t : titles) md << " " << t << " |";
   md << "\n|---|";
-  for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
+  for (std::size_t i = 0; i < titles.size(); ++i) md << "---|";
   md << "\n";
   for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
     md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
-    for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-      const cell& c = cmp.cells[r][i];
-      md << " " << cell_text(c);
-      if (std::isfinite(c.speedup) && i != cmp.baseline) md << " (×" << fixed(c.speedup, 2) << ")";
-      if (c.kind == cell_kind::projected && !c.note.empty()) md << " †";
-      md << " |";
-    }
+    for (std::size_t i = 0; i < titles.size(); ++i) md << " " << text_of(r, i) << " |";
     md << "\n";
   }
+}
+
+inline std::string render_markdown(const comparison& cmp) {
+  std::ostringstream md;
+  md << "# gpucmp comparison\n\n" << method_text(cmp) << "\n\n";
+  std::vector<std::string> titles, labels, priced;
+  for (const auto& c : cmp.columns) {
+    titles.push_back(column_title(c));
+    labels.push_back(c.label);
+    priced.push_back(c.label + (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : ""));
+  }
+  markdown_table(md, cmp, titles, [&](std::size_t r, std::size_t i) {
+    const cell& c = cmp.cells[r][i];
+    std::string text = cell_text(c);
+    if (std::isfinite(c.speedup) && i != cmp.baseline) text += " (×" + fixed(c.speedup, 2) + ")";
+    if (c.kind == cell_kind::projected && !c.note.empty()) text += " †";
+    return text;
+  });
   // Efficiency per watt and per dollar, when recorded or given.
   bool any_power = false, any_price = false;
   for (const auto& row : cmp.cells)
     for (const auto& c : row) any_power = any_power || std::isfinite(c.watts);
   for (const auto& c : cmp.columns) any_price = any_price || std::isfinite(c.usd_per_hour);
   if (any_power) {
-    md << "\nPer watt (declared work per second per W of average power; measured columns only):\n\n| benchmark |";
-    for (const auto& c : cmp.columns) md << " " << c.label << " |";
-    md << "\n|---|";
-    for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
-    md << "\n";
-    for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-      md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
-      for (const auto& c : cmp.cells[r]) {
-        md << " " << (std::isfinite(c.watts) && std::isfinite(c.rate) ? number(c.rate / c.watts) + " " + c.unit + "/W" : "") << " |";
-      }
-      md << "\n";
-    }
+    md << "\nPer watt (declared work per second per W of average power; measured columns only):\n\n";
+    markdown_table(md, cmp, labels, [&](std::size_t r, std::size_t i) {
+      const cell& c = cmp.cells[r][i];
+      return std::isfinite(c.watts) && std::isfinite(c.rate) ? number(c.rate / c.watts) + " " + c.unit + "/W" : std::string();
+    });
   }
   if (any_price) {
-    md << "\nPer dollar (work an hour at the given price buys; launches when no work was declared):\n\n| benchmark |";
-    for (const auto& c : cmp.columns) {
-      md << " " << c.label << (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : "") << " |";
-    }
-    md << "\n|---|";
-    for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
-    md << "\n";
-    for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-      md << "| " << markdown_name(cmp.benchmarks[r]) << " |";
-      for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-        const cell& c = cmp.cells[r][i];
-        const double price = cmp.columns[i].usd_per_hour;
-        std::string text;
-        if (std::isfinite(price) && price > 0 && std::isfinite(c.seconds) && c.seconds > 0) {
-          if (std::isfinite(c.rate)) {
-            text = number(c.rate * 3600.0 / price) + " " + c.unit.substr(0, c.unit.size() - 2) + " per $";
-          } else {
-            text = number(3600.0 / c.seconds / price) + " launches per $";
-          }
-        }
-        md << " " << text << " |";
-      }
-      md << "\n";
-    }
+    md << "\nPer dollar (work an hour at the given price buys; launches when no work was declared):\n\n";
+    markdown_table(md, cmp, priced, [&](std::size_t r, std::size_t i) {
+      const cell& c = cmp.cells[r][i];
+      const double price = cmp.columns[i].usd_per_hour;
+      if (!(std::isfinite(price) && price > 0 && std::isfinite(c.seconds) && c.seconds > 0)) return std::string();
+      if (std::isfinite(c.rate)) return number(c.rate * 3600.0 / price) + " " + c.unit.substr(0, c.unit.size() - 2) + " per $";
+      return number(3600.0 / c.seconds / price) + " launches per $";
+    });
   }
   bool any_caveat = false;
   for (const auto& row : cmp.cells)
