@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A 2-D convolution problem (cuDNN's cross-correlation), with output size, exact FLOP counts
+// for forward, backward-data and backward-filter, the fewest bytes each must move, and
+// validation that names what is wrong. Host-only: the cuDNN wrapper that runs it is separate.
+#pragma once
+
+#include <gpucmp/error.hpp>
+#include <gpucmp/specs_types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gpucmp {
+
+/// Which pass of a convolution.
+enum class conv_direction {
+  forward,          ///< y = conv(x, w)
+  backward_data,    ///< dx from dy and w
+  backward_filter,  ///< dw from x and dy
+};
+
+/// "fwd", "bwd_data", "bwd_filter".
+inline const char* to_string(conv_direction d) noexcept {
+  switch (d) {
+    case conv_direction::forward: return "fwd";
+    case conv_direction::backward_data: return "bwd_data";
+    case conv_direction::backward_filter: return "bwd_filter";
+  }
+  return "unknown";
+}
+
+/// Tensor memory layout.
+enum class conv_layout {
+  nchw,  ///< channels outside the spatial dimensions
+  nhwc,  ///< channels innermost (what tensor cores prefer)
+};
+
+/// "nchw", "nhwc".
+inline const char* to_string(conv_layout l) noexcept { return l == conv_layout::nchw ? "nchw" : "nhwc"; }
+
+/// Element and math types of a convolution.
+enum class conv_dtype {
+  fp32,  ///< FP32, no tensor cores
+  tf32,  ///< FP32 tensors, TF32 tensor-core math
+  fp16,  ///< FP16 tensors, FP32 accumulate
+  bf16,  ///< BF16 tensors, FP32 accumulate
+};
+
+/// "fp32", "tf32", "fp16", "bf16".
+inline const char* to_string(conv_dtype t) noexcept {
+  switch (t) {
+    case conv_dtype::fp32: return "fp32";
+    case conv_dtype::tf32: return "tf32";
+    case conv_dtype::fp16: return "fp16";
+    case conv_dtype::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+/// Bytes of one tensor element.
+inline std::size_t element_bytes(conv_dtype t) noexcept { return t == conv_dtype::fp16 || t == conv_dtype::bf16 ? 2 : 4; }
+
+/// The datasheet rate the convolution's math runs at (for % of peak).
+inline precision peak_precision(conv_dtype t) noexcept {
+  switch (t) {
+    case conv_dtype::fp32: return precision::fp32;
+    case conv_dtype::tf32: return precision::tf32;
+    case conv_dtype::fp16: return precision::fp16;
+    case conv_dtype::bf16: return precision::bf16;
+  }
+  return precision::none;
+}
+
+/// One convolution: input N x C x H x W, K filters of (C / groups) x R x S.
+struct conv_problem {
+  std::int64_t n = 0;  ///< batch
+  std::int64_t c = 0;  ///< input channels
+  std::int64_t h = 0;  ///< input height
+  std::int64_t w = 0;  ///< input width
+  std::int64_t k = 0;  ///< output channels
+  std::int64_t r = 0;  ///< filter height
+  std::int64_t s = 0;  ///< filter width
+  std::int64_t pad_h = 0, pad_w = 0;            ///< zero padding
+  std::int64_t stride_h = 1, stride_w = 1;      ///< strides
+  std::int64_t dilation_h = 1, dilation_w = 1;  ///< dilations
+  std::int64_t groups = 1;                      ///< channel groups (C and K divisible by it)
+  conv_layout layout = conv_layout::nhwc;       ///< memory layout of x, y, w
+  conv_dtype dtype = conv_dtype::fp16;          ///< element and math types
+
+  /// Output height P.
+  std::int64_t p() const noexcept { return (h + 2 * pad_h - dilation_h * (r - 1) - 1) / stride_h + 1; }
+  /// Output width Q.
+  std::int64_t q() const noexcept { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
+
+  /// Throws invalid_argument naming the first impossible field.
+  void validate() const {
+    auto require = [](bool ok, const std::string& what) {
+      if (!ok) throw invalid_argument("conv_problem: " + what);
+    };
+    require(n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0,
+            "n, c, h, w, k, r and s must be positive");
+    require(pad_h >= 0 && pad_w >= 0, "padding must be >= 0");
+    require(stride_h >= 1 && stride_w >= 1, "strides must be >= 1");
+    require(dilation_h >= 1 && dilation_w >= 1, "dilations must be >= 1");
+    require(groups >= 1 && c % groups == 0 && k % groups == 0,
+            "groups (" + std::to_string(groups) + ") must divide c (" + std::to_string(c) + ") and k (" +
+                std::to_string(k) + ")");
+    require(h + 2 * pad_h >= dilation_h * (r - 1) + 1 && w + 2 * pad_w >= dilation_w * (s - 1) + 1,
+            "the " + std::to_string(r) + "x" + std::to_string(s) + " filter is larger than the padded " +
+                std::to_string(h) + "x" + std::to_string(w) + " input");
+  }
+
+  /// 2 N K P Q (C / groups) R S: one multiply and one add per filter tap, the same for all
+  /// three directions (direct-convolution count; Winograd or FFT algorithms do fewer).
+  double flops() const noexcept {
+    return 2.0 * double(n) * double(k) * double(p()) * double(q()) * double(c / groups) * double(r) * double(s);
+  }
+  /// Elements of the input x, the output y and the filters w.
+  double x_elements() const noexcept { return double(n) * double(c) * double(h) * double(w); }
+  double y_elements() const noexcept { return double(n) * double(k) * double(p()) * double(q()); }  ///< see x_elements
+  double w_elements() const noexcept { return double(k) * double(c / groups) * double(r) * double(s); }  ///< see x_elements
+
+  /// The fewest bytes a pass must move: each operand read once, the result written once.
+  double min_bytes(conv_direction d) const noexcept {
+    const double e = double(element_bytes(dtype));
+    switch (d) {
+      case conv_direction::forward: return e * (x_elements() + w_elements() + y_elements());
+      case conv_direction::backward_data: return e * (y_elements() + w_elements() + x_elements());
+      case conv_direction::backward_filter: return e * (x_elements() + y_elements() + w_elements());
+    }
+    return 0;
+  }
+
+  /// "n32_c64_h56_w56_k64_r3_s3_p1_u1" (u = stride, as cuDNN's naming; d and g only when not 1).
+  std::string shape_name() const {
+    std::string s_name = "n" + std::to_string(n) + "_c" + std::to_string(c) + "_h" + std::to_string(h) + "_w" +
+                         std::to_string(w) + "_k" + std::to_string(k) + "_r" + std::to_string(r) + "_s" +
+                         std::to_string(s) + "_p" + std::to_string(pad_h) + "_u" + std::to_string(stride_h);
+    if (pad_w != pad_h) s_name += "_pw" + std::to_string(pad_w);
+    if (stride_w != stride_h) s_name += "_uw" + std::to_string(stride_w);
+    if (dilation_h != 1 || dilation_w != 1) s_name += "_d" + std::to_string(dilation_h);
+    if (groups != 1) s_name += "_g" + std::to_string(groups);
+    return s_name;
+  }
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A GEMM problem, C = op(A) op(B) (column-major, cuBLAS convention), with its exact FLOP
+// count, the fewest bytes it must move, validation that names what is wrong, and which GPUs
+// can run its precision. Host-only: the cuBLASLt wrapper that runs it is separate.
+#pragma once
+
+#include <gpucmp/error.hpp>
+#include <gpucmp/specs_types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gpucmp {
+
+/// Element and accumulation types of a GEMM.
+enum class gemm_dtype {
+  fp64,        ///< FP64 in, FP64 accumulate, FP64 out
+  fp32,        ///< FP32 on the CUDA cores (no tensor cores)
+  tf32,        ///< FP32 in and out, TF32 tensor cores, FP32 accumulate
+  fp16,        ///< FP16 in and out, FP32 accumulate
+  fp16_acc16,  ///< FP16 in and out, FP16 accumulate
+  bf16,        ///< BF16 in and out, FP32 accumulate
+  fp8_e4m3,    ///< FP8 E4M3 in with per-tensor scales, FP32 accumulate, BF16 out
+  fp8_e5m2,    ///< FP8 E5M2 in (B operand E4M3, as cuBLASLt requires), FP32 accumulate, BF16 out
+  int8,        ///< INT8 in, INT32 accumulate, INT32 out
+};
+
+/// The name used in benchmark names: "fp64", "fp32", "tf32", "fp16", "fp16_acc16", "bf16",
+/// "fp8_e4m3", "fp8_e5m2", "int8".
+inline const char* to_string(gemm_dtype t) noexcept {
+  switch (t) {
+    case gemm_dtype::fp64: return "fp64";
+    case gemm_dtype::fp32: return "fp32";
+    case gemm_dtype::tf32: return "tf32";
+    case gemm_dtype::fp16: return "fp16";
+    case gemm_dtype::fp16_acc16: return "fp16_acc16";
+    case gemm_dtype::bf16: return "bf16";
+    case gemm_dtype::fp8_e4m3: return "fp8_e4m3";
+    case gemm_dtype::fp8_e5m2: return "fp8_e5m2";
+    case gemm_dtype::int8: return "int8";
+  }
+  return "unknown";
+}
+
+/// Bytes of one A or B element.
+inline std::size_t input_bytes(gemm_dtype t) noexcept {
+  switch (t) {
+    case gemm_dtype::fp64: return 8;
+    case gemm_dtype::fp32:
+    case gemm_dtype::tf32: return 4;
+    case gemm_dtype::fp16:
+    case gemm_dtype::fp16_acc16:
+    case gemm_dtype::bf16: return 2;
+    case gemm_dtype::fp8_e4m3:
+    case gemm_dtype::fp8_e5m2:
+    case gemm_dtype::int8: return 1;
+  }
+  return 0;
+}
+
+/// Bytes of one C element.
+inline std::size_t output_bytes(gemm_dtype t) noexcept {
+  switch (t) {
+    case gemm_dtype::fp8_e4m3:
+    case gemm_dtype::fp8_e5m2: return 2;  // BF16 output
+    case gemm_dtype::int8: return 4;      // INT32 output
+    default: return input_bytes(t);
+  }
+}
+
+/// The datasheet rate this GEMM runs at (for % of peak).
+inline precision peak_precision(gemm_dtype t) noexcept {
+  switch (t) {
+    case gemm_dtype::fp64: return precision::fp64_tensor;
+    case gemm_dtype::fp32: return precision::fp32;
+    case gemm_dtype::tf32: return precision::tf32;
+    case gemm_dtype::fp16:
+    case gemm_dtype::fp16_acc16: return precision::fp16;
+    case gemm_dtype::bf16: return precision::bf16;
+    case gemm_dtype::fp8_e4m3:
+    case gemm_dtype::fp8_e5m2: return precision::fp8;
+    case gemm_dtype::int8: return precision::int8;
+  }
+  return precision::none;
+}
+
+/// Lowest compute capability (major * 10 + minor) with tensor-core support for `t`
+/// (0: runs anywhere CUDA does).
+inline int minimum_compute_capability(gemm_dtype t) noexcept {
+  switch (t) {
+    case gemm_dtype::tf32:
+    case gemm_dtype::bf16: return 80;
+    case gemm_dtype::fp16:
+    case gemm_dtype::fp16_acc16: return 70;
+    case gemm_dtype::int8: return 75;
+    case gemm_dtype::fp8_e4m3:
+    case gemm_dtype::fp8_e5m2: return 89;
+    default: return 0;
+  }
+}
+
+/// Throws unsupported ("fp8_e4m3 needs sm_89+, this GPU is sm_80") when a GPU of compute
+/// capability major.minor cannot run `t`.
+inline void check_supported(gemm_dtype t, int cc_major, int cc_minor) {
+  const int needed = minimum_compute_capability(t);
+  const int have = cc_major * 10 + cc_minor;
+  if (have < needed) {
+    throw unsupported(std::string(to_string(t)) + " needs sm_" + std::to_string(needed) + "+, this GPU is sm_" +
+                      std::to_string(have));
+  }
+}
+
+/// One GEMM (or a batch of equal, strided GEMMs): C[m x n] = op(A) op(B), op(A) m x k.
+struct gemm_problem {
+  std::int64_t m = 0;          ///< rows of C
+  std::int64_t n = 0;          ///< columns of C
+  std::int64_t k = 0;          ///< inner dimension
+  bool transpose_a = false;    ///< A is stored k x m and transposed
+  bool transpose_b = false;    ///< B is stored n x k and transposed
+  std::int64_t lda = 0;        ///< leading dimension of A (0: tight)
+  std::int64_t ldb = 0;        ///< leading dimension of B (0: tight)
+  std::int64_t ldc = 0;        ///< leading dimension of C (0: tight)
+  std::int64_t batch = 1;      ///< number of GEMMs
+  gemm_dtype dtype = gemm_dtype::fp32;  ///< element and accumulation types
+
+  /// Rows of A as stored (column-major).
+  std::int64_t a_rows() const noexcept { return transpose_a ? k : m; }
+  /// Rows of B as stored.
+  std::int64_t b_rows() const noexcept { return transpose_b ? n : k; }
+  /// Leading dimensions with 0 resolved to the tight value.
+  std::int64_t lda_or_tight() const noexcept { return lda != 0 ? lda : a_rows(); }
+  /// See lda_or_tight().
+  std::int64_t ldb_or_tight() const noexcept { return ldb != 0 ? ldb : b_rows(); }
+  /// See lda_or_tight().
+  std::int64_t ldc_or_tight() const noexcept { return ldc != 0 ? ldc : m; }
+
+  /// Throws invalid_argument naming the first field that is impossible.
+  void validate() const {
+    auto require = [](bool ok, const std::string& what) {
+      if (!ok) throw invalid_argument("gemm_problem: " + what);
+    };
+    require(m > 0 && n > 0 && k > 0, "m, n and k must be positive (got " + std::to_string(m) + "x" +
+                                         std::to_string(n) + "x" + std::to_string(k) + ")");
+    require(batch > 0, "batch must be positive");
+    require(lda_or_tight() >= a_rows(), "lda " + std::to_string(lda) + " is less than A's " + std::to_string(a_rows()) + " rows");
+    require(ldb_or_tight() >= b_rows(), "ldb " + std::to_string(ldb) + " is less than B's " + std::to_string(b_rows()) + " rows");
+    require(ldc_or_tight() >= m, "ldc " + std::to_string(ldc) + " is less than C's " + std::to_string(m) + " rows");
+    const double elements = double(batch) * (double(lda_or_tight()) * double(transpose_a ? m : k) +
+                                             double(ldb_or_tight()) * double(transpose_b ? k : n) +
+                                             double(ldc_or_tight()) * double(n));
+    require(elements < 9.0e18, "the matrices' sizes overflow 64-bit indexing");
+  }
+
+  /// 2 m n k per GEMM (a multiply and an add per inner-product term), times batch.
+  double flops() const noexcept { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+  /// The fewest bytes a GEMM must move: A and B read once, C written once (beta = 0).
+  double min_bytes() const noexcept {
+    return double(batch) * (double(m) * double(k) * double(input_bytes(dtype)) +
+                            double(k) * double(n) * double(input_bytes(dtype)) +
+                            double(m) * double(n) * double(output_bytes(dtype)));
+  }
+  /// Bytes the buffers occupy (with their leading dimensions), for memory checks.
+  double footprint_bytes() const noexcept {
+    return double(batch) * (double(lda_or_tight()) * double(transpose_a ? m : k) * double(input_bytes(dtype)) +
+                            double(ldb_or_tight()) * double(transpose_b ? k : n) * double(input_bytes(dtype)) +
+                            double(ldc_or_tight()) * double(n) * double(output_bytes(dtype)));
+  }
+  /// "8192x8192x8192", with "_tn" style suffixes for transposes and "_b8" for batches.
+  std::string shape_name() const {
+    std::string s = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    if (transpose_a || transpose_b) s += std::string("_") + (transpose_a ? "t" : "n") + (transpose_b ? "t" : "n");
+    if (batch != 1) s += "_b" + std::to_string(batch);
+    return s;
+  }
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+#include "catch.hpp"
+
+#include <gpucmp/data/resnet50_v1_5.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/gemm_problem.hpp>
+
+#include <set>
+#include <tuple>
+
+TEST_CASE("GEMM FLOPs and minimum bytes", "[ops][gemm]") {
+  gpucmp::gemm_problem g;
+  g.m = g.n = g.k = 8192;
+  g.dtype = gpucmp::gemm_dtype::bf16;
+  CHECK(g.flops() == 2.0 * 8192.0 * 8192.0 * 8192.0);
+  CHECK(g.min_bytes() == 3.0 * 8192.0 * 8192.0 * 2);
+  CHECK(g.shape_name() == "8192x8192x8192");
+  // DeepBench's skinny 35x8457x2560 with A transposed, in FP8: 1-byte inputs, BF16 output.
+  gpucmp::gemm_problem f;
+  f.m = 35;
+  f.n = 8457;
+  f.k = 2560;
+  f.transpose_a = true;
+  f.batch = 2;
+  f.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+  CHECK(f.flops() == 2.0 * 35 * 8457 * 2560 * 2);
+  CHECK(f.min_bytes() == 2.0 * (35.0 * 2560 + 2560.0 * 8457 + 35.0 * 8457 * 2));
+  CHECK(f.lda_or_tight() == 2560);  // A stored k x m
+  CHECK(f.shape_name() == "35x8457x2560_tn_b2");
+  CHECK(gpucmp::output_bytes(gpucmp::gemm_dtype::int8) == 4);
+  CHECK(gpucmp::peak_precision(gpucmp::gemm_dtype::fp16_acc16) == gpucmp::precision::fp16);
+}
+
+TEST_CASE("impossible GEMMs are named", "[ops][gemm]") {
+  gpucmp::gemm_problem g;
+  g.m = 128;
+  g.n = 0;
+  g.k = 64;
+  CHECK_THROWS_WITH(g.validate(), GPUCMP_CONTAINS("m, n and k must be positive (got 128x0x64)"));
+  g.n = 64;
+  g.lda = 100;  // A is 128 x 64: lda must be >= 128
+  CHECK_THROWS_WITH(g.validate(), GPUCMP_CONTAINS("lda 100 is less than A's 128 rows"));
+  g.lda = 0;
+  g.batch = 0;
+  CHECK_THROWS_WITH(g.validate(), GPUCMP_CONTAINS("batch must be positive"));
+  g.batch = 1;
+  CHECK_NOTHROW(g.validate());
+}
+
+TEST_CASE("precisions a GPU cannot run are typed unsupported", "[ops][gemm]") {
+  CHECK_THROWS_WITH(gpucmp::check_supported(gpucmp::gemm_dtype::fp8_e4m3, 8, 0),
+                    "unsupported: fp8_e4m3 needs sm_89+, this GPU is sm_80");
+  CHECK_THROWS_AS(gpucmp::check_supported(gpucmp::gemm_dtype::bf16, 7, 5), gpucmp::unsupported);
+  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp8_e5m2, 8, 9));
+  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp64, 6, 0));
+}
+
+TEST_CASE("convolution output size, FLOPs and bytes", "[ops][conv]") {
+  gpucmp::conv_problem c;  // ResNet-50's 64->64 3x3 at 56x56, batch 32, FP16 NHWC
+  c.n = 32;
+  c.c = c.k = 64;
+  c.h = c.w = 56;
+  c.r = c.s = 3;
+  c.pad_h = c.pad_w = 1;
+  CHECK(c.p() == 56);
+  CHECK(c.q() == 56);
+  CHECK(c.flops() == 2.0 * 32 * 64 * 56 * 56 * 64 * 9);
+  CHECK(c.min_bytes(gpucmp::conv_direction::forward) == 2.0 * (32.0 * 64 * 56 * 56 * 2 + 64.0 * 64 * 9));
+  CHECK(c.shape_name() == "n32_c64_h56_w56_k64_r3_s3_p1_u1");
+  c.stride_h = c.stride_w = 2;
+  CHECK(c.p() == 28);
+  c.groups = 32;  // depthwise-style grouping divides the work
+  CHECK(c.flops() == 2.0 * 32 * 64 * 28 * 28 * 2 * 9);
+}
+
+TEST_CASE("impossible convolutions are named", "[ops][conv]") {
+  gpucmp::conv_problem c;
+  c.n = 1;
+  c.c = 3;
+  c.h = c.w = 4;
+  c.k = 8;
+  c.r = c.s = 7;
+  CHECK_THROWS_WITH(c.validate(), GPUCMP_CONTAINS("the 7x7 filter is larger than the padded 4x4 input"));
+  c.r = c.s = 3;
+  c.groups = 2;
+  CHECK_THROWS_WITH(c.validate(), GPUCMP_CONTAINS("groups (2) must divide c (3) and k (8)"));
+  c.groups = 1;
+  c.stride_h = 0;
+  CHECK_THROWS_WITH(c.validate(), GPUCMP_CONTAINS("strides must be >= 1"));
+}
+
+TEST_CASE("ResNet-50 v1.5's layer table has the exact published totals", "[ops][resnet50]") {
+  double conv_macs = 0, conv_params = 0;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> distinct;
+  int count = 0;
+  for (const auto& l : gpucmp::data::resnet50_v1_5_convs) {
+    gpucmp::conv_problem c;
+    c.n = 1;
+    c.c = l.in_channels;
+    c.k = l.out_channels;
+    c.h = c.w = l.input_size;
+    c.r = c.s = l.kernel;
+    c.pad_h = c.pad_w = l.padding;
+    c.stride_h = c.stride_w = l.stride;
+    INFO(l.name);
+    REQUIRE_NOTHROW(c.validate());
+    CHECK(c.p() == l.output_size);  // the output-size formula reproduces every layer
+    conv_macs += c.flops() / 2;
+    conv_params += c.w_elements();
+    distinct.insert({l.in_channels, l.out_channels, l.kernel, l.stride, l.input_size});
+    ++count;
+  }
+  const double fc_macs = double(gpucmp::data::resnet50_fc_in) * gpucmp::data::resnet50_fc_out;
+  CHECK(count == 53);
+  CHECK(conv_macs == 4087136256.0);
+  CHECK(conv_macs + fc_macs == 4089184256.0);
+  CHECK(conv_params == 23454912.0);
+  CHECK(distinct.size() == 23);
+}
