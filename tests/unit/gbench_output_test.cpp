@@ -2,11 +2,10 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // The Google Benchmark adapter's output that needs no GPU: the kernel-breakdown companion
-// file (--gpucmp_kernels_out), read back with the report tool's JSON reader.
+// file (--gpucmp_kernels_out), read back with gpucmp's JSON reader.
 #include "catch.hpp"
 
-#include "../../tools/report/json.hpp"
-
+#include <gpucmp/detail/json.hpp>
 #include <gpucmp/gbench.hpp>
 
 #include <cstdio>
@@ -37,7 +36,7 @@ TEST_CASE("kernel breakdowns are written as valid JSON with names escaped", "[gb
   std::stringstream text;
   text << in.rdbuf();
   std::remove(path.c_str());
-  const gpucmp_report::json root = gpucmp_report::parse_json(text.str());
+  const gpucmp::detail::json root = gpucmp::detail::parse_json(text.str());
   REQUIRE(root.find("breakdowns") != nullptr);
   const auto& breakdowns = root.find("breakdowns")->items();
   REQUIRE(breakdowns.size() == 1);

@@ -91,7 +91,7 @@ TEST_CASE("impossible convolutions are named", "[ops][conv]") {
 }
 
 TEST_CASE("ResNet-50 v1.5's layer table has the exact published totals", "[ops][resnet50]") {
-  double conv_macs = 0, conv_params = 0;
+  double conv_macs = 0, conv_params = 0, batchnorm_params = 0;
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> distinct;
   int count = 0;
   for (const auto& l : gpucmp::data::resnet50_v1_5_convs) {
@@ -108,6 +108,7 @@ TEST_CASE("ResNet-50 v1.5's layer table has the exact published totals", "[ops][
     CHECK(c.p() == l.output_size);  // the output-size formula reproduces every layer
     conv_macs += c.flops() / 2;
     conv_params += c.w_elements();
+    batchnorm_params += 2.0 * double(l.out_channels);  // every convolution is followed by a BN (gamma, beta)
     distinct.insert({l.in_channels, l.out_channels, l.kernel, l.stride, l.input_size});
     ++count;
   }
@@ -116,5 +117,8 @@ TEST_CASE("ResNet-50 v1.5's layer table has the exact published totals", "[ops][
   CHECK(conv_macs == 4087136256.0);
   CHECK(conv_macs + fc_macs == 4089184256.0);
   CHECK(conv_params == 23454912.0);
+  CHECK(batchnorm_params == 53120.0);
+  const double fc_params = fc_macs + double(gpucmp::data::resnet50_fc_out);  // weights + bias
+  CHECK(conv_params + batchnorm_params + fc_params == 25557032.0);  // torchvision's num_params
   CHECK(distinct.size() == 23);
 }

@@ -6,7 +6,7 @@
 // read a comparison.
 #pragma once
 
-#include "json.hpp"
+#include <gpucmp/detail/json.hpp>
 
 #include <gpucmp/projection.hpp>
 #include <gpucmp/specs.hpp>
@@ -23,6 +23,10 @@
 #include <vector>
 
 namespace gpucmp_report {
+
+using gpucmp::detail::json;
+using gpucmp::detail::json_error;
+using gpucmp::detail::parse_json;
 
 /// A bad input, with the file and what is wrong.
 class input_error : public std::runtime_error {

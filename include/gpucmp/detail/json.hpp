@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// A small strict JSON reader for the report tool: enough for Google Benchmark's output,
-// with errors that say where (line:column) and what is wrong.
+// A small strict JSON reader (result files, safetensors headers), with errors that say
+// where (line:column) and what is wrong. Internal: not part of gpucmp's API.
 #pragma once
 
 #include <cctype>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace gpucmp_report {
+namespace gpucmp::detail {
 
 /// A parse error with its position.
 class json_error : public std::runtime_error {
@@ -220,4 +220,4 @@ inline json parse_json(const std::string& text) {
   return root;
 }
 
-}  // namespace gpucmp_report
+}  // namespace gpucmp::detail

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+#include "catch.hpp"
+
+#include <gpucmp/safetensors.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+// A safetensors file: the 8-byte little-endian header length, the header, the data.
+std::string file_of(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  return out + header + data;
+}
+
+std::string bytes_of(const std::vector<float>& values) {
+  std::string s(values.size() * 4, '\0');
+  std::memcpy(&s[0], values.data(), s.size());
+  return s;
+}
+
+std::string bytes_of(const std::vector<std::uint16_t>& values) {
+  std::string s(values.size() * 2, '\0');
+  std::memcpy(&s[0], values.data(), s.size());
+  return s;
+}
+
+const std::string valid_header =
+    R"({"__metadata__": {"format": "pt"},
+        "fc.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+        "fc.bias": {"dtype": "F16", "shape": [2], "data_offsets": [16, 20]},
+        "bn.weight": {"dtype": "BF16", "shape": [2], "data_offsets": [20, 24]}})";
+// F16 1.0 = 0x3C00, -2.0 = 0xC000; BF16 0.5 = 0x3F00, 3.0 = 0x4040.
+const std::string valid_data = bytes_of(std::vector<float>{1.0f, -2.5f, 3.25f, 0.0f}) + bytes_of(std::vector<std::uint16_t>{0x3C00, 0xC000}) +
+                               bytes_of(std::vector<std::uint16_t>{0x3F00, 0x4040});
+}  // namespace
+
+TEST_CASE("tensors are read as float from F32, F16 and BF16", "[safetensors]") {
+  const auto f = gpucmp::safetensors_file::parse(file_of(valid_header, valid_data), "weights.safetensors");
+  REQUIRE(f.tensors().size() == 3);
+  CHECK(f.tensors()[0].name == "fc.weight");  // in data order
+  CHECK(f.read_float("fc.weight", {2, 2}) == std::vector<float>{1.0f, -2.5f, 3.25f, 0.0f});
+  CHECK(f.read_float("fc.bias", {2}) == std::vector<float>{1.0f, -2.0f});
+  CHECK(f.read_float("bn.weight", {2}) == std::vector<float>{0.5f, 3.0f});
+}
+
+TEST_CASE("every malformed weight file names the file, the tensor and the problem", "[safetensors]") {
+  auto error_of = [](const std::string& bytes) {
+    try {
+      gpucmp::safetensors_file::parse(bytes, "w.safetensors");
+    } catch (const gpucmp::weight_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of("abc") == "w.safetensors: truncated: 3 bytes, but a safetensors file starts with an 8-byte header length");
+  CHECK_THAT(error_of(file_of(valid_header, valid_data).substr(0, 40)), GPUCMP_CONTAINS("header length"));
+  CHECK_THAT(error_of(file_of("{\"a\": ", "")), GPUCMP_CONTAINS("w.safetensors: malformed header: line 1"));
+  CHECK_THAT(error_of(file_of(valid_header, valid_data.substr(0, 22))),
+             GPUCMP_CONTAINS("tensor 'bn.weight': data ends at byte 24 but the file holds only 22 bytes of data (truncated)"));
+  CHECK_THAT(error_of(file_of(R"({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", std::string(8, '\0'))),
+             GPUCMP_CONTAINS("tensor 'x': F32 [3] needs 12 bytes, its data_offsets span 8"));
+  CHECK_THAT(error_of(file_of(R"({"x": {"dtype": "Q4", "shape": [1], "data_offsets": [0, 1]}})", "a")),
+             GPUCMP_CONTAINS("tensor 'x': unknown dtype 'Q4'"));
+  CHECK_THAT(error_of(file_of(R"({"x": {"dtype": "F32", "shape": [1]}})", "")),
+             GPUCMP_CONTAINS("tensor 'x': header entry needs dtype, shape and two data_offsets"));
+  CHECK_THAT(error_of(file_of(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                                  "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})", "abcdef")),
+             GPUCMP_CONTAINS("tensors 'a' and 'b' overlap"));
+}
+
+TEST_CASE("a missing tensor, a wrong shape and a non-float dtype are named", "[safetensors]") {
+  const auto f = gpucmp::safetensors_file::parse(file_of(valid_header, valid_data), "resnet50.safetensors");
+  CHECK_THROWS_WITH(f.find("conv1.weight"), "resnet50.safetensors: tensor 'conv1.weight' is missing");
+  CHECK_THROWS_WITH(f.read_float("fc.weight", {2, 3}),
+                    "resnet50.safetensors: tensor 'fc.weight' has shape [2, 2], expected [2, 3]");
+  const auto ints = gpucmp::safetensors_file::parse(
+      file_of(R"({"steps": {"dtype": "I64", "shape": [], "data_offsets": [0, 8]}})", std::string(8, '\0')), "opt.safetensors");
+  CHECK_THROWS_WITH(ints.read_float("steps", {}), "opt.safetensors: tensor 'steps' is I64; weights must be F32, F16 or BF16");
+  CHECK_THROWS_WITH(gpucmp::safetensors_file::open("/nonexistent/w.safetensors"),
+                    "/nonexistent/w.safetensors: cannot open the weight file");
+}
