@@ -8,6 +8,7 @@
 
 #include <gpucmp/buffer.hpp>
 #include <gpucmp/activity_tracer.hpp>
+#include <gpucmp/clock_events.hpp>
 #include <gpucmp/device.hpp>
 #include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
@@ -16,6 +17,7 @@
 #include <gpucmp/graph.hpp>
 #include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
+#include <gpucmp/latency.hpp>
 #include <gpucmp/nvtx.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/projection.hpp>
