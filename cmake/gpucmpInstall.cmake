@@ -22,6 +22,21 @@ if(TARGET gpucmp_cupti)
   export(EXPORT gpucmpCuptiTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCuptiTargets.cmake")
 endif()
 
+if(TARGET gpucmp_cublas)
+  install(TARGETS gpucmp_cublas EXPORT gpucmpCublasTargets)
+  install(EXPORT gpucmpCublasTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpCublasTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCublasTargets.cmake")
+endif()
+
+if(TARGET gpucmp_cudnn)
+  install(TARGETS gpucmp_cudnn EXPORT gpucmpCudnnTargets)
+  install(EXPORT gpucmpCudnnTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpCudnnTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCudnnTargets.cmake")
+  # The package finds cuDNN again with the same module.
+  install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" DESTINATION "${GPUCMP_CONFIG_DIR}")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" "${PROJECT_BINARY_DIR}/FindCUDNN.cmake" COPYONLY)
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/gpucmpConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"

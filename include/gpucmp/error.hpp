@@ -92,7 +92,9 @@ class out_of_memory : public error {
   }
   static std::string format(std::size_t requested, std::size_t free, std::size_t total,
                             const std::string& what_for) {
-    return "oom: " + what_for + " needs " + gib(requested) + ", " + gib(free) + " free of " + gib(total);
+    // requested == 0: a library allocated internally and did not say how much.
+    const std::string needed = requested != 0 ? gib(requested) : std::string("more than is free");
+    return "oom: " + what_for + " needs " + needed + ", " + gib(free) + " free of " + gib(total);
   }
 
   std::size_t m_requested_bytes;
@@ -110,6 +112,12 @@ class unsupported : public error {
 class invalid_argument : public error {
  public:
   explicit invalid_argument(const std::string& reason) : error("invalid argument: " + reason) {}
+};
+
+/// A math library (cuBLAS, cuBLASLt, cuDNN) call failed; the message names the call and status.
+class library_error : public error {
+ public:
+  using error::error;
 };
 
 /// A held stream was not released by the measured code in time: it blocked on its own stream.

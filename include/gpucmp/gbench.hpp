@@ -142,6 +142,10 @@ class state {
   /// The work declared so far.
   const work& declared_work() const noexcept { return m_work; }
 
+  /// Adds a note to the result's label (e.g. the algorithm an operation chose, how it was
+  /// verified); notes come first, separated by "; ".
+  void add_note(const std::string& note) { m_notes.push_back(note); }
+
   /// Measures `launch(cudaStream_t)` and reports the result to Google Benchmark. Call once.
   template <class Launch>
   void run(Launch&& launch) {
@@ -213,6 +217,7 @@ class state {
       detail::kernel_breakdowns().push_back({m_name, r.kernels->kernels});
     }
     for (const auto& w : r.warnings) label += (label.empty() ? "" : "; ") + w;
+    for (auto n = m_notes.rbegin(); n != m_notes.rend(); ++n) label = *n + (label.empty() ? "" : "; " + label);
     if (!label.empty()) m_gb.SetLabel(label);
   }
 
@@ -238,6 +243,7 @@ class state {
   measure_options m_options;
   work m_work;
   std::unique_ptr<measurement> m_measurement;
+  std::vector<std::string> m_notes;
   bool m_skipped = false;
 };
 
@@ -256,6 +262,10 @@ void run_guarded(benchmark::State& gb, const std::string& name, mode m, const me
     state st(gb, name, m, engine_for_current_device(), defaults);
     body(st);
     if (!st.finished()) report_failure(gb, "failed: the benchmark function returned without calling gpucmp::state::run");
+  } catch (const unsupported& e) {
+    gb.SkipWithError(e.what());  // this GPU cannot run it: a typed result, not a failure
+  } catch (const out_of_memory& e) {
+    gb.SkipWithError(e.what());  // does not fit: a typed result (needed vs free), not a failure
   } catch (const std::exception& e) {
     report_failure(gb, std::string("failed: ") + e.what());
   } catch (...) {

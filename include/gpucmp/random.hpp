@@ -14,10 +14,17 @@
 #include <limits>
 #include <type_traits>
 
+// Callable from device code too, so GPU-side fills produce the same values as host fills.
+#if defined(__CUDACC__)
+#define GPUCMP_HOST_DEVICE __host__ __device__
+#else
+#define GPUCMP_HOST_DEVICE
+#endif
+
 namespace gpucmp {
 
 /// SplitMix64 finaliser: a bijective 64-bit mix with good avalanche.
-constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+GPUCMP_HOST_DEVICE constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -25,12 +32,12 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 }
 
 /// 64 random bits for element `index` of the stream `seed`.
-constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t index) noexcept {
+GPUCMP_HOST_DEVICE constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t index) noexcept {
   return mix64(mix64(seed) ^ index);
 }
 
 /// Uniform double in [0, 1) from the top 53 bits.
-constexpr double unit_interval(std::uint64_t bits) noexcept {
+GPUCMP_HOST_DEVICE constexpr double unit_interval(std::uint64_t bits) noexcept {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 

@@ -12,7 +12,7 @@
 namespace gpucmp::detail {
 
 /// Owns a handle released with `Destroy`; errors from Destroy are ignored (destructors never throw).
-template <class Handle, cudaError_t (*Destroy)(Handle)>
+template <class Handle, auto Destroy>
 class unique_handle {
  public:
   unique_handle() noexcept = default;

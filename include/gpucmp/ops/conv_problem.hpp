@@ -7,8 +7,10 @@
 #pragma once
 
 #include <gpucmp/error.hpp>
+#include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs_types.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -74,6 +76,27 @@ inline precision peak_precision(conv_dtype t) noexcept {
   return precision::none;
 }
 
+/// The rounding a correct convolution of precision `t` may show against a double reference
+/// of the same inputs. `transform_algorithm`: Winograd and FFT algorithms compute in a
+/// transformed basis and lose a few bits more per term, in the tensors' own precision.
+inline tolerance tolerance_for(conv_dtype t, bool transform_algorithm = false) noexcept {
+  const double fp32 = std::ldexp(1.0, -24), fp16 = std::ldexp(1.0, -11), bf16 = std::ldexp(1.0, -8);
+  tolerance tol;
+  tol.accumulate_eps = fp32;
+  switch (t) {
+    case conv_dtype::fp32: tol.output_eps = fp32; break;
+    case conv_dtype::tf32: tol.output_eps = fp32; tol.input_eps = 2 * std::ldexp(1.0, -10); break;
+    case conv_dtype::fp16: tol.output_eps = fp16; break;
+    case conv_dtype::bf16: tol.output_eps = bf16; break;
+  }
+  if (transform_algorithm) {
+    // FFT and Winograd work in the tensors' precision (TF32 inputs for TF32); their transforms
+    // add a few roundings per term.
+    tol.transform_eps = t == conv_dtype::fp32 ? std::ldexp(1.0, -16) : t == conv_dtype::bf16 ? std::ldexp(1.0, -4) : std::ldexp(1.0, -7);
+  }
+  return tol;
+}
+
 /// One convolution: input N x C x H x W, K filters of (C / groups) x R x S.
 struct conv_problem {
   std::int64_t n = 0;  ///< batch
@@ -130,6 +153,17 @@ struct conv_problem {
       case conv_direction::forward: return e * (x_elements() + w_elements() + y_elements());
       case conv_direction::backward_data: return e * (y_elements() + w_elements() + x_elements());
       case conv_direction::backward_filter: return e * (x_elements() + y_elements() + w_elements());
+    }
+    return 0;
+  }
+
+  /// Terms summed into one output of pass `d` (forward: C/groups R S; backward-data: at most
+  /// K/groups R S; backward-filter: N P Q).
+  double reduction_length(conv_direction d) const noexcept {
+    switch (d) {
+      case conv_direction::forward: return double(c / groups) * double(r) * double(s);
+      case conv_direction::backward_data: return double(k / groups) * double(r) * double(s);
+      case conv_direction::backward_filter: return double(n) * double(p()) * double(q());
     }
     return 0;
   }

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <gpucmp/error.hpp>
+#include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs_types.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -111,6 +113,29 @@ inline void check_supported(gemm_dtype t, int cc_major, int cc_minor) {
     throw unsupported(std::string(to_string(t)) + " needs sm_" + std::to_string(needed) + "+, this GPU is sm_" +
                       std::to_string(have));
   }
+}
+
+/// The rounding a correct GEMM of precision `t` may show against a double reference of the
+/// same inputs. Products of FP16/BF16/FP8/INT8 inputs are exact in the tensor cores; TF32
+/// rounds (or truncates) each FP32 input to 10 mantissa bits; Hopper's FP8 tensor cores add
+/// with fewer than FP32's bits, so FP8 gets a coarse accumulator; INT8 with INT32 accumulate
+/// is exact.
+inline tolerance tolerance_for(gemm_dtype t) noexcept {
+  const double fp64 = std::ldexp(1.0, -53), fp32 = std::ldexp(1.0, -24), fp16 = std::ldexp(1.0, -11),
+               bf16 = std::ldexp(1.0, -8);
+  tolerance tol;
+  switch (t) {
+    case gemm_dtype::fp64: tol.output_eps = fp64; tol.accumulate_eps = fp64; break;
+    case gemm_dtype::fp32: tol.output_eps = fp32; tol.accumulate_eps = fp32; break;
+    case gemm_dtype::tf32: tol.output_eps = fp32; tol.input_eps = 2 * std::ldexp(1.0, -10); tol.accumulate_eps = fp32; break;
+    case gemm_dtype::fp16: tol.output_eps = fp16; tol.accumulate_eps = fp32; break;
+    case gemm_dtype::fp16_acc16: tol.output_eps = fp16; tol.accumulate_eps = fp16; break;
+    case gemm_dtype::bf16: tol.output_eps = bf16; tol.accumulate_eps = fp32; break;
+    case gemm_dtype::fp8_e4m3:
+    case gemm_dtype::fp8_e5m2: tol.output_eps = bf16; tol.accumulate_eps = std::ldexp(1.0, -13); break;
+    case gemm_dtype::int8: tol.sigmas = 0; break;  // exact
+  }
+  return tol;
 }
 
 /// One GEMM (or a batch of equal, strided GEMMs): C[m x n] = op(A) op(B), op(A) m x k.

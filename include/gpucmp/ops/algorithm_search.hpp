@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Timed algorithm search shared by the GEMM and convolution wrappers: each candidate is run
+// back to back (so launch latency stays out of the window) and the fastest median wins.
+// Heuristics rank algorithms by a model; on skinny, unaligned or small problems their first
+// choice can be several times slower than the best, so the library times the top candidates.
+#pragma once
+
+#include <gpucmp/error.hpp>
+#include <gpucmp/event.hpp>
+#include <gpucmp/graph.hpp>
+#include <gpucmp/statistics.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <utility>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// How an operation picks its algorithm.
+enum class algorithm_choice {
+  heuristic,  ///< the library heuristic's first choice, untimed
+  search,     ///< the fastest of the heuristic's top candidates, timed on this GPU
+};
+
+/// "heuristic" or "search".
+inline const char* to_string(algorithm_choice c) noexcept { return c == algorithm_choice::heuristic ? "heuristic" : "search"; }
+
+/// Settings of a timed search.
+struct search_options {
+  int max_candidates = 16;          ///< how many of the heuristic's candidates are timed
+  int trials = 5;                   ///< timed batches per candidate (median taken)
+  double min_batch_seconds = 2e-4;  ///< each batch is at least this long (launch gaps amortised)
+  bool in_graph = true;             ///< time batches as CUDA-graph replays, as graph mode measures
+};
+
+/// One candidate's timing during a search.
+struct candidate_time {
+  std::string description;  ///< the algorithm, as the wrapper describes it
+  double seconds = 0;       ///< median seconds per call (0 when it failed to run)
+  std::string failure;      ///< why it could not run, if it could not
+};
+
+/// Median seconds per call of `launch(stream)`, timed in back-to-back batches: replays of a
+/// CUDA graph of the batch (options.in_graph, on a non-default stream), so candidates are
+/// ranked the way graph mode measures them (an algorithm of two kernels does not pay two
+/// launch gaps), else plain launches. Throws what `launch` throws.
+template <class Launch>
+double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_options& options) {
+  event start, stop;
+  // Warm-up (lazy initialisation happens here, outside any capture), and a first estimate
+  // that sizes the batches.
+  launch(stream);
+  start.record(stream);
+  launch(stream);
+  stop.record(stream);
+  stop.synchronize();
+  const double once = std::max(elapsed_s(start, stop), 1e-7);
+  const bool in_graph = options.in_graph && stream != nullptr;
+  const int per_batch = std::clamp(int(options.min_batch_seconds / once) + 1, 1, in_graph ? 200 : 1000);
+  std::vector<double> per_call;
+  auto batch = [&](cudaStream_t s) {
+    for (int i = 0; i < per_batch; ++i) launch(s);
+  };
+  if (in_graph) {
+    const graph g = capture_graph(stream, batch);
+    graph_exec exec(g.get());
+    exec.upload(stream);
+    exec.launch(stream);  // warm
+    for (int t = 0; t < std::max(1, options.trials); ++t) {
+      start.record(stream);
+      exec.launch(stream);
+      stop.record(stream);
+      stop.synchronize();
+      per_call.push_back(elapsed_s(start, stop) / per_batch);
+    }
+  } else {
+    for (int t = 0; t < std::max(1, options.trials); ++t) {
+      start.record(stream);
+      batch(stream);
+      stop.record(stream);
+      stop.synchronize();
+      per_call.push_back(elapsed_s(start, stop) / per_batch);
+    }
+  }
+  return summarize(std::move(per_call)).median;
+}
+
+}  // namespace gpucmp

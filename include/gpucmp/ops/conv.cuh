@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A verified cuDNN convolution (component gpucmp::cudnn): forward, backward-data or
+// backward-filter, NCHW or NHWC, FP32 / TF32 / FP16 / BF16. One object owns its cuDNN handle,
+// descriptors (RAII), tensors (inputs random, output poisoned) and workspace; it picks its
+// algorithm by cuDNN's heuristic or by timing every algorithm the heuristic lists within the
+// workspace limit, and records algorithm, math type and workspace. verify() compares the
+// output with a double reference: every output on the CPU for small problems, a random
+// sample (first and last included) on the GPU for large ones.
+#pragma once
+
+#include <gpucmp/buffer.hpp>
+#include <gpucmp/detail/unique_handle.hpp>
+#include <gpucmp/device.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/random.hpp>
+#include <gpucmp/work.hpp>
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Which cuDNN API runs the convolution.
+enum class conv_api {
+  any,      ///< both below: the search times the candidates of each (the default)
+  backend,  ///< the backend (graph) API: the engine configurations cuDNN's heuristics offer
+  legacy,   ///< cudnnConvolutionForward and friends: one configuration per algorithm enum
+};
+
+/// Settings of a conv.
+struct conv_options {
+  conv_direction direction = conv_direction::forward;  ///< which pass
+  conv_api api = conv_api::any;                        ///< which cuDNN API
+  algorithm_choice choice = algorithm_choice::search;  ///< heuristic's first choice, or timed search
+  search_options search;                               ///< how the search times candidates
+  std::size_t workspace_limit = std::size_t{1} << 30;  ///< largest workspace an algorithm may use
+  std::uint64_t seed = 1;                              ///< inputs' random stream
+};
+
+/// The cuDNN algorithm a conv runs, as recorded in its results.
+struct conv_algorithm {
+  conv_api api = conv_api::backend;  ///< which API runs it
+  int algo = -1;                ///< legacy: cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t value
+  std::int64_t engine = -1;     ///< backend: the engine's global index
+  std::string name;             ///< legacy: e.g. "IMPLICIT_PRECOMP_GEMM"; backend: "engine 12"
+  std::string math;             ///< legacy: "TENSOR_OP", "FMA", ...; backend: the engine's numerical notes
+  std::size_t workspace = 0;    ///< workspace bytes it uses
+  int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
+  double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
+
+  /// "cuDNN engine 12 [TENSOR_CORE] ws 0 B (search: heuristic rank 3)" or
+  /// "cuDNN legacy IMPLICIT_PRECOMP_GEMM (1) math TENSOR_OP ws 0 B (heuristic: heuristic rank 0)".
+  std::string describe() const {
+    std::ostringstream s;
+    if (api == conv_api::backend) {
+      s << "cuDNN " << name << " [" << math << "]";
+    } else {
+      s << "cuDNN legacy " << name << " (" << algo << ") math " << math;
+    }
+    s << " ws " << workspace << " B (" << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << ")";
+    return s.str();
+  }
+};
+
+namespace detail {
+
+inline const char* cudnn_math_name(cudnnMathType_t m) noexcept {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "DEFAULT";
+    case CUDNN_TENSOR_OP_MATH: return "TENSOR_OP";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "TENSOR_OP_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "FMA";
+  }
+  return "unknown";
+}
+
+inline std::string cudnn_algo_name(conv_direction d, int algo) {
+  static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const bwd_data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const bwd_filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED",
+                                           "FFT_TILING"};
+  const char* const* names = d == conv_direction::forward ? fwd : d == conv_direction::backward_data ? bwd_data : bwd_filter;
+  const int count = d == conv_direction::forward ? 8 : d == conv_direction::backward_data ? 6 : 7;
+  return algo >= 0 && algo < count ? names[algo] : "ALGO_" + std::to_string(algo);
+}
+
+// Transform algorithms lose a few bits per term (see tolerance_for(conv_dtype, bool)).
+inline bool is_transform_algorithm(const conv_algorithm& a) {
+  const std::string& text = a.api == conv_api::backend ? a.math : a.name;
+  return text.find("FFT") != std::string::npos || text.find("WINOGRAD") != std::string::npos;
+}
+
+inline const char* numerical_note_name(cudnnBackendNumericalNote_t n) noexcept {
+  switch (n) {
+    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "TENSOR_CORE";
+    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "DOWN_CONVERT_INPUTS";
+    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "REDUCED_PRECISION_REDUCTION";
+    case CUDNN_NUMERICAL_NOTE_FFT: return "FFT";
+    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "NONDETERMINISTIC";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "WINOGRAD";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4: return "WINOGRAD_4x4";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6: return "WINOGRAD_6x6";
+    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: return "WINOGRAD_13x13";
+    case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP: return "STRICT_NAN_PROP";
+    default: return "NOTE";
+  }
+}
+
+/// Shape and layout of one convolution, for the reference.
+struct conv_geometry {
+  std::int64_t n, c, h, w, k, r, s, p, q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+  bool nhwc;
+  __host__ __device__ std::int64_t x_at(std::int64_t ni, std::int64_t ci, std::int64_t hi, std::int64_t wi) const {
+    return nhwc ? ((ni * h + hi) * w + wi) * c + ci : ((ni * c + ci) * h + hi) * w + wi;
+  }
+  __host__ __device__ std::int64_t y_at(std::int64_t ni, std::int64_t ki, std::int64_t pi, std::int64_t qi) const {
+    return nhwc ? ((ni * p + pi) * q + qi) * k + ki : ((ni * k + ki) * p + pi) * q + qi;
+  }
+  __host__ __device__ std::int64_t w_at(std::int64_t ki, std::int64_t ci, std::int64_t ri, std::int64_t si) const {
+    const std::int64_t cg = c / groups;
+    return nhwc ? ((ki * r + ri) * s + si) * cg + ci : ((ki * cg + ci) * r + ri) * s + si;
+  }
+};
+
+// Terms start, start + step, ... of output `out` (logical NCHW-ordered index of the pass's
+// output) of pass `d`; adds to sum and squares.
+template <class T>
+__host__ __device__ void conv_reference_terms(conv_direction d, const conv_geometry& g, const T* x, const T* wt,
+                                              const T* y, std::int64_t out, std::int64_t start, std::int64_t step,
+                                              double& sum, double& squares) {
+  const std::int64_t cg = g.c / g.groups, kg = g.k / g.groups;
+  if (d == conv_direction::forward) {
+    const std::int64_t qi = out % g.q, pi = (out / g.q) % g.p, ki = (out / (g.q * g.p)) % g.k, ni = out / (g.q * g.p * g.k);
+    const std::int64_t group = ki / kg;
+    for (std::int64_t t = start; t < cg * g.r * g.s; t += step) {
+      const std::int64_t si = t % g.s, ri = (t / g.s) % g.r, ci = t / (g.s * g.r);
+      const std::int64_t hi = pi * g.stride_h - g.pad_h + ri * g.dil_h, wi = qi * g.stride_w - g.pad_w + si * g.dil_w;
+      if (hi < 0 || hi >= g.h || wi < 0 || wi >= g.w) continue;
+      const double v = to_double(x[g.x_at(ni, group * cg + ci, hi, wi)]) * to_double(wt[g.w_at(ki, ci, ri, si)]);
+      sum += v;
+      squares += v * v;
+    }
+  } else if (d == conv_direction::backward_data) {
+    const std::int64_t wi = out % g.w, hi = (out / g.w) % g.h, ci = (out / (g.w * g.h)) % g.c, ni = out / (g.w * g.h * g.c);
+    const std::int64_t group = ci / cg, cl = ci % cg;
+    for (std::int64_t t = start; t < kg * g.r * g.s; t += step) {
+      const std::int64_t si = t % g.s, ri = (t / g.s) % g.r, kl = t / (g.s * g.r);
+      const std::int64_t ph = hi + g.pad_h - ri * g.dil_h, qw = wi + g.pad_w - si * g.dil_w;
+      if (ph < 0 || qw < 0 || ph % g.stride_h != 0 || qw % g.stride_w != 0) continue;
+      const std::int64_t pi = ph / g.stride_h, qi = qw / g.stride_w;
+      if (pi >= g.p || qi >= g.q) continue;
+      const std::int64_t ki = group * kg + kl;
+      const double v = to_double(y[g.y_at(ni, ki, pi, qi)]) * to_double(wt[g.w_at(ki, cl, ri, si)]);
+      sum += v;
+      squares += v * v;
+    }
+  } else {
+    const std::int64_t si = out % g.s, ri = (out / g.s) % g.r, cl = (out / (g.s * g.r)) % cg, ki = out / (g.s * g.r * cg);
+    const std::int64_t group = ki / kg;
+    for (std::int64_t t = start; t < g.n * g.p * g.q; t += step) {
+      const std::int64_t qi = t % g.q, pi = (t / g.q) % g.p, ni = t / (g.q * g.p);
+      const std::int64_t hi = pi * g.stride_h - g.pad_h + ri * g.dil_h, wi = qi * g.stride_w - g.pad_w + si * g.dil_w;
+      if (hi < 0 || hi >= g.h || wi < 0 || wi >= g.w) continue;
+      const double v = to_double(x[g.x_at(ni, group * cg + cl, hi, wi)]) * to_double(y[g.y_at(ni, ki, pi, qi)]);
+      sum += v;
+      squares += v * v;
+    }
+  }
+}
+
+// Storage offset of output `out` (logical NCHW-ordered) of pass `d`.
+__host__ __device__ inline std::int64_t conv_output_offset(conv_direction d, const conv_geometry& g, std::int64_t out) {
+  if (d == conv_direction::forward) {
+    return g.y_at(out / (g.q * g.p * g.k), (out / (g.q * g.p)) % g.k, (out / g.q) % g.p, out % g.q);
+  }
+  if (d == conv_direction::backward_data) {
+    return g.x_at(out / (g.w * g.h * g.c), (out / (g.w * g.h)) % g.c, (out / g.w) % g.h, out % g.w);
+  }
+  const std::int64_t cg = g.c / g.groups;
+  return g.w_at(out / (g.s * g.r * cg), (out / (g.s * g.r)) % cg, (out / g.s) % g.r, out % g.s);
+}
+
+// One warp per checked output.
+template <class T>
+__global__ void conv_reference_kernel(conv_direction d, conv_geometry g, const T* x, const T* wt, const T* y,
+                                      const std::int64_t* outputs, std::size_t count, double* reference, double* l2,
+                                      double* got) {
+  const std::size_t warp = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (warp >= count) return;  // whole warps leave together
+  double sum = 0, squares = 0;
+  conv_reference_terms(d, g, x, wt, y, outputs[warp], lane, 32, sum, squares);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    squares += __shfl_down_sync(0xffffffffu, squares, offset);
+  }
+  if (lane == 0) {
+    const T* out = d == conv_direction::forward ? y : d == conv_direction::backward_data ? x : wt;
+    reference[warp] = sum;
+    l2[warp] = sqrt(squares);
+    got[warp] = to_double(out[conv_output_offset(d, g, outputs[warp])]);
+  }
+}
+
+}  // namespace detail
+
+/// One verified cuDNN convolution pass on the current device.
+class conv {
+ public:
+  /// Validates `problem`, checks that its tensors fit in memory, allocates and fills them,
+  /// and chooses the algorithm. Throws invalid_argument, unsupported, or out_of_memory.
+  conv(const conv_problem& problem, const conv_options& options = {}, cudaStream_t stream = nullptr)
+      : m_problem(problem), m_options(options) {
+    m_problem.validate();
+    const device_info dev = query_current_device();
+    if (m_problem.dtype == conv_dtype::bf16 && dev.cc_major < 8) {
+      throw unsupported("bf16 convolutions need sm_80+, this GPU is sm_" + std::to_string(dev.cc_major * 10 + dev.cc_minor));
+    }
+    check_fits(dev);
+    create_descriptors();
+    if (m_options.api != conv_api::legacy) create_backend_graph();
+    allocate_and_fill(stream);
+    choose_algorithm(stream);
+  }
+
+  /// Enqueues the pass on `stream` with the chosen algorithm.
+  void operator()(cudaStream_t stream) { launch(m_all[m_current], stream); }
+
+  /// Runs the pass once on a poisoned output and compares it with a double reference.
+  verification verify(cudaStream_t stream) {
+    poison_output(stream);
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return check_output(stream);
+  }
+
+  /// Compares the output as it is now with a double reference (verify() without the run).
+  verification check_output(cudaStream_t stream) const {
+    switch (m_problem.dtype) {
+      case conv_dtype::fp32:
+      case conv_dtype::tf32: return compare<float>(stream);
+      case conv_dtype::fp16: return compare<__half>(stream);
+      case conv_dtype::bf16: return compare<__nv_bfloat16>(stream);
+    }
+    throw invalid_argument("conv: unknown conv_dtype");
+  }
+
+  /// The problem.
+  const conv_problem& problem() const noexcept { return m_problem; }
+  /// Which pass.
+  conv_direction direction() const noexcept { return m_options.direction; }
+  /// The algorithm it runs.
+  const conv_algorithm& algorithm() const noexcept { return m_chosen; }
+  /// Every timed candidate (empty with algorithm_choice::heuristic).
+  const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
+  /// "conv_fwd/cudnn/fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1".
+  std::string name() const {
+    return std::string("conv_") + to_string(m_options.direction) + "/cudnn/" + to_string(m_problem.dtype) + "_" +
+           to_string(m_problem.layout) + "/" + m_problem.shape_name();
+  }
+
+  /// One call's work: direct-convolution FLOPs, each operand read once, the result written once.
+  gpucmp::work work() const {
+    gpucmp::work w;
+    const conv_problem& p = m_problem;
+    const double e = double(element_bytes(p.dtype));
+    w.flops = p.flops();
+    switch (m_options.direction) {
+      case conv_direction::forward: w.bytes_read = e * (p.x_elements() + p.w_elements()); w.bytes_written = e * p.y_elements(); break;
+      case conv_direction::backward_data: w.bytes_read = e * (p.y_elements() + p.w_elements()); w.bytes_written = e * p.x_elements(); break;
+      case conv_direction::backward_filter: w.bytes_read = e * (p.x_elements() + p.y_elements()); w.bytes_written = e * p.w_elements(); break;
+    }
+    w.arithmetic = peak_precision(p.dtype);
+    return w;
+  }
+
+  /// Device pointers to x (dx), w (dw) and y (dy).
+  void* x() noexcept { return m_x.data(); }
+  void* w() noexcept { return m_w.data(); }  ///< see x()
+  void* y() noexcept { return m_y.data(); }  ///< see x()
+
+ private:
+  using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
+  using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+  using filter_t = detail::unique_handle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+  using conv_desc_t = detail::unique_handle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+
+  cudnnDataType_t data_type() const noexcept {
+    switch (m_problem.dtype) {
+      case conv_dtype::fp16: return CUDNN_DATA_HALF;
+      case conv_dtype::bf16: return CUDNN_DATA_BFLOAT16;
+      default: return CUDNN_DATA_FLOAT;
+    }
+  }
+  // FP32 forbids tensor cores (FMA); TF32 is cuDNN's default for FP32 data; FP16/BF16 use them.
+  cudnnMathType_t requested_math() const noexcept {
+    switch (m_problem.dtype) {
+      case conv_dtype::fp32: return CUDNN_FMA_MATH;
+      case conv_dtype::tf32: return CUDNN_DEFAULT_MATH;
+      default: return CUDNN_TENSOR_OP_MATH;
+    }
+  }
+  bool math_allowed(cudnnMathType_t m) const noexcept {
+    return m_problem.dtype != conv_dtype::fp32 || m == CUDNN_FMA_MATH;
+  }
+
+  void check_fits(const device_info& dev) const {
+    const conv_problem& p = m_problem;
+    const double needed = double(element_bytes(p.dtype)) * (p.x_elements() + p.w_elements() + p.y_elements());
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, name() + " on " + dev.name);
+  }
+
+  void create_descriptors() {
+    const conv_problem& p = m_problem;
+    const cudnnTensorFormat_t format = p.layout == conv_layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    auto narrow = [](std::int64_t v, const char* what) {
+      if (v > std::numeric_limits<int>::max()) throw unsupported(std::string("cuDNN's 4-D descriptors take int sizes; ") + what + " is too large");
+      return int(v);
+    };
+    cudnnHandle_t h = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreate(&h));
+    m_handle = handle_t(h);
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    m_x_desc = tensor_t(x);
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    m_y_desc = tensor_t(y);
+    cudnnFilterDescriptor_t w = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    m_w_desc = filter_t(w);
+    cudnnConvolutionDescriptor_t c = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
+    m_conv_desc = conv_desc_t(c);
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, data_type(), narrow(p.n, "n"), narrow(p.c, "c"),
+                                                  narrow(p.h, "h"), narrow(p.w, "w")));
+    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), format, narrow(p.k, "k"), narrow(p.c / p.groups, "c"),
+                                                  narrow(p.r, "r"), narrow(p.s, "s")));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
+                                                       int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
+                                                       CUDNN_DATA_FLOAT));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, int(p.groups)));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(c, requested_math()));
+    int n = 0, k = 0, pp = 0, q = 0;
+    GPUCMP_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c, x, w, &n, &k, &pp, &q));
+    if (n != p.n || k != p.k || pp != p.p() || q != p.q()) {
+      throw library_error("cuDNN's output size " + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(pp) +
+                          "x" + std::to_string(q) + " differs from conv_problem's for " + name());
+    }
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, data_type(), n, k, pp, q));
+  }
+
+  void allocate_and_fill(cudaStream_t stream) {
+    const conv_problem& p = m_problem;
+    const std::size_t e = element_bytes(p.dtype);
+    m_x = device_buffer<unsigned char>(std::size_t(p.x_elements()) * e, initial_fill::uninitialized());
+    m_w = device_buffer<unsigned char>(std::size_t(p.w_elements()) * e, initial_fill::uninitialized());
+    m_y = device_buffer<unsigned char>(std::size_t(p.y_elements()) * e, initial_fill::uninitialized());
+    auto fill = [&](device_buffer<unsigned char>& b, std::uint64_t seed) {
+      switch (p.dtype) {
+        case conv_dtype::fp32:
+        case conv_dtype::tf32: fill_uniform(reinterpret_cast<float*>(b.data()), b.bytes() / 4, seed, -1, 1, stream); break;
+        case conv_dtype::fp16: fill_uniform(reinterpret_cast<__half*>(b.data()), b.bytes() / 2, seed, -1, 1, stream); break;
+        case conv_dtype::bf16: fill_uniform(reinterpret_cast<__nv_bfloat16*>(b.data()), b.bytes() / 2, seed, -1, 1, stream); break;
+      }
+    };
+    // Inputs random, output poisoned: which is which depends on the pass.
+    if (m_options.direction != conv_direction::backward_data) fill(m_x, 3 * m_options.seed);
+    if (m_options.direction != conv_direction::backward_filter) fill(m_w, 3 * m_options.seed + 1);
+    if (m_options.direction != conv_direction::forward) fill(m_y, 3 * m_options.seed + 2);
+    poison_output(stream);
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  device_buffer<unsigned char>& output() noexcept {
+    return m_options.direction == conv_direction::forward ? m_y : m_options.direction == conv_direction::backward_data ? m_x : m_w;
+  }
+  void poison_output(cudaStream_t stream) {
+    auto& out = output();
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
+  }
+
+  // One algorithm the conv can run: a legacy algorithm with its math type, or a backend
+  // execution plan with its variant pack (built once the workspace exists).
+  struct candidate {
+    conv_algorithm info;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    std::shared_ptr<detail::backend_descriptor> plan, pack;
+  };
+
+  void launch(candidate& c, cudaStream_t stream) {
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    if (c.info.api == conv_api::backend) {
+      if (!c.pack) c.pack = std::make_shared<detail::backend_descriptor>(make_variant_pack());
+      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), c.pack->get()));
+      return;
+    }
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv_desc.get(), c.math));
+    const float alpha = 1.0f, beta = 0.0f;
+    const int algo = c.info.algo;
+    void* ws = m_workspace.data();
+    const std::size_t ws_bytes = m_workspace.bytes();
+    switch (m_options.direction) {
+      case conv_direction::forward:
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle.get(), &alpha, m_x_desc.get(), m_x.data(), m_w_desc.get(),
+                                                   m_w.data(), m_conv_desc.get(), cudnnConvolutionFwdAlgo_t(algo), ws,
+                                                   ws_bytes, &beta, m_y_desc.get(), m_y.data()));
+        break;
+      case conv_direction::backward_data:
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardData(m_handle.get(), &alpha, m_w_desc.get(), m_w.data(),
+                                                        m_y_desc.get(), m_y.data(), m_conv_desc.get(),
+                                                        cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, &beta,
+                                                        m_x_desc.get(), m_x.data()));
+        break;
+      case conv_direction::backward_filter:
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_handle.get(), &alpha, m_x_desc.get(), m_x.data(),
+                                                          m_y_desc.get(), m_y.data(), m_conv_desc.get(),
+                                                          cudnnConvolutionBwdFilterAlgo_t(algo), ws, ws_bytes, &beta,
+                                                          m_w_desc.get(), m_w.data()));
+        break;
+    }
+  }
+
+  // FP32 must not use tensor cores or convert its inputs down; no precision may reduce in
+  // less than FP32 (the issue's "FP32 accumulate").
+  bool notes_allowed(const std::vector<cudnnBackendNumericalNote_t>& notes) const {
+    for (auto n : notes) {
+      if (n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
+      if (m_problem.dtype == conv_dtype::fp32 &&
+          (n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The legacy heuristic's candidates (algorithm, math type, workspace), best first.
+  std::vector<candidate> legacy_candidates() {
+    std::vector<candidate> out;
+    auto take = [&](const auto* perf, int returned) {
+      for (int i = 0; i < returned; ++i) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > m_options.workspace_limit ||
+            !math_allowed(perf[i].mathType)) {
+          continue;
+        }
+        candidate c;
+        c.info.api = conv_api::legacy;
+        c.info.algo = int(perf[i].algo);
+        c.info.name = detail::cudnn_algo_name(m_options.direction, c.info.algo);
+        c.info.math = detail::cudnn_math_name(perf[i].mathType);
+        c.info.workspace = perf[i].memory;
+        c.info.heuristic_rank = i;
+        c.math = perf[i].mathType;
+        out.push_back(std::move(c));
+      }
+    };
+    constexpr int max_algos = 16;
+    int returned = 0;
+    switch (m_options.direction) {
+      case conv_direction::forward: {
+        cudnnConvolutionFwdAlgoPerf_t perf[max_algos];
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle.get(), m_x_desc.get(), m_w_desc.get(),
+                                                                  m_conv_desc.get(), m_y_desc.get(), max_algos,
+                                                                  &returned, perf));
+        take(perf, returned);
+        break;
+      }
+      case conv_direction::backward_data: {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[max_algos];
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_handle.get(), m_w_desc.get(), m_y_desc.get(),
+                                                                       m_conv_desc.get(), m_x_desc.get(), max_algos,
+                                                                       &returned, perf));
+        take(perf, returned);
+        break;
+      }
+      case conv_direction::backward_filter: {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[max_algos];
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_handle.get(), m_x_desc.get(),
+                                                                         m_y_desc.get(), m_conv_desc.get(),
+                                                                         m_w_desc.get(), max_algos, &returned, perf));
+        take(perf, returned);
+        break;
+      }
+    }
+    return out;
+  }
+
+  // The backend operation graph of this pass: x (uid 1), w (uid 2), y (uid 3).
+  void create_backend_graph() {
+    const conv_problem& p = m_problem;
+    const bool nhwc = p.layout == conv_layout::nhwc;
+    const cudnnDataType_t type = data_type();
+    auto activation_strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) {
+      return nhwc ? std::vector<std::int64_t>{h * w * c, 1, w * c, c} : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
+    };
+    const std::int64_t cg = p.c / p.groups;
+    m_bx = detail::make_backend_tensor(1, type, {p.n, p.c, p.h, p.w}, activation_strides(p.c, p.h, p.w));
+    m_bw = detail::make_backend_tensor(2, type, {p.k, cg, p.r, p.s},
+                                       nhwc ? std::vector<std::int64_t>{p.r * p.s * cg, 1, p.s * cg, cg}
+                                            : std::vector<std::int64_t>{cg * p.r * p.s, p.r * p.s, p.s, 1});
+    m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, activation_strides(p.k, p.p(), p.q()));
+    m_bconv = detail::backend_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    const std::int64_t dims = 2;
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, std::vector<std::int64_t>{p.dilation_h, p.dilation_w});
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, std::vector<std::int64_t>{p.stride_h, p.stride_w});
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
+    m_bconv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
+    m_bconv.finalize("convolution");
+    const float alpha = 1.0f, beta = 0.0f;
+    switch (m_options.direction) {
+      case conv_direction::forward:
+        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, m_bx);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, m_bw);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, m_by);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, m_bconv);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+        break;
+      case conv_direction::backward_data:
+        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, m_bx);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, m_bw);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, m_by);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, m_bconv);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+        break;
+      case conv_direction::backward_filter:
+        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, m_bx);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, m_bw);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, m_by);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, m_bconv);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+        break;
+    }
+    m_bop.finalize("convolution operation");
+    m_bgraph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    cudnnBackendDescriptor_t op = m_bop.get();
+    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
+    cudnnHandle_t handle = m_handle.get();
+    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    m_bgraph.finalize("operation graph");
+  }
+
+  // Engine configurations from heuristics mode A, then the fallback list, each turned into a
+  // finalized execution plan; configurations that do not finalize, need too much workspace
+  // or break the precision rules are left out.
+  std::vector<candidate> backend_candidates() {
+    std::vector<candidate> out;
+    std::set<std::int64_t> seen_engines;
+    int rank = 0;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      detail::backend_descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, m_bgraph);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+      if (!heur.try_finalize()) continue;
+      std::int64_t count = 0;
+      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                  0, &count, nullptr));
+      std::vector<detail::backend_descriptor> configs;
+      std::vector<cudnnBackendDescriptor_t> raw;
+      for (std::int64_t i = 0; i < count; ++i) {
+        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        raw.push_back(configs.back().get());
+      }
+      std::int64_t returned = 0;
+      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                  count, &returned, raw.data()));
+      for (std::int64_t i = 0; i < returned; ++i, ++rank) {
+        detail::backend_descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t engine_raw = engine.get();
+        std::int64_t got = 0;
+        if (cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     &got, &engine_raw) != CUDNN_STATUS_SUCCESS) {
+          continue;
+        }
+        const std::int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
+        std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+        std::int64_t note_count = 0;
+        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                     std::int64_t(notes.size()), &note_count, notes.data()) != CUDNN_STATUS_SUCCESS) {
+          note_count = 0;
+        }
+        notes.resize(std::size_t(note_count));
+        if (!notes_allowed(notes)) continue;
+        auto plan = std::make_shared<detail::backend_descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        cudnnHandle_t handle = m_handle.get();
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[std::size_t(i)]);
+        if (!plan->try_finalize()) continue;
+        const std::int64_t workspace = plan->get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
+        if (workspace < 0 || std::size_t(workspace) > m_options.workspace_limit) continue;
+        candidate c;
+        c.info.api = conv_api::backend;
+        c.info.engine = index;
+        c.info.name = "engine " + std::to_string(index) + (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
+        for (auto n : notes) c.info.math += std::string(c.info.math.empty() ? "" : ",") + detail::numerical_note_name(n);
+        c.info.workspace = std::size_t(workspace);
+        c.info.heuristic_rank = rank;
+        c.plan = std::move(plan);
+        // The same engine from the fallback list is usually a repeat: keep the first.
+        if (mode == CUDNN_HEUR_MODE_FALLBACK && seen_engines.count(index)) continue;
+        seen_engines.insert(index);
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+
+  detail::backend_descriptor make_variant_pack() {
+    detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    void* pointers[3] = {m_x.data(), m_w.data(), m_y.data()};
+    const std::int64_t uids[3] = {1, 2, 3};
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    void* workspace = m_workspace.data();
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    pack.finalize("variant pack");
+    return pack;
+  }
+
+  void choose_algorithm(cudaStream_t stream) {
+    // Each API's list, best first, cut to the search's size; with conv_api::any both are
+    // timed (the legacy API's IMPLICIT_PRECOMP_GEMM beats every backend engine on
+    // ResNet-50's 3-channel stem on the H200, the backend's knobs win elsewhere).
+    const std::size_t limit =
+        m_options.choice == algorithm_choice::heuristic ? 1 : std::size_t(std::max(1, m_options.search.max_candidates));
+    m_all.clear();
+    auto take = [&](std::vector<candidate> list) {
+      if (list.size() > limit) list.resize(limit);
+      for (auto& c : list) m_all.push_back(std::move(c));
+    };
+    if (m_options.api != conv_api::legacy) take(backend_candidates());
+    if (m_options.api == conv_api::legacy || (m_options.api == conv_api::any && m_options.choice == algorithm_choice::search)) {
+      take(legacy_candidates());
+    }
+    if (m_all.empty()) {
+      throw unsupported("no cuDNN algorithm for " + name() + " within a " +
+                        std::to_string(m_options.workspace_limit >> 20) + " MiB workspace");
+    }
+    if (m_options.choice == algorithm_choice::heuristic) m_all.resize(1);
+    const std::size_t considered = m_all.size();
+    // One workspace, as large as the largest candidate needs, so pointers never change.
+    std::size_t workspace = 0;
+    for (const auto& c : m_all) workspace = std::max(workspace, c.info.workspace);
+    if (workspace != 0) m_workspace = device_buffer<unsigned char>(workspace, initial_fill::uninitialized());
+    if (m_options.choice == algorithm_choice::heuristic) {
+      m_current = 0;
+      m_chosen = m_all[0].info;
+      return;
+    }
+    std::vector<double> seconds(considered, std::numeric_limits<double>::infinity());
+    for (std::size_t i = 0; i < considered; ++i) {
+      candidate_time t;
+      t.description = m_all[i].info.describe();
+      try {
+        t.seconds = time_back_to_back([&](cudaStream_t s) { launch(m_all[i], s); }, stream, m_options.search);
+        seconds[i] = t.seconds;
+      } catch (const cuda_error& e) {
+        if (e.sticky()) throw;  // the context is gone; nothing else can run
+        t.failure = e.what();
+      } catch (const error& e) {
+        t.failure = e.what();
+      }
+      m_candidates.push_back(t);
+    }
+    // The fastest candidate whose output is correct wins: a fast wrong answer is rejected.
+    std::vector<std::size_t> order(considered);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+    for (std::size_t i : order) {
+      if (!std::isfinite(seconds[i])) break;
+      m_current = i;
+      m_chosen = m_all[i].info;
+      const verification v = verify(stream);
+      if (v.passed()) {
+        m_chosen.chosen_by = algorithm_choice::search;
+        m_chosen.searched_seconds = seconds[i];
+        return;
+      }
+      m_candidates[i].failure = "rejected: " + v.summary();
+    }
+    throw unsupported("none of the " + std::to_string(considered) + " cuDNN candidates for " + name() +
+                      " ran and verified; first: " + (m_candidates[0].failure.empty() ? "too slow" : m_candidates[0].failure));
+  }
+
+  template <class T>
+  verification compare(cudaStream_t stream) const {
+    const conv_problem& p = m_problem;
+    const conv_direction d = m_options.direction;
+    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
+                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups,
+                                  p.layout == conv_layout::nhwc};
+    const double outputs = d == conv_direction::forward ? p.y_elements() : d == conv_direction::backward_data ? p.x_elements() : p.w_elements();
+    const double length = p.reduction_length(d);
+    const bool on_cpu = outputs * length <= double(1 << 26);
+    const bool everything = on_cpu || outputs <= 16384;
+    std::vector<std::int64_t> picked;
+    if (everything) {
+      for (std::int64_t i = 0; i < std::int64_t(outputs); ++i) picked.push_back(i);
+    } else {
+      std::set<std::int64_t> set{0, std::int64_t(outputs) - 1};
+      for (std::uint64_t t = 0; set.size() < 16384; ++t) set.insert(std::int64_t(random_bits(77, t) % std::uint64_t(outputs)));
+      picked.assign(set.begin(), set.end());
+    }
+    const std::size_t count = picked.size();
+    std::vector<double> ref(count), l2(count), got(count);
+    if (on_cpu) {
+      const auto to_vector = [](const device_buffer<unsigned char>& b) {
+        std::vector<T> v(b.bytes() / sizeof(T));
+        GPUCMP_CUDA_CHECK(cudaMemcpy(v.data(), b.data(), b.bytes(), cudaMemcpyDeviceToHost));
+        return v;
+      };
+      const std::vector<T> x = to_vector(m_x), w = to_vector(m_w), y = to_vector(m_y);
+      const std::vector<T>& out = d == conv_direction::forward ? y : d == conv_direction::backward_data ? x : w;
+      for (std::size_t e = 0; e < count; ++e) {
+        double sum = 0, squares = 0;
+        detail::conv_reference_terms(d, g, x.data(), w.data(), y.data(), picked[e], 0, 1, sum, squares);
+        ref[e] = sum;
+        l2[e] = std::sqrt(squares);
+        got[e] = to_double(out[std::size_t(detail::conv_output_offset(d, g, picked[e]))]);
+      }
+    } else {
+      device_buffer<std::int64_t> picked_d(count, initial_fill::uninitialized());
+      picked_d.copy_from_host(picked);
+      device_buffer<double> ref_d(count, initial_fill::poison()), l2_d(count, initial_fill::poison()),
+          got_d(count, initial_fill::poison());
+      const unsigned threads = 256;
+      detail::conv_reference_kernel<T><<<unsigned((count * 32 + threads - 1) / threads), threads, 0, stream>>>(
+          d, g, reinterpret_cast<const T*>(m_x.data()), reinterpret_cast<const T*>(m_w.data()),
+          reinterpret_cast<const T*>(m_y.data()), picked_d.data(), count, ref_d.data(), l2_d.data(), got_d.data());
+      GPUCMP_CUDA_CHECK_LAST("conv_reference_kernel");
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+      ref = ref_d.to_host();
+      l2 = l2_d.to_host();
+      got = got_d.to_host();
+    }
+    verification v;
+    v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
+               (everything ? "every output" : "16384 random outputs incl. first and last");
+    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen));
+    for (std::size_t e = 0; e < count; ++e) {
+      const double bound = tol.bound(ref[e], l2[e], length);
+      const double err = std::fabs(got[e] - ref[e]);
+      const bool note = !(err <= bound) || v.checked == 0 || err / bound > v.worst_ratio;
+      v.add(got[e], ref[e], bound, note ? "output " + std::to_string(picked[e]) + " (NCHW order)" : std::string());
+    }
+    return v;
+  }
+
+  conv_problem m_problem;
+  conv_options m_options;
+  handle_t m_handle;
+  tensor_t m_x_desc, m_y_desc;
+  filter_t m_w_desc;
+  conv_desc_t m_conv_desc;
+  device_buffer<unsigned char> m_x, m_w, m_y, m_workspace;
+  detail::backend_descriptor m_bx, m_bw, m_by, m_bconv, m_bop, m_bgraph;
+  std::vector<candidate> m_all;
+  std::size_t m_current = 0;
+  conv_algorithm m_chosen;
+  std::vector<candidate_time> m_candidates;
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A verified cuBLASLt GEMM in every precision (component gpucmp::cublas). One object owns
+// its operands (random, never zero), output (poisoned), workspace and cuBLASLt descriptors;
+// it picks its algorithm by the heuristic or by timing the heuristic's top candidates, and
+// records the choice. verify() compares the output with a double-precision reference: the
+// whole output on the CPU for small problems, whole rows and columns (edges included) on
+// the GPU for large ones. Measuring is the engine's job; this only enqueues the call.
+#pragma once
+
+#include <gpucmp/buffer.hpp>
+#include <gpucmp/detail/unique_handle.hpp>
+#include <gpucmp/device.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/cublas_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/gemm_problem.hpp>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/random.hpp>
+#include <gpucmp/work.hpp>
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Storage types of one GEMM precision: A, B, C elements and the alpha/beta scalar.
+template <class A, class B, class C, class Scalar>
+struct gemm_storage {
+  using a_type = A;            ///< element of A
+  using b_type = B;            ///< element of B
+  using c_type = C;            ///< element of C (and D)
+  using scalar_type = Scalar;  ///< alpha and beta
+};
+
+/// Calls f(gemm_storage<...>{}) with the storage types of `t`.
+template <class F>
+decltype(auto) visit_gemm_storage(gemm_dtype t, F&& f) {
+  switch (t) {
+    case gemm_dtype::fp64: return f(gemm_storage<double, double, double, double>{});
+    case gemm_dtype::fp32:
+    case gemm_dtype::tf32: return f(gemm_storage<float, float, float, float>{});
+    case gemm_dtype::fp16: return f(gemm_storage<__half, __half, __half, float>{});
+    case gemm_dtype::fp16_acc16: return f(gemm_storage<__half, __half, __half, __half>{});
+    case gemm_dtype::bf16: return f(gemm_storage<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float>{});
+    case gemm_dtype::fp8_e4m3: return f(gemm_storage<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16, float>{});
+    case gemm_dtype::fp8_e5m2: return f(gemm_storage<__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16, float>{});
+    case gemm_dtype::int8: return f(gemm_storage<std::int8_t, std::int8_t, std::int32_t, std::int32_t>{});
+  }
+  throw invalid_argument("gemm: unknown gemm_dtype");
+}
+
+/// cuBLASLt's types for one precision.
+struct cublaslt_types {
+  cudaDataType_t a, b, c;         ///< operand types
+  cublasComputeType_t compute;    ///< accumulation
+  cudaDataType_t scale;           ///< alpha/beta type
+};
+
+/// The cuBLASLt types of `t`.
+inline cublaslt_types cublaslt_types_for(gemm_dtype t) {
+  switch (t) {
+    case gemm_dtype::fp64: return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    case gemm_dtype::fp32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gemm_dtype::tf32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
+    case gemm_dtype::fp16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gemm_dtype::fp16_acc16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F, CUDA_R_16F};
+    case gemm_dtype::bf16: return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gemm_dtype::fp8_e4m3: return {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gemm_dtype::fp8_e5m2: return {CUDA_R_8F_E5M2, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gemm_dtype::int8: return {CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I};
+  }
+  throw invalid_argument("gemm: unknown gemm_dtype");
+}
+
+/// Settings of a gemm.
+struct gemm_options {
+  algorithm_choice choice = algorithm_choice::search;  ///< heuristic's first choice, or timed search
+  search_options search;                               ///< how the search times candidates
+  std::size_t workspace_bytes = std::size_t{32} << 20; ///< cuBLASLt workspace (32 MiB: what Hopper kernels want)
+  float fp8_scale_a = 0.5f;  ///< FP8 only: A's per-tensor scale (not 1, so the scale path is checked)
+  float fp8_scale_b = 2.0f;  ///< FP8 only: B's per-tensor scale
+  std::uint64_t seed = 1;    ///< operands' random stream
+};
+
+/// The cuBLASLt algorithm a gemm runs, as recorded in its results.
+struct gemm_algorithm {
+  int id = -1;                  ///< CUBLASLT_ALGO_CONFIG_ID
+  unsigned tile = 0;            ///< CUBLASLT_ALGO_CONFIG_TILE_ID
+  unsigned stages = 0;          ///< CUBLASLT_ALGO_CONFIG_STAGES_ID
+  int split_k = 1;              ///< CUBLASLT_ALGO_CONFIG_SPLITK_NUM
+  unsigned reduction = 0;       ///< CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME
+  unsigned swizzle = 0;         ///< CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING
+  unsigned custom = 0;          ///< CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
+  unsigned cluster = 0;         ///< CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
+  std::size_t workspace = 0;    ///< workspace it needs
+  int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
+  double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
+
+  /// "algo 66 tile 18 stages 8 splitk 1 red 0 swz 0 custom 0 cluster 0 ws 0 B (search: rank 2 of 8)".
+  std::string describe() const {
+    std::ostringstream s;
+    s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
+      << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
+      << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << ")";
+    return s.str();
+  }
+};
+
+namespace detail {
+
+/// Where one output lives and which operands it reads.
+struct gemm_geometry {
+  std::int64_t m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c;
+  bool transpose_a, transpose_b;
+};
+
+// One warp per checked output: its exact value (times scale), the root of its squared
+// products (the rounding model's scale) and the value the GEMM wrote.
+template <class A, class B, class C>
+__global__ void gemm_reference_kernel(const A* a, const B* b, const C* c, gemm_geometry g,
+                                      const std::int64_t* where, std::size_t count, double scale, double* reference,
+                                      double* l2, double* got) {
+  const std::size_t warp = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (warp >= count) return;  // whole warps leave together
+  const std::int64_t batch = where[3 * warp], i = where[3 * warp + 1], j = where[3 * warp + 2];
+  const A* ab = a + batch * g.stride_a;
+  const B* bb = b + batch * g.stride_b;
+  double sum = 0, squares = 0;
+  for (std::int64_t l = lane; l < g.k; l += 32) {
+    const double x = to_double(g.transpose_a ? ab[l + i * g.lda] : ab[i + l * g.lda]);
+    const double y = to_double(g.transpose_b ? bb[j + l * g.ldb] : bb[l + j * g.ldb]);
+    sum += x * y;
+    squares += (x * y) * (x * y);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    squares += __shfl_down_sync(0xffffffffu, squares, offset);
+  }
+  if (lane == 0) {
+    reference[warp] = scale * sum;
+    l2[warp] = std::fabs(scale) * sqrt(squares);
+    got[warp] = to_double(c[batch * g.stride_c + i + j * g.ldc]);
+  }
+}
+
+/// Up to `count` distinct indices in [0, extent): the first and last, then random ones; all
+/// of them when extent <= count.
+inline std::vector<std::int64_t> sample_indices(std::int64_t extent, std::int64_t count, std::uint64_t seed) {
+  std::set<std::int64_t> picked;
+  if (extent <= count) {
+    for (std::int64_t i = 0; i < extent; ++i) picked.insert(i);
+  } else {
+    picked.insert(0);
+    picked.insert(extent - 1);
+    for (std::uint64_t t = 0; std::int64_t(picked.size()) < count; ++t) {
+      picked.insert(std::int64_t(random_bits(seed, t) % std::uint64_t(extent)));
+    }
+  }
+  return {picked.begin(), picked.end()};
+}
+
+}  // namespace detail
+
+/// One verified cuBLASLt GEMM, D = alpha op(A) op(B) (+ beta C with beta = 0), on the current device.
+class gemm {
+ public:
+  /// Validates `problem`, checks that this GPU supports its precision and that it fits in
+  /// memory, allocates and fills the operands, and chooses the algorithm.
+  /// Throws invalid_argument, unsupported ("fp8_e4m3 needs sm_89+, this GPU is sm_80"; "no
+  /// cuBLASLt algorithm ..."), or out_of_memory (needed vs free).
+  gemm(const gemm_problem& problem, const gemm_options& options = {}, cudaStream_t stream = nullptr)
+      : m_problem(problem), m_options(options), m_types(cublaslt_types_for(problem.dtype)) {
+    m_problem.validate();
+    const device_info dev = query_current_device();
+    check_supported(m_problem.dtype, dev.cc_major, dev.cc_minor);
+    check_fits(dev);
+    allocate_and_fill(stream);
+    create_descriptors();
+    choose_algorithm(stream);
+  }
+
+  /// Enqueues the GEMM on `stream` with the chosen algorithm.
+  void operator()(cudaStream_t stream) { launch(m_algo, stream); }
+
+  /// Runs the GEMM once on a poisoned output and compares it with a double reference.
+  verification verify(cudaStream_t stream) {
+    poison_output(stream);
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return check_output(stream);
+  }
+
+  /// Compares the output as it is now with a double reference (verify() without the run).
+  verification check_output(cudaStream_t stream) const {
+    return visit_gemm_storage(m_problem.dtype, [&](auto storage) { return compare<decltype(storage)>(stream); });
+  }
+
+  /// The problem.
+  const gemm_problem& problem() const noexcept { return m_problem; }
+  /// The algorithm it runs.
+  const gemm_algorithm& algorithm() const noexcept { return m_chosen; }
+  /// Every timed candidate (empty with algorithm_choice::heuristic).
+  const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
+  /// "gemm/cublaslt/fp16/8192x8192x8192".
+  std::string name() const { return std::string("gemm/cublaslt/") + to_string(m_problem.dtype) + "/" + m_problem.shape_name(); }
+
+  /// One call's work: exact FLOPs, A and B read once, D written once, at the precision's peak.
+  gpucmp::work work() const {
+    gpucmp::work w;
+    w.flops = m_problem.flops();
+    const double b = double(m_problem.batch);
+    w.bytes_read = b * double(input_bytes(m_problem.dtype)) * double(m_problem.k) * double(m_problem.m + m_problem.n);
+    w.bytes_written = b * double(output_bytes(m_problem.dtype)) * double(m_problem.m) * double(m_problem.n);
+    w.arithmetic = peak_precision(m_problem.dtype);
+    return w;
+  }
+
+  /// Device pointers to A, B and D (for embedders that fill their own data).
+  void* a() noexcept { return m_a.data(); }
+  void* b() noexcept { return m_b.data(); }  ///< see a()
+  void* d() noexcept { return m_c.data(); }  ///< see a()
+
+ private:
+  using layout_handle = detail::unique_handle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+  using desc_handle = detail::unique_handle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+  using pref_handle = detail::unique_handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+  using lt_handle = detail::unique_handle<cublasLtHandle_t, cublasLtDestroy>;
+
+  bool is_fp8() const noexcept { return m_problem.dtype == gemm_dtype::fp8_e4m3 || m_problem.dtype == gemm_dtype::fp8_e5m2; }
+  std::int64_t a_cols() const noexcept { return m_problem.transpose_a ? m_problem.m : m_problem.k; }
+  std::int64_t b_cols() const noexcept { return m_problem.transpose_b ? m_problem.k : m_problem.n; }
+  std::size_t a_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.lda_or_tight() * a_cols()); }
+  std::size_t b_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.ldb_or_tight() * b_cols()); }
+  std::size_t c_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.ldc_or_tight() * m_problem.n); }
+
+  void check_fits(const device_info& dev) const {
+    const double needed = m_problem.footprint_bytes() + double(m_options.workspace_bytes);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > double(free_bytes)) {
+      throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, name() + " on " + dev.name);
+    }
+  }
+
+  void allocate_and_fill(cudaStream_t stream) {
+    visit_gemm_storage(m_problem.dtype, [&](auto storage) {
+      using S = decltype(storage);
+      using A = typename S::a_type;
+      using B = typename S::b_type;
+      using C = typename S::c_type;
+      using Scalar = typename S::scalar_type;
+      m_a = device_buffer<unsigned char>(a_elements() * sizeof(A), initial_fill::uninitialized());
+      m_b = device_buffer<unsigned char>(b_elements() * sizeof(B), initial_fill::uninitialized());
+      m_c = device_buffer<unsigned char>(c_elements() * sizeof(C), initial_fill::uninitialized());
+      // Integers span their whole range; floats [-1, 1), which every type here represents.
+      const double low = std::is_integral_v<A> ? -128 : -1, high = std::is_integral_v<A> ? 127 : 1;
+      fill_uniform(reinterpret_cast<A*>(m_a.data()), a_elements(), 2 * m_options.seed, low, high, stream);
+      fill_uniform(reinterpret_cast<B*>(m_b.data()), b_elements(), 2 * m_options.seed + 1, low, high, stream);
+      const Scalar one = from_double<Scalar>(1.0), zero = from_double<Scalar>(0.0);
+      static_assert(sizeof(Scalar) <= sizeof(m_alpha), "scalar too large");
+      std::memcpy(m_alpha, &one, sizeof(Scalar));
+      std::memcpy(m_beta, &zero, sizeof(Scalar));
+    });
+    poison_output(stream);
+    if (is_fp8()) {  // one allocation each: cuBLASLt wants aligned scale pointers
+      m_scale_a = device_buffer<float>(1, initial_fill::uninitialized());
+      m_scale_b = device_buffer<float>(1, initial_fill::uninitialized());
+      m_scale_a.copy_from_host({m_options.fp8_scale_a});
+      m_scale_b.copy_from_host({m_options.fp8_scale_b});
+    }
+    if (m_options.workspace_bytes != 0) {
+      m_workspace = device_buffer<unsigned char>(m_options.workspace_bytes, initial_fill::uninitialized());
+    }
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  void poison_output(cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_c.data(), 0xFF, m_c.bytes(), stream));
+  }
+
+  layout_handle make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld) const {
+    cublasLtMatrixLayout_t raw = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, std::uint64_t(rows), std::uint64_t(cols), ld));
+    layout_handle layout(raw);
+    if (m_problem.batch > 1) {
+      const std::int32_t count = std::int32_t(m_problem.batch);
+      const std::int64_t stride = ld * cols;
+      GPUCMP_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      GPUCMP_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    }
+    return layout;
+  }
+
+  void create_descriptors() {
+    cublasLtHandle_t handle = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtCreate(&handle));
+    m_handle = lt_handle(handle);
+    cublasLtMatmulDesc_t desc = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, m_types.compute, m_types.scale));
+    m_desc = desc_handle(desc);
+    const cublasOperation_t ta = m_problem.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = m_problem.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (is_fp8()) {
+      const float* scale_a = m_scale_a.data();
+      const float* scale_b = m_scale_b.data();
+      GPUCMP_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a));
+      GPUCMP_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b));
+    }
+    m_layout_a = make_layout(m_types.a, m_problem.a_rows(), a_cols(), m_problem.lda_or_tight());
+    m_layout_b = make_layout(m_types.b, m_problem.b_rows(), b_cols(), m_problem.ldb_or_tight());
+    m_layout_c = make_layout(m_types.c, m_problem.m, m_problem.n, m_problem.ldc_or_tight());
+    cublasLtMatmulPreference_t pref = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    m_pref = pref_handle(pref);
+    const std::uint64_t workspace = m_options.workspace_bytes;
+    GPUCMP_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  }
+
+  void launch(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, m_a.data(), m_layout_a.get(), m_b.data(),
+                                       m_layout_b.get(), m_beta, m_c.data(), m_layout_c.get(), m_c.data(),
+                                       m_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
+  }
+
+  std::string no_algorithm_hint() const {
+    if (is_fp8()) return " (cuBLASLt FP8 needs A transposed, B not (\"_tn\"), and m, n, k multiples of 16)";
+    if (m_problem.dtype == gemm_dtype::int8) return " (cuBLASLt INT8 needs A transposed, B not (\"_tn\"), and leading dimensions multiples of 4)";
+    return "";
+  }
+
+  static gemm_algorithm describe(const cublasLtMatmulHeuristicResult_t& r, int rank) {
+    gemm_algorithm a;
+    auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr, auto& value) {
+      std::remove_reference_t<decltype(value)> v{};
+      std::size_t written = 0;
+      if (cublasLtMatmulAlgoConfigGetAttribute(&r.algo, attr, &v, sizeof v, &written) == CUBLAS_STATUS_SUCCESS) value = v;
+    };
+    std::int32_t id = -1, split_k = 1;
+    std::uint32_t tile = 0, stages = 0, reduction = 0, swizzle = 0, custom = 0;
+    std::uint16_t cluster = 0;
+    get(CUBLASLT_ALGO_CONFIG_ID, id);
+    get(CUBLASLT_ALGO_CONFIG_TILE_ID, tile);
+    get(CUBLASLT_ALGO_CONFIG_STAGES_ID, stages);
+    get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, split_k);
+    get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, reduction);
+    get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, swizzle);
+    get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, custom);
+    get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster);
+    a.id = id;
+    a.tile = tile;
+    a.stages = stages;
+    a.split_k = split_k;
+    a.reduction = reduction;
+    a.swizzle = swizzle;
+    a.custom = custom;
+    a.cluster = cluster;
+    a.workspace = r.workspaceSize;
+    a.heuristic_rank = rank;
+    return a;
+  }
+
+  void choose_algorithm(cudaStream_t stream) {
+    const int wanted = m_options.choice == algorithm_choice::heuristic ? 1 : std::max(1, m_options.search.max_candidates);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(wanted));
+    int returned = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(m_handle.get(), m_desc.get(), m_layout_a.get(), m_layout_b.get(), m_layout_c.get(),
+                                       m_layout_c.get(), m_pref.get(), wanted, results.data(), &returned);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0)) {
+      throw unsupported("no cuBLASLt algorithm for " + name() + " within a " +
+                        std::to_string(m_options.workspace_bytes >> 20) + " MiB workspace" + no_algorithm_hint());
+    }
+    GPUCMP_CUBLAS_CHECK(status);
+    results.resize(std::size_t(returned));
+    if (m_options.choice == algorithm_choice::heuristic) {
+      m_algo = results[0].algo;
+      m_chosen = describe(results[0], 0);
+      return;
+    }
+    std::vector<double> seconds(std::size_t(returned), std::numeric_limits<double>::infinity());
+    std::vector<gemm_algorithm> described(static_cast<std::size_t>(returned));
+    for (int rank = 0; rank < returned; ++rank) {
+      const auto& r = results[std::size_t(rank)];
+      described[std::size_t(rank)] = describe(r, rank);
+      candidate_time t;
+      t.description = described[std::size_t(rank)].describe();
+      if (r.state != CUBLAS_STATUS_SUCCESS) {
+        t.failure = std::string("heuristic state ") + cublasLtGetStatusName(r.state);
+      } else {
+        try {
+          t.seconds = time_back_to_back([&](cudaStream_t s) { launch(r.algo, s); }, stream, m_options.search);
+          seconds[std::size_t(rank)] = t.seconds;
+        } catch (const cuda_error& e) {
+          if (e.sticky()) throw;  // the context is gone; nothing else can run
+          t.failure = e.what();
+        } catch (const error& e) {
+          t.failure = e.what();
+        }
+      }
+      m_candidates.push_back(t);
+    }
+    // The fastest candidate whose output is correct wins: a fast wrong answer is rejected.
+    std::vector<int> order(static_cast<std::size_t>(returned));
+    for (int i = 0; i < returned; ++i) order[std::size_t(i)] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return seconds[std::size_t(a)] < seconds[std::size_t(b)]; });
+    for (int i : order) {
+      if (!std::isfinite(seconds[std::size_t(i)])) break;
+      m_algo = results[std::size_t(i)].algo;
+      const verification v = verify(stream);
+      if (v.passed()) {
+        m_chosen = described[std::size_t(i)];
+        m_chosen.chosen_by = algorithm_choice::search;
+        m_chosen.searched_seconds = seconds[std::size_t(i)];
+        return;
+      }
+      m_candidates[std::size_t(i)].failure = "rejected: " + v.summary();
+    }
+    throw unsupported("none of the " + std::to_string(returned) + " cuBLASLt candidates for " + name() +
+                      " ran and verified; first: " + (m_candidates.empty() ? std::string("none") : m_candidates[0].failure));
+  }
+
+  template <class S>
+  verification compare(cudaStream_t stream) const {
+    using A = typename S::a_type;
+    using B = typename S::b_type;
+    using C = typename S::c_type;
+    const gemm_problem& p = m_problem;
+    const detail::gemm_geometry g{p.m, p.n, p.k, p.lda_or_tight(), p.ldb_or_tight(), p.ldc_or_tight(),
+                                  p.lda_or_tight() * a_cols(), p.ldb_or_tight() * b_cols(), p.ldc_or_tight() * p.n,
+                                  p.transpose_a, p.transpose_b};
+    const double scale = is_fp8() ? double(m_options.fp8_scale_a) * double(m_options.fp8_scale_b) : 1.0;
+    // Small problems: every output. Large ones: whole rows and columns (first, last and
+    // random ones) of the first and last batch, which touch every tile of the output.
+    const bool everything = double(p.batch) * double(p.m) * double(p.n) <= double(1 << 20);
+    std::vector<std::int64_t> where;
+    std::vector<std::int64_t> batches = everything ? detail::sample_indices(p.batch, p.batch, 0)
+                                                   : detail::sample_indices(p.batch, 2, 0);
+    std::vector<std::int64_t> rows = everything ? detail::sample_indices(p.m, p.m, 0) : detail::sample_indices(p.m, 16, 11);
+    std::vector<std::int64_t> cols = everything ? std::vector<std::int64_t>{} : detail::sample_indices(p.n, 16, 12);
+    const std::set<std::int64_t> row_set(rows.begin(), rows.end());
+    for (std::int64_t bt : batches) {
+      for (std::int64_t i : rows)
+        for (std::int64_t j = 0; j < p.n; ++j) where.insert(where.end(), {bt, i, j});
+      for (std::int64_t j : cols)
+        for (std::int64_t i = 0; i < p.m; ++i)
+          if (!row_set.count(i)) where.insert(where.end(), {bt, i, j});
+    }
+    const std::size_t count = where.size() / 3;
+    std::vector<double> ref_h(count), l2_h(count), got_h(count);
+    // Up to 2^27 multiply-adds the reference runs on the CPU, independent of any GPU code.
+    const bool on_cpu = everything && double(p.batch) * double(p.m) * double(p.n) * double(p.k) <= double(1 << 27);
+    if (on_cpu) {
+      std::vector<A> a(a_elements());
+      std::vector<B> b(b_elements());
+      std::vector<C> c(c_elements());
+      GPUCMP_CUDA_CHECK(cudaMemcpy(a.data(), m_a.data(), m_a.bytes(), cudaMemcpyDeviceToHost));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(b.data(), m_b.data(), m_b.bytes(), cudaMemcpyDeviceToHost));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(c.data(), m_c.data(), m_c.bytes(), cudaMemcpyDeviceToHost));
+      for (std::size_t e = 0; e < count; ++e) {
+        const std::int64_t bt = where[3 * e], i = where[3 * e + 1], j = where[3 * e + 2];
+        double sum = 0, squares = 0;
+        for (std::int64_t l = 0; l < p.k; ++l) {
+          const double x = to_double(a[std::size_t(bt * g.stride_a + (g.transpose_a ? l + i * g.lda : i + l * g.lda))]);
+          const double y = to_double(b[std::size_t(bt * g.stride_b + (g.transpose_b ? j + l * g.ldb : l + j * g.ldb))]);
+          sum += x * y;
+          squares += (x * y) * (x * y);
+        }
+        ref_h[e] = scale * sum;
+        l2_h[e] = std::fabs(scale) * std::sqrt(squares);
+        got_h[e] = to_double(c[std::size_t(bt * g.stride_c + i + j * g.ldc)]);
+      }
+    } else {
+      device_buffer<std::int64_t> where_d(where.size(), initial_fill::uninitialized());
+      where_d.copy_from_host(where);
+      device_buffer<double> reference(count, initial_fill::poison()), l2(count, initial_fill::poison()),
+          got(count, initial_fill::poison());
+      const unsigned threads = 256;
+      const std::size_t blocks = (count * 32 + threads - 1) / threads;
+      detail::gemm_reference_kernel<A, B, C><<<unsigned(blocks), threads, 0, stream>>>(
+          reinterpret_cast<const A*>(m_a.data()), reinterpret_cast<const B*>(m_b.data()),
+          reinterpret_cast<const C*>(m_c.data()), g, where_d.data(), count, scale, reference.data(), l2.data(),
+          got.data());
+      GPUCMP_CUDA_CHECK_LAST("gemm_reference_kernel");
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+      ref_h = reference.to_host();
+      l2_h = l2.to_host();
+      got_h = got.to_host();
+    }
+    verification v;
+    v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
+               (everything ? "every output" : "rows and columns incl. first and last, of the first and last batch");
+    const tolerance tol = tolerance_for(p.dtype);
+    for (std::size_t e = 0; e < count; ++e) {
+      const double bound = tol.bound(ref_h[e], l2_h[e], double(p.k));
+      const std::int64_t* w = &where[3 * e];
+      const double err = std::fabs(got_h[e] - ref_h[e]);
+      if (!(err <= bound) || v.checked == 0 || err / bound > v.worst_ratio) {
+        v.add(got_h[e], ref_h[e], bound,
+              "batch " + std::to_string(w[0]) + ", row " + std::to_string(w[1]) + ", column " + std::to_string(w[2]));
+      } else {
+        v.add(got_h[e], ref_h[e], bound, std::string());
+      }
+    }
+    return v;
+  }
+
+  gemm_problem m_problem;
+  gemm_options m_options;
+  cublaslt_types m_types;
+  device_buffer<unsigned char> m_a, m_b, m_c, m_workspace;
+  device_buffer<float> m_scale_a, m_scale_b;
+  alignas(8) unsigned char m_alpha[8] = {};
+  alignas(8) unsigned char m_beta[8] = {};
+  lt_handle m_handle;
+  desc_handle m_desc;
+  layout_handle m_layout_a, m_layout_b, m_layout_c;
+  pref_handle m_pref;
+  cublasLtMatmulAlgo_t m_algo{};
+  gemm_algorithm m_chosen;
+  std::vector<candidate_time> m_candidates;
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// cuDNN convolutions: all three passes, both layouts, every precision, with strides,
+// padding, dilation and groups, verified against the FP64 references (CPU for small
+// problems, GPU samples for large ones); corrupted outputs are caught; bad input is typed.
+#include "catch.hpp"
+
+#include <gpucmp/ops/conv.cuh>
+#include <gpucmp/ops/workload_shapes.hpp>
+#include <gpucmp/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace {
+
+gpucmp::conv_problem small_problem() {
+  gpucmp::conv_problem p;
+  p.n = 2;
+  p.c = 8;
+  p.h = 11;
+  p.w = 9;
+  p.k = 16;
+  p.r = 3;
+  p.s = 3;
+  p.pad_h = p.pad_w = 1;
+  p.stride_h = p.stride_w = 2;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
+                 gpucmp::conv_direction::backward_filter}) {
+    for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+      for (auto l : {gpucmp::conv_layout::nchw, gpucmp::conv_layout::nhwc}) {
+        gpucmp::conv_problem p = small_problem();
+        p.dtype = t;
+        p.layout = l;
+        for (auto api : {gpucmp::conv_api::backend, gpucmp::conv_api::legacy, gpucmp::conv_api::any}) {
+          gpucmp::conv_options o;
+          o.direction = d;
+          o.api = api;
+          gpucmp::conv c(p, o, s.get());
+          INFO(c.name() << ": " << c.algorithm().describe());
+          const gpucmp::verification v = c.verify(s.get());
+          INFO(v.summary());
+          CHECK(v.passed());
+          CHECK(v.method.find("CPU") != std::string::npos);
+          CHECK(!c.algorithm().name.empty());
+          if (api != gpucmp::conv_api::any) CHECK(c.algorithm().api == api);
+          CHECK(c.algorithm().chosen_by == gpucmp::algorithm_choice::search);
+          CHECK(!c.candidates().empty());
+          if (t == gpucmp::conv_dtype::fp32) {  // no tensor cores for true FP32
+            CHECK(c.algorithm().math.find("TENSOR") == std::string::npos);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
+                 gpucmp::conv_direction::backward_filter}) {
+    gpucmp::conv_problem p = small_problem();
+    p.dilation_h = p.dilation_w = 2;
+    p.pad_h = p.pad_w = 2;
+    p.groups = 4;
+    p.dtype = gpucmp::conv_dtype::fp16;
+    gpucmp::conv_options o;
+    o.direction = d;
+    gpucmp::conv c(p, o, s.get());
+    const gpucmp::verification v = c.verify(s.get());
+    INFO(c.name() << ": " << v.summary());
+    CHECK(v.passed());
+  }
+}
+
+TEST_CASE("ResNet-50 shapes at batch 8 pass verification against the GPU reference", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  int checked = 0;
+  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
+    for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
+                   gpucmp::conv_direction::backward_filter}) {
+      gpucmp::conv_options o;
+      o.direction = d;
+      o.search.trials = 2;
+      gpucmp::conv c(p, o, s.get());
+      const gpucmp::verification v = c.verify(s.get());
+      INFO(c.name() << ": " << c.algorithm().describe() << ": " << v.summary());
+      CHECK(v.passed());
+      checked += v.method.find("GPU") != std::string::npos;
+    }
+  }
+  CHECK(checked > 0);  // the large ones used the GPU reference
+}
+
+TEST_CASE("a corrupted convolution output fails verification", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  for (std::int64_t batch : {2, 16}) {
+    gpucmp::conv_problem p = small_problem();
+    p.n = batch;
+    p.c = 64;
+    p.k = 64;
+    p.h = p.w = 56;
+    p.stride_h = p.stride_w = 1;
+    p.dtype = gpucmp::conv_dtype::fp32;
+    p.layout = gpucmp::conv_layout::nchw;
+    gpucmp::conv c(p, {}, s.get());
+    const gpucmp::verification before = c.verify(s.get());
+    INFO(c.algorithm().describe() << ": " << before.summary());
+    REQUIRE(before.passed());
+    const float bad = 1e4f;  // output 0 is always checked
+    REQUIRE(cudaMemcpy(c.y(), &bad, sizeof bad, cudaMemcpyHostToDevice) == cudaSuccess);
+    const gpucmp::verification v = c.check_output(s.get());
+    CHECK_FALSE(v.passed());
+    CHECK(v.failed == 1);
+    CHECK(v.worst_where == "output 0 (NCHW order)");
+  }
+}
+
+TEST_CASE("bad convolutions get typed errors that say what is wrong", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  gpucmp::conv_problem p = small_problem();
+  p.groups = 3;
+  CHECK_THROWS_WITH(gpucmp::conv(p, {}, s.get()), GPUCMP_CONTAINS("groups (3) must divide c (8)"));
+  gpucmp::conv_problem huge = small_problem();
+  huge.n = 4096;
+  huge.c = huge.k = 1024;
+  huge.h = huge.w = 224;  // 4096 x 1024 x 224 x 224 FP16: 420 GB per tensor
+  try {
+    gpucmp::conv c(huge, {}, s.get());
+    FAIL("the convolution fit in memory");
+  } catch (const gpucmp::out_of_memory& e) {
+    CHECK(e.requested_bytes() > e.free_bytes());
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("conv_fwd/cudnn/fp16_nhwc") && GPUCMP_CONTAINS("free of"));
+  }
+  gpucmp::conv_options tiny;
+  tiny.workspace_limit = 0;
+  gpucmp::conv c(small_problem(), tiny, s.get());  // algorithms without workspace exist
+  CHECK(c.algorithm().workspace == 0);
+  CHECK(c.verify(s.get()).passed());
+}

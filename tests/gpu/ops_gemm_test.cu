@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// cuBLASLt GEMMs: every precision this GPU supports is verified against the FP64 references
+// (CPU for small problems, GPU for large ones), transposes, leading dimensions and batches
+// included; a corrupted output is caught by both references; bad input gets typed errors.
+#include "catch.hpp"
+
+#include <gpucmp/device.hpp>
+#include <gpucmp/ops/gemm.cuh>
+#include <gpucmp/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace {
+
+bool supported_here(gpucmp::gemm_dtype t) {
+  const auto d = gpucmp::query_current_device();
+  return d.cc_major * 10 + d.cc_minor >= gpucmp::minimum_compute_capability(t);
+}
+
+bool needs_tn(gpucmp::gemm_dtype t) {
+  return t == gpucmp::gemm_dtype::fp8_e4m3 || t == gpucmp::gemm_dtype::fp8_e5m2 || t == gpucmp::gemm_dtype::int8;
+}
+
+const gpucmp::gemm_dtype all_dtypes[] = {
+    gpucmp::gemm_dtype::fp64, gpucmp::gemm_dtype::fp32,       gpucmp::gemm_dtype::tf32,
+    gpucmp::gemm_dtype::fp16, gpucmp::gemm_dtype::fp16_acc16, gpucmp::gemm_dtype::bf16,
+    gpucmp::gemm_dtype::fp8_e4m3, gpucmp::gemm_dtype::fp8_e5m2, gpucmp::gemm_dtype::int8};
+
+// Writes `value` over output element (i, j) of batch 0.
+template <class C>
+void corrupt(gpucmp::gemm& g, std::int64_t i, std::int64_t j, double value) {
+  const C bad = gpucmp::from_double<C>(value);
+  const std::int64_t ldc = g.problem().ldc_or_tight();
+  REQUIRE(cudaMemcpy(static_cast<C*>(g.d()) + i + j * ldc, &bad, sizeof(C), cudaMemcpyHostToDevice) == cudaSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("every GEMM precision passes verification on the CPU and the GPU reference", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  for (gpucmp::gemm_dtype t : all_dtypes) {
+    if (!supported_here(t)) {
+      WARN("skipping " << gpucmp::to_string(t) << ": not supported on this GPU");
+      continue;
+    }
+    for (std::int64_t size : {96, 1024}) {  // 96: CPU reference of every output; 1024: GPU rows and columns
+      gpucmp::gemm_problem p;
+      p.m = size;
+      p.n = size + 32;
+      p.k = size / 2 + 16;
+      p.transpose_a = needs_tn(t);
+      p.dtype = t;
+      INFO(gpucmp::to_string(t) << " " << p.shape_name());
+      gpucmp::gemm g(p, {}, s.get());
+      const gpucmp::verification v = g.verify(s.get());
+      INFO(v.summary());
+      CHECK(v.passed());
+      CHECK(v.checked >= std::size_t(size <= 96 ? p.m * p.n : 16 * p.n));
+      CHECK(v.method.find(size <= 96 ? "CPU" : "GPU") != std::string::npos);
+      CHECK(g.algorithm().id >= 0);
+      CHECK(g.algorithm().chosen_by == gpucmp::algorithm_choice::search);
+      CHECK(!g.candidates().empty());
+      CHECK(g.algorithm().searched_seconds > 0);
+    }
+  }
+}
+
+TEST_CASE("transposes, leading dimensions and batches are verified", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (std::int64_t batch : {1, 3}) {
+        for (std::int64_t size : {40, 520}) {
+          gpucmp::gemm_problem p;
+          p.m = size + 8;
+          p.n = size;
+          p.k = size + 24;
+          p.transpose_a = ta;
+          p.transpose_b = tb;
+          p.lda = p.a_rows() + 8;
+          p.ldb = p.b_rows() + 16;
+          p.ldc = p.m + 8;
+          p.batch = batch;
+          p.dtype = gpucmp::gemm_dtype::fp16;
+          INFO(p.shape_name());
+          gpucmp::gemm g(p, {}, s.get());
+          const gpucmp::verification v = g.verify(s.get());
+          INFO(v.summary());
+          CHECK(v.passed());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a corrupted output element fails verification and is located", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  for (std::int64_t size : {64, 2048}) {
+    gpucmp::gemm_problem p;
+    p.m = p.n = p.k = size;
+    p.dtype = gpucmp::gemm_dtype::fp32;
+    gpucmp::gemm g(p, {}, s.get());
+    REQUIRE(g.verify(s.get()).passed());
+    corrupt<float>(g, 0, 5, 1e3);  // row 0 is always among the checked rows
+    const gpucmp::verification v = g.check_output(s.get());
+    CHECK_FALSE(v.passed());
+    CHECK(v.failed == 1);
+    CHECK(v.worst_where == "batch 0, row 0, column 5");
+    CHECK_THROWS_AS(gpucmp::require_passed(g.name(), v), gpucmp::verification_failed);
+    // An output that is off by a few units of its last place is still correct.
+    REQUIRE(g.verify(s.get()).passed());
+  }
+}
+
+TEST_CASE("the heuristic choice records its algorithm without timing candidates", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  gpucmp::gemm_problem p;
+  p.m = 35;
+  p.n = 8457;
+  p.k = 2560;
+  p.dtype = gpucmp::gemm_dtype::fp16;
+  gpucmp::gemm_options o;
+  o.choice = gpucmp::algorithm_choice::heuristic;
+  gpucmp::gemm g(p, o, s.get());
+  CHECK(g.candidates().empty());
+  CHECK(g.algorithm().heuristic_rank == 0);
+  CHECK(g.algorithm().describe().find("heuristic") != std::string::npos);
+  CHECK(g.verify(s.get()).passed());
+}
+
+TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  gpucmp::gemm_problem empty;
+  CHECK_THROWS_WITH(gpucmp::gemm(empty, {}, s.get()), GPUCMP_CONTAINS("m, n and k must be positive"));
+
+  gpucmp::gemm_problem huge;
+  huge.m = huge.n = huge.k = 400000;  // 3 x 320 GB of FP16
+  huge.dtype = gpucmp::gemm_dtype::fp16;
+  try {
+    gpucmp::gemm g(huge, {}, s.get());
+    FAIL("a 400000^3 GEMM fit in memory");
+  } catch (const gpucmp::out_of_memory& e) {
+    CHECK(e.requested_bytes() > e.free_bytes());
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("gemm/cublaslt/fp16/400000x400000x400000") && GPUCMP_CONTAINS("free of"));
+  }
+
+  if (supported_here(gpucmp::gemm_dtype::fp8_e4m3)) {
+    gpucmp::gemm_problem nn;
+    nn.m = nn.n = nn.k = 256;
+    nn.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+    CHECK_THROWS_AS(gpucmp::gemm(nn, {}, s.get()), gpucmp::unsupported);
+    CHECK_THROWS_WITH(gpucmp::gemm(nn, {}, s.get()), GPUCMP_CONTAINS("_tn"));
+  } else {
+    gpucmp::gemm_problem fp8;
+    fp8.m = fp8.n = fp8.k = 256;
+    fp8.transpose_a = true;
+    fp8.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+    CHECK_THROWS_WITH(gpucmp::gemm(fp8, {}, s.get()), GPUCMP_CONTAINS("fp8_e4m3 needs sm_89+"));
+  }
+  // The stream and device are still usable after all of that.
+  gpucmp::gemm_problem ok;
+  ok.m = ok.n = ok.k = 128;
+  gpucmp::gemm g(ok, {}, s.get());
+  CHECK(g.verify(s.get()).passed());
+}

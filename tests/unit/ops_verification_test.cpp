@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Host tests of what "correct" means for the operations (tolerances, the verification
+// record, its failure message) and of the bundled shape lists.
+#include "catch.hpp"
+
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/gemm_problem.hpp>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/ops/workload_shapes.hpp>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <tuple>
+
+TEST_CASE("INT8 GEMMs must be exact; the other precisions get growing bounds", "[ops][verification]") {
+  using gpucmp::gemm_dtype;
+  const double ref = 10.0, l2 = 3.0, k = 4096;
+  CHECK(gpucmp::tolerance_for(gemm_dtype::int8).bound(ref, l2, k) < 1e-200);
+  const double fp64 = gpucmp::tolerance_for(gemm_dtype::fp64).bound(ref, l2, k);
+  const double fp32 = gpucmp::tolerance_for(gemm_dtype::fp32).bound(ref, l2, k);
+  const double tf32 = gpucmp::tolerance_for(gemm_dtype::tf32).bound(ref, l2, k);
+  const double fp16 = gpucmp::tolerance_for(gemm_dtype::fp16).bound(ref, l2, k);
+  const double acc16 = gpucmp::tolerance_for(gemm_dtype::fp16_acc16).bound(ref, l2, k);
+  const double bf16 = gpucmp::tolerance_for(gemm_dtype::bf16).bound(ref, l2, k);
+  CHECK(fp64 < fp32);
+  CHECK(fp32 < fp16);
+  CHECK(fp16 < bf16);
+  CHECK(fp16 < acc16);
+  CHECK(fp32 < tf32);
+  // Tight enough to catch a wrong answer: a 1% error of a typical output fails in FP32 and FP16.
+  CHECK(fp32 < 0.01 * ref);
+  CHECK(fp16 < 0.01 * ref);
+  // The accumulation term grows with sqrt(terms), not linearly.
+  const gpucmp::tolerance acc = gpucmp::tolerance_for(gemm_dtype::fp16_acc16);
+  const double grow = (acc.bound(0, 1, 4 * k) - 1e-300) / (acc.bound(0, 1, k) - 1e-300);
+  CHECK(grow == Approx(2.0).epsilon(1e-6));
+}
+
+TEST_CASE("transform convolution algorithms get a looser bound than direct ones", "[ops][verification]") {
+  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+    CHECK(gpucmp::tolerance_for(t, true).bound(1, 1, 576) > gpucmp::tolerance_for(t, false).bound(1, 1, 576));
+  }
+}
+
+TEST_CASE("a verification record counts failures, NaNs included, and names the worst output", "[ops][verification]") {
+  gpucmp::verification v;
+  v.method = "test";
+  CHECK_FALSE(v.passed());  // nothing checked is not a pass
+  CHECK(v.summary().find("nothing was checked") != std::string::npos);
+  CHECK(v.add(1.0, 1.0, 0.1, "a"));
+  CHECK(v.add(1.05, 1.0, 0.1, "b"));
+  CHECK(v.passed());
+  CHECK(v.worst_where == "b");
+  CHECK(v.worst_ratio == Approx(0.5));
+  CHECK_FALSE(v.add(std::numeric_limits<double>::quiet_NaN(), 1.0, 0.1, "never written"));
+  CHECK_FALSE(v.add(2.0, 1.0, 0.1, "c"));
+  CHECK(v.checked == 4);
+  CHECK(v.failed == 2);
+  CHECK(v.worst_where == "never written");  // NaN is the worst of all
+  CHECK_THAT(v.summary(), GPUCMP_CONTAINS("2 of 4 outputs outside tolerance (test); worst at never written"));
+  try {
+    gpucmp::require_passed("gemm/x", v);
+    FAIL("require_passed accepted a failed check");
+  } catch (const gpucmp::verification_failed& e) {
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("verification failed: gemm/x: 2 of 4"));
+    CHECK(e.result().failed == 2);
+  }
+}
+
+TEST_CASE("DeepBench's representative GEMMs are the eleven listed, in the requested precision", "[ops][shapes]") {
+  const auto shapes = gpucmp::deepbench_gemm_shapes(gpucmp::gemm_dtype::tf32);
+  REQUIRE(shapes.size() == 11);
+  CHECK(shapes[4].shape_name() == "5124x9124x2560_tn");
+  CHECK(shapes[8].shape_name() == "1024x16x500000");
+  for (const auto& p : shapes) {
+    CHECK(p.dtype == gpucmp::gemm_dtype::tf32);
+    CHECK_NOTHROW(p.validate());
+  }
+}
+
+TEST_CASE("ResNet-50's distinct convolutions are 23, at the requested batch", "[ops][shapes]") {
+  const auto shapes = gpucmp::resnet50_conv_shapes(256, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc);
+  REQUIRE(shapes.size() == 23);
+  std::set<std::string> names;
+  double flops = 0;
+  for (const auto& p : shapes) {
+    CHECK(p.n == 256);
+    CHECK_NOTHROW(p.validate());
+    names.insert(p.shape_name());
+    flops += p.flops();
+  }
+  CHECK(names.size() == 23);
+  CHECK(shapes.front().shape_name() == "n256_c3_h224_w224_k64_r7_s7_p3_u2");
+  CHECK(shapes.front().p() == 112);
+  CHECK(flops > 0);
+}
+
+TEST_CASE("DeepBench's convolutions keep its width/height order", "[ops][shapes]") {
+  const auto shapes = gpucmp::deepbench_conv_shapes(gpucmp::conv_dtype::fp32, gpucmp::conv_layout::nchw);
+  REQUIRE(shapes.size() == 12);
+  const auto& speech = shapes[10];  // 700x161x1, 32 filters of 20 (height) x 5 (width), stride 2
+  CHECK(speech.w == 700);
+  CHECK(speech.h == 161);
+  CHECK(speech.r == 20);
+  CHECK(speech.s == 5);
+  CHECK(speech.p() == (161 - 20) / 2 + 1);
+  CHECK(speech.q() == (700 - 5) / 2 + 1);
+}
+
+TEST_CASE("a convolution's reduction length depends on the pass", "[ops][conv]") {
+  gpucmp::conv_problem p;
+  p.n = 8;
+  p.c = 64;
+  p.h = p.w = 56;
+  p.k = 128;
+  p.r = p.s = 3;
+  p.pad_h = p.pad_w = 1;
+  p.groups = 2;
+  CHECK(p.reduction_length(gpucmp::conv_direction::forward) == 32 * 9);
+  CHECK(p.reduction_length(gpucmp::conv_direction::backward_data) == 64 * 9);
+  CHECK(p.reduction_length(gpucmp::conv_direction::backward_filter) == 8 * 56 * 56);
+}
+
+TEST_CASE("an out-of-memory error without a size still says what was free", "[ops][errors]") {
+  const gpucmp::out_of_memory e(0, std::size_t{1} << 30, std::size_t{2} << 30, "cuBLAS workspace");
+  CHECK(std::string(e.what()) == "oom: cuBLAS workspace needs more than is free, 1.00 GiB free of 2.00 GiB");
+}
