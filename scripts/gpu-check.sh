@@ -31,6 +31,7 @@ fi
 "$build_dir/examples/01_engine_custom_kernel" > "$out_dir/example_01.txt" 2>&1 || status=1
 "$build_dir/examples/02_gbench_kernel" --benchmark_out="$out_dir/example_02.json" --benchmark_out_format=json > "$out_dir/example_02.txt" 2>&1 || status=1
 "$build_dir/examples/03_modes_side_by_side" > "$out_dir/example_03.md" 2>&1 || status=1
+"$build_dir/examples/04_verified_ops" > "$out_dir/example_04.txt" 2>&1 || status=1
 "$build_dir/benchmarks/spin_table" --out "$out_dir" > /dev/null 2>&1 || status=1
 # The bundled comparison suite and its report against projected A100, L20 and L40S.
 "$build_dir/benchmarks/suite" --benchmark_out="$out_dir/suite.json" --benchmark_out_format=json > "$out_dir/suite.txt" 2>&1 || status=1
@@ -38,15 +39,19 @@ fi
   --markdown "$out_dir/suite_report.md" --html "$out_dir/suite_report.html" --csv "$out_dir/suite_report.csv" || status=1
 # Kernel mode against Nsight Compute on a verified cuBLAS GEMM.
 python3 "$repo_root/scripts/kernel-mode-vs-ncu.py" "$build_dir" "$out_dir" > "$out_dir/kernel_mode_vs_ncu.log" 2>&1 || status=1
+# Operations against PyTorch, side by side (the operations issue's acceptance table).
+"$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$out_dir/ops" > "$out_dir/ops_comparison.log" 2>&1 || status=1
 # The embedder's ten-line program, as built by the find_package packaging test.
 consumer="$build_dir/tests/cmake/consumer-find_package_install/consumer"
 [ -x "$consumer" ] && { "$consumer" > "$out_dir/consumer.txt" 2>&1 || status=1; }
+[ -x "${consumer}_ops" ] && { "${consumer}_ops" >> "$out_dir/consumer.txt" 2>&1 || status=1; }
 
 echo "== ctest"; tail -15 "$out_dir/ctest.log"
 echo "== example 01"; cat "$out_dir/example_01.txt"
 echo "== example 03"; cat "$out_dir/example_03.md"
 echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
 echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.log"
+echo "== operations vs PyTorch"; cat "$out_dir/ops_comparison.log"; grep -E "^(- (PASS|FAIL)|Geometric)" "$out_dir/ops/ops_vs_pytorch.md" 2>/dev/null
 echo "== suite report"; sed -n '5,40p' "$out_dir/suite_report.md" 2>/dev/null
 echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status

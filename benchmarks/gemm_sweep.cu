@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// GEMM sweep: verified cuBLASLt GEMMs in every precision this GPU supports, over square sizes
+// and DeepBench's representative shapes. Names: gemm/<provider>/<dtype>/<shape>/<mode>, where
+// provider "cublaslt" is the timed algorithm search and "cublaslt_heuristic" the heuristic's
+// first choice (DeepBench shapes only), so one run shows what the search gains. FP8 and INT8
+// run transposed-A ("_tn"), the layout cuBLASLt requires for them. Select rows with
+// --benchmark_filter; unsupported precisions are skipped with the reason.
+#include "search_log.hpp"
+
+#include <gpucmp/bench.hpp>
+#include <gpucmp/ops/gemm.cuh>
+#include <gpucmp/ops/workload_shapes.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace {
+
+void run_gemm(gpucmp::state& st, const gpucmp::gemm_problem& problem, gpucmp::algorithm_choice choice) {
+  gpucmp::gemm_options options;
+  options.choice = choice;
+  gpucmp::gemm op(problem, options, st.stream());
+  const gpucmp::verification checked = op.verify(st.stream());
+  gpucmp::require_passed(op.name(), checked);  // a wrong answer is never timed
+  st.set_work(op.work());
+  st.add_note(op.algorithm().describe());
+  st.add_note("verified " + std::to_string(checked.checked) + " outputs");
+  gpucmp_bench::log_search(st.name(), op.algorithm().describe(), op.candidates());
+  st.run(op);
+}
+
+void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choice) {
+  const std::string provider = choice == gpucmp::algorithm_choice::search ? "cublaslt" : "cublaslt_heuristic";
+  gpucmp::register_benchmark("gemm/" + provider + "/" + gpucmp::to_string(p.dtype) + "/" + p.shape_name(),
+                             [p, choice](gpucmp::state& st) { run_gemm(st, p, choice); }, {gpucmp::mode::graph});
+}
+
+const bool registered = [] {
+  gpucmp_bench::add_version_context("cublasLt_version", cublasLtGetVersion());
+  using gpucmp::gemm_dtype;
+  const gemm_dtype all[] = {gemm_dtype::fp64, gemm_dtype::fp32,     gemm_dtype::tf32,     gemm_dtype::fp16,
+                            gemm_dtype::fp16_acc16, gemm_dtype::bf16, gemm_dtype::fp8_e4m3, gemm_dtype::fp8_e5m2,
+                            gemm_dtype::int8};
+  for (gemm_dtype t : all) {
+    const bool tn = t == gemm_dtype::fp8_e4m3 || t == gemm_dtype::fp8_e5m2 || t == gemm_dtype::int8;
+    for (std::int64_t n : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+      gpucmp::gemm_problem p;
+      p.m = p.n = p.k = n;
+      p.transpose_a = tn;
+      p.dtype = t;
+      register_gemm(p, gpucmp::algorithm_choice::search);
+    }
+  }
+  for (gemm_dtype t : {gemm_dtype::fp64, gemm_dtype::fp32, gemm_dtype::tf32, gemm_dtype::fp16, gemm_dtype::bf16}) {
+    for (const auto& p : gpucmp::deepbench_gemm_shapes(t)) {
+      register_gemm(p, gpucmp::algorithm_choice::search);
+      register_gemm(p, gpucmp::algorithm_choice::heuristic);
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+
+GPUCMP_BENCHMARK_MAIN()

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// For the operation sweeps: every timed algorithm candidate of every benchmark, appended as
+// one JSON line to the file named by GPUCMP_SEARCH_LOG (nothing when unset), and the math
+// libraries' versions in the benchmark context, so a table can say which builds it compared.
+#pragma once
+
+#include <gpucmp/ops/algorithm_search.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace gpucmp_bench {
+
+inline std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+/// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "failure"}]} to $GPUCMP_SEARCH_LOG.
+inline void log_search(const std::string& benchmark, const std::string& chosen,
+                       const std::vector<gpucmp::candidate_time>& candidates) {
+  const char* path = std::getenv("GPUCMP_SEARCH_LOG");
+  if (path == nullptr || *path == '\0') return;
+  std::string line = "{\"benchmark\": \"" + json_escape(benchmark) + "\", \"chosen\": \"" + json_escape(chosen) +
+                     "\", \"candidates\": [";
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    char us[32];
+    std::snprintf(us, sizeof us, "%.3f", candidates[i].seconds * 1e6);
+    line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + json_escape(candidates[i].description) + "\", \"us\": " + us +
+            ", \"failure\": \"" + json_escape(candidates[i].failure) + "\"}";
+  }
+  line += "]}\n";
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+}
+
+/// Adds "<key>" = version to the benchmark context.
+inline void add_version_context(const char* key, std::size_t version) {
+  benchmark::AddCustomContext(key, std::to_string(version));
+}
+
+}  // namespace gpucmp_bench

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The operations issue's side-by-side run on one GPU: gpucmp's GEMM, convolution and
+# bandwidth sweeps (the compared rows), then the same shapes through PyTorch
+# (torch_ops.py), then the table (compare-ops.py). Needs a build with the sweeps and a
+# Python with PyTorch.
+#   scripts/peers/run-ops-comparison.sh BUILD_DIR OUT_DIR
+set -uo pipefail
+build_dir=${1:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
+out_dir=${2:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$out_dir"
+status=0
+# Same libraries on both sides: the comparison is about method (algorithm search, timing),
+# not about which cuDNN/cuBLAS build is installed. Find the cuDNN and cuBLASLt that PyTorch
+# loads and put their directory first for gpucmp's runs (GPUCMP_SAME_LIBRARIES=0: keep the
+# system's). Both sides' versions land in the table.
+if [ "${GPUCMP_SAME_LIBRARIES:-1}" = 1 ]; then
+  torch_libs=$(python3 - <<'PY' 2>/dev/null
+import os
+import torch
+import torch.nn.functional as F
+a = torch.randn(64, 64, device="cuda")
+(a @ a).sum().item()
+F.conv2d(torch.randn(1, 8, 8, 8, device="cuda", dtype=torch.half), torch.randn(8, 8, 3, 3, device="cuda", dtype=torch.half))
+torch.cuda.synchronize()
+dirs = []
+for line in open("/proc/self/maps"):
+    path = line.split()[-1]
+    if ("libcudnn.so" in path or "libcublasLt.so" in path) and os.path.dirname(path) not in dirs:
+        dirs.append(os.path.dirname(path))
+print(":".join(dirs))
+PY
+)
+  if [ -n "$torch_libs" ]; then
+    export LD_LIBRARY_PATH="$torch_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "run-ops-comparison: gpucmp uses PyTorch's cuDNN/cuBLASLt from $torch_libs"
+  fi
+fi
+export GPUCMP_SEARCH_LOG="$out_dir/search_log.jsonl"
+rm -f "$GPUCMP_SEARCH_LOG"
+run() {  # name, binary, filter
+  "$build_dir/benchmarks/$2" --benchmark_filter="$3" --benchmark_out="$out_dir/$1.json" \
+    --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
+}
+# 8192^3 in every precision; square sizes and DeepBench shapes in FP16 and TF32, searched
+# and heuristic.
+run gemm gemm_sweep '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192|^gemm/cublaslt[a-z_]*/(fp16|tf32)/[0-9]+x[0-9]+x[0-9]+(_tn)?/'
+# ResNet-50 (and DeepBench) FP16 NHWC forward convolutions at batch 32 and 256.
+run conv conv_sweep '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
+run bandwidth bandwidth_sweep '.'
+python3 "$here/torch_ops.py" --out "$out_dir/torch_ops.json" > "$out_dir/torch_ops.log" 2>&1 || { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops.log"; status=1; }
+python3 "$here/compare-ops.py" --gpucmp "$out_dir/gemm.json" "$out_dir/conv.json" "$out_dir/bandwidth.json" \
+  --torch "$out_dir/torch_ops.json" --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
+exit $status

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""Times the operation sweeps' shapes through PyTorch, the way gpucmp's graph mode times them.
+
+Each operation is captured `--calls` times back to back into one CUDA graph; the graph is
+replayed between two events, `--repetitions` times, after warm-up; the median per call is
+reported. Neither side pays launch latency, and both keep the GPU busy in the same way.
+Shapes are laid out so that PyTorch makes the same cuBLAS call as gpucmp's column-major
+problem (C^T = B^T A^T in row-major terms), and convolutions run channels-last with
+cudnn.benchmark=True (timed algorithm search), warmed up before capture.
+
+Usage: torch_ops.py --out torch_ops.json [--only gemm,deepbench,conv,copy]
+Writes a list of rows: {"key", "seconds", "flops", "bytes"}; keys match compare-ops.py's.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+DEEPBENCH_GEMMS = [  # m, n, k, transpose_a, transpose_b (column-major, as gpucmp)
+    (1760, 128, 1760, False, False), (2560, 64, 2560, False, False), (4096, 128, 4096, False, False),
+    (4096, 7000, 4096, False, False), (5124, 9124, 2560, True, False), (35, 8457, 2560, False, False),
+    (7680, 128, 2560, False, False), (3072, 128, 1024, True, False), (1024, 16, 500000, False, False),
+    (7680, 24000, 2560, False, False), (512, 24000, 2816, False, False),
+]
+
+# The 23 distinct ResNet-50 v1.5 convolutions: (C, K, kernel, stride, padding, input size).
+RESNET50_CONVS = [
+    (3, 64, 7, 2, 3, 224), (64, 64, 1, 1, 0, 56), (64, 64, 3, 1, 1, 56), (64, 256, 1, 1, 0, 56),
+    (256, 64, 1, 1, 0, 56), (256, 128, 1, 1, 0, 56), (128, 128, 3, 2, 1, 56), (128, 512, 1, 1, 0, 28),
+    (256, 512, 1, 2, 0, 56), (512, 128, 1, 1, 0, 28), (128, 128, 3, 1, 1, 28), (512, 256, 1, 1, 0, 28),
+    (256, 256, 3, 2, 1, 28), (256, 1024, 1, 1, 0, 14), (512, 1024, 1, 2, 0, 28), (1024, 256, 1, 1, 0, 14),
+    (256, 256, 3, 1, 1, 14), (1024, 512, 1, 1, 0, 14), (512, 512, 3, 2, 1, 14), (512, 2048, 1, 1, 0, 7),
+    (1024, 2048, 1, 2, 0, 14), (2048, 512, 1, 1, 0, 7), (512, 512, 3, 1, 1, 7),
+]
+
+
+def gemm_shape_name(m, n, k, ta, tb):
+    name = f"{m}x{n}x{k}"
+    if ta or tb:
+        name += "_" + ("t" if ta else "n") + ("t" if tb else "n")
+    return name
+
+
+def conv_shape_name(n, c, h, k, r, pad, stride):
+    return f"n{n}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{stride}"
+
+
+def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02):
+    """Median seconds per call of fn(), replayed `calls` per event pair from a CUDA graph.
+
+    Like gpucmp's engine: at least `warmup_seconds` of warm-up replays, then at least
+    `repetitions` timed replays and `min_seconds` of timed GPU time, so both sides run long
+    enough to reach the same sustained clocks (a 30 ms burst reads faster than 0.1 s of work).
+    """
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm-up outside capture (cudnn.benchmark searches here)
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warmed = 0.0
+    while warmed < warmup_seconds:
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        warmed += start.elapsed_time(stop) * 1e-3
+    per_call = []
+    total = 0.0
+    while len(per_call) < repetitions or total < min_seconds:
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        seconds = start.elapsed_time(stop) * 1e-3
+        total += seconds
+        per_call.append(seconds / calls)
+    del graph
+    return statistics.median(per_call)
+
+
+def uniform(shape, dtype):
+    return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1).to(dtype)
+
+
+def gemm_operands(m, n, k, ta, tb, dtype):
+    # gpucmp's column-major C(m x n) = op(A) op(B) is row-major C^T(n x m) = op(B)^T op(A)^T.
+    x = uniform((n, k), dtype) if not tb else uniform((k, n), dtype).t()
+    y = uniform((k, m), dtype) if not ta else uniform((m, k), dtype).t()
+    return x, y
+
+
+def gemm_rows(shapes, dtypes, calls, repetitions):
+    rows = []
+    for dtype_name in dtypes:
+        torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
+        for m, n, k, ta, tb in shapes:
+            x, y = gemm_operands(m, n, k, ta, tb, dtype)
+            out = torch.empty((n, m), device="cuda", dtype=dtype)
+            seconds = time_graph(lambda: torch.matmul(x, y, out=out), calls, repetitions)
+            rows.append({"key": f"gemm/{dtype_name}/{gemm_shape_name(m, n, k, ta, tb)}", "seconds": seconds,
+                         "flops": 2.0 * m * n * k})
+            del x, y, out
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return rows
+
+
+def fp8_rows(size, calls, repetitions):
+    # torch._scaled_mm: A row-major (M x K), B column-major (K x N), BF16 out: cuBLASLt's TN
+    # layout, the same call as gpucmp's fp8 "_tn" problem.
+    rows = []
+    for name, a_type in (("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)):
+        a = uniform((size, size), torch.float32).to(a_type)
+        b = uniform((size, size), torch.float32).to(torch.float8_e4m3fn).t()
+        scale_a = torch.tensor(0.5, device="cuda")
+        scale_b = torch.tensor(2.0, device="cuda")
+        try:
+            seconds = time_graph(lambda: torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b,
+                                                          out_dtype=torch.bfloat16), calls, repetitions)
+        except RuntimeError as e:  # e.g. e5m2 x e4m3 not offered by this PyTorch
+            print(f"torch_ops: {name}: {e}", file=sys.stderr)
+            continue
+        rows.append({"key": f"gemm/{name}/{size}x{size}x{size}_tn", "seconds": seconds, "flops": 2.0 * size**3})
+    return rows
+
+
+def conv_rows(batches, calls, repetitions):
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
+    rows = []
+    for batch in batches:
+        for c, k, r, stride, pad, size in RESNET50_CONVS:
+            x = uniform((batch, c, size, size), torch.float16).to(memory_format=torch.channels_last)
+            w = uniform((k, c, r, r), torch.float16).to(memory_format=torch.channels_last)
+            seconds = time_graph(lambda: F.conv2d(x, w, stride=stride, padding=pad), calls, repetitions)
+            p = (size + 2 * pad - r) // stride + 1
+            rows.append({"key": f"conv_fwd/fp16_nhwc/{conv_shape_name(batch, c, size, k, r, pad, stride)}",
+                         "seconds": seconds, "flops": 2.0 * batch * k * p * p * c * r * r})
+            del x, w
+    return rows
+
+
+def copy_rows(sizes, calls, repetitions):
+    rows = []
+    for size in sizes:
+        src = torch.randint(0, 255, (size,), device="cuda", dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        seconds = time_graph(lambda: dst.copy_(src), calls, repetitions)
+        rows.append({"key": f"copy/d2d_torch/{size}", "seconds": seconds, "bytes": 2.0 * size})
+        del src, dst
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--only", default="gemm,deepbench,conv,copy")
+    parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
+    parser.add_argument("--repetitions", type=int, default=20, help="timed replays")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_ops: no CUDA device", file=sys.stderr)
+        return 77
+    only = set(args.only.split(","))
+    rows = []
+    if "gemm" in only:
+        rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], 10, args.repetitions)
+        rows += fp8_rows(8192, 10, args.repetitions)
+    if "deepbench" in only:
+        rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
+    if "conv" in only:
+        rows += conv_rows([32, 256], args.calls, args.repetitions)
+    if "copy" in only:
+        rows += copy_rows([1 << 30, 4 << 30], 5, args.repetitions)
+    meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+            "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls, "repetitions": args.repetitions}
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    print(f"torch_ops: {len(rows)} rows -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
