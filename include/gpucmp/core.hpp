@@ -9,6 +9,7 @@
 #include <gpucmp/buffer.hpp>
 #include <gpucmp/activity_tracer.hpp>
 #include <gpucmp/clock_events.hpp>
+#include <gpucmp/concurrency.hpp>
 #include <gpucmp/device.hpp>
 #include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
@@ -18,12 +19,15 @@
 #include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
 #include <gpucmp/latency.hpp>
+#include <gpucmp/nvml.hpp>
 #include <gpucmp/nvtx.hpp>
 #include <gpucmp/options.hpp>
+#include <gpucmp/power_monitor.hpp>
 #include <gpucmp/projection.hpp>
 #include <gpucmp/random.hpp>
 #include <gpucmp/result.hpp>
 #include <gpucmp/roofline.hpp>
+#include <gpucmp/serving.hpp>
 #include <gpucmp/specs.hpp>
 #include <gpucmp/statistics.hpp>
 #include <gpucmp/stopping.hpp>

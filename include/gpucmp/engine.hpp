@@ -15,6 +15,7 @@
 #include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
 #include <gpucmp/nvtx.hpp>
+#include <gpucmp/power_monitor.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/result.hpp>
 #include <gpucmp/statistics.hpp>
@@ -164,6 +165,19 @@ class engine {
     return static_cast<std::size_t>(std::clamp(wanted, 1.0, static_cast<double>(options.max_batch)));
   }
 
+  // The device's power monitor, created on first use; nullptr (and a warning) without NVML.
+  power_monitor* power_monitor_for(const measure_options& options, measurement& record) {
+    if (!m_power && m_power_error.empty()) {
+      try {
+        m_power = std::make_unique<power_monitor>(m_device, options.power_interval_s);
+      } catch (const error& e) {
+        m_power_error = std::string(e.what()) + "; measured without power";
+      }
+    }
+    if (!m_power) record.warnings.push_back(m_power_error);
+    return m_power.get();
+  }
+
   // Returns whether the stream can be held, creating the hold on first use and probing it once.
   bool hold_available(measurement& record) {
     if (!m_hold_error.empty()) {
@@ -222,10 +236,21 @@ class engine {
     }
     const bool hold = options.hold && hold_available(record);
     record.stream_held = hold;
+    // Power: the sampling window is stretched to the power window and observed by NVML.
+    measure_options sampling = options;
+    power_monitor* monitor = options.power ? power_monitor_for(options, record) : nullptr;
+    if (monitor != nullptr) {
+      sampling.min_gpu_time_s = std::max(sampling.min_gpu_time_s, options.power_window_s);
+      monitor->start();
+    }
     if (m == mode::kernel) {
-      sample_kernels(launch, options, record, hold);
+      sample_kernels(launch, sampling, record, hold);
     } else {
-      sample_events(launch, m, options, record, hold, replay);
+      sample_events(launch, m, sampling, record, hold, replay);
+    }
+    if (monitor != nullptr) {
+      record.power = monitor->stop();
+      if (record.power->throttled()) record.warnings.push_back(record.power->throttle_note());
     }
     record.gpu = summarize(record.gpu_s);
     record.wall = summarize(record.wall_s);
@@ -389,6 +414,8 @@ class engine {
   std::unique_ptr<l2_flusher> m_flusher;
   std::unique_ptr<stream_hold> m_hold;
   std::string m_hold_error;
+  std::unique_ptr<power_monitor> m_power;
+  std::string m_power_error;
   std::unique_ptr<activity_tracer> m_tracer;
 };
 

@@ -15,6 +15,7 @@
 #include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
 #include <gpucmp/error.hpp>
+#include <gpucmp/nvml.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/result.hpp>
 #include <gpucmp/roofline.hpp>
@@ -66,6 +67,12 @@ inline std::vector<named_breakdown>& kernel_breakdowns() {
   return list;
 }
 
+/// --gpucmp_power: record power and energy for every benchmark of this process.
+inline bool& power_everywhere() {
+  static bool on = false;
+  return on;
+}
+
 /// The no-device reason, looked up once per process ("" when a device exists).
 inline const std::string& cached_no_device_reason() {
   static const std::string reason = no_device_reason();
@@ -105,6 +112,7 @@ class state {
   state(benchmark::State& gb, std::string name, mode timing_mode, engine& eng, const measure_options& defaults)
       : m_gb(gb), m_name(std::move(name)), m_mode(timing_mode), m_engine(eng), m_options(defaults) {
     if (m_options.name.empty()) m_options.name = m_name;
+    if (detail::power_everywhere()) m_options.power = true;
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -209,6 +217,7 @@ class state {
       if (p.bound != roofline_bound::unknown) label = std::string(to_string(p.bound)) + "-bound";
       if (p.fits_in_l2) label += std::string(label.empty() ? "" : "; ") + "working set fits in L2: not DRAM bandwidth";
     }
+    if (r.power) report_power(*r.power, r.gpu.median);
     if (r.kernels) {
       c["span_us"] = r.kernels->span.median * us;
       c["idle_us"] = r.kernels->idle.median * us;
@@ -219,6 +228,31 @@ class state {
     for (const auto& w : r.warnings) label += (label.empty() ? "" : "; ") + w;
     for (auto n = m_notes.rbegin(); n != m_notes.rend(); ++n) label = *n + (label.empty() ? "" : "; " + label);
     if (!label.empty()) m_gb.SetLabel(label);
+  }
+
+  // Power counters: average and peak W over the window, J per launch (average power x the
+  // per-launch median), perf/W for the declared work, clocks, temperature, throttling.
+  void report_power(const power_record& p, double seconds_per_launch) {
+    auto& c = m_gb.counters;
+    c["power_w"] = p.average_w;
+    c["power_peak_w"] = p.peak_w;
+    c["energy_window_j"] = p.energy_j;
+    c["J_per_launch"] = p.average_w * seconds_per_launch;
+    if (p.power_limit_w > 0) c["power_limit_w"] = p.power_limit_w;
+    c["sm_clock_start_mhz"] = p.sm_clock_start_mhz;
+    c["sm_clock_end_mhz"] = p.sm_clock_end_mhz;
+    c["memory_clock_mhz"] = p.memory_clock_end_mhz;
+    c["temperature_max_c"] = p.temperature_max_c;
+    c["throttled_pct"] = p.samples > 0 ? 100.0 * double(p.throttled_samples) / double(p.samples) : 0.0;
+    if (p.average_w > 0 && !m_work.empty()) {
+      const rates at = rates_for(m_work, seconds_per_launch);
+      if (m_work.flops > 0) c["TFLOP/s/W"] = at.flop_per_s * 1e-12 / p.average_w;
+      if (m_work.bytes() > 0) c["GB/s/W"] = at.bytes_per_s * 1e-9 / p.average_w;
+      if (m_work.items > 0) {
+        c["items/s/W"] = at.items_per_s / p.average_w;
+        c["J_per_item"] = p.average_w * seconds_per_launch / m_work.items;
+      }
+    }
   }
 
   // The three largest kernels with their share of the busy time, e.g.
@@ -443,6 +477,7 @@ inline void add_context() {
     benchmark::AddCustomContext("gpu_spec", spec.key);
     benchmark::AddCustomContext("gpu_spec_match", to_string(spec.matched));
     benchmark::AddCustomContext("gpu_spec_confidence", to_string(spec.trust));
+    for (const auto& [key, value] : nvml_context(d)) benchmark::AddCustomContext(key, value);
   } catch (const std::exception& e) {
     benchmark::AddCustomContext("gpu", std::string("device query failed: ") + e.what());
   }
@@ -495,7 +530,8 @@ inline bool write_kernel_breakdowns(const std::string& path) {
 
 }  // namespace detail
 
-/// A complete main: parses Google Benchmark flags (plus --gpucmp_kernels_out=FILE, which
+/// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
+/// energy and perf/W for every benchmark, and --gpucmp_kernels_out=FILE, which
 /// writes every kernel-mode breakdown as JSON), adds the context, runs the registered
 /// benchmarks and returns an exit_status (77 when there is no CUDA device).
 inline int benchmark_main(int argc, char** argv) {
@@ -506,6 +542,8 @@ inline int benchmark_main(int argc, char** argv) {
     const std::string flag = "--gpucmp_kernels_out=";
     if (arg.rfind(flag, 0) == 0) {
       kernels_out = arg.substr(flag.size());
+    } else if (arg == "--gpucmp_power") {
+      detail::power_everywhere() = true;
     } else {
       argv[kept++] = argv[i];
     }

@@ -69,6 +69,13 @@ struct measure_options {
   bool hold = true;              ///< hold the stream while queueing (cold, hot, graph)
   double hold_timeout_s = 10.0;  ///< release and fail with hold_timeout after this long
 
+  // Power (NVML): average and peak power, energy, clocks, temperature and throttling over
+  // the sampling window, which is stretched to at least power_window_s of GPU time so the
+  // driver's energy counter and its ~1 s power average have something to measure.
+  bool power = false;            ///< record power and energy (needs NVML; without it: a warning)
+  double power_window_s = 0.5;   ///< minimum GPU time of the sampling window when power is on
+  double power_interval_s = 0.005;  ///< NVML reading interval
+
   /// Throws invalid_argument naming the first field that breaks its rule.
   void validate() const {
     auto require = [](bool ok, const char* what) {
@@ -85,6 +92,8 @@ struct measure_options {
     require(max_batch >= 1, "max_batch must be >= 1");
     require(batch <= max_batch, "batch must be <= max_batch (0 chooses it from the warm-up)");
     require(std::isfinite(hold_timeout_s) && hold_timeout_s > 0.0, "hold_timeout_s must be finite and > 0");
+    require(finite_nonneg(power_window_s), "power_window_s must be finite and >= 0");
+    require(std::isfinite(power_interval_s) && power_interval_s > 0.0, "power_interval_s must be finite and > 0");
   }
 };
 

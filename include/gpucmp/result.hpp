@@ -7,6 +7,7 @@
 
 #include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/options.hpp>
+#include <gpucmp/power_monitor.hpp>
 #include <gpucmp/statistics.hpp>
 #include <gpucmp/stopping.hpp>
 
@@ -61,6 +62,7 @@ struct measurement {
   std::size_t l2_flush_bytes = 0;     ///< bytes written to flush L2 before each sample (cold mode)
   std::vector<std::string> warnings;  ///< things a reader must know next to the number
   std::optional<kernel_profile> kernels;  ///< kernel mode only: span, gaps and breakdown by kernel
+  std::optional<power_record> power;      ///< with measure_options::power: power, energy, clocks, throttling
 
   /// True when status is ok.
   bool ok() const noexcept { return status == result_status::ok; }

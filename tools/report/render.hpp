@@ -32,6 +32,12 @@ inline std::string number(double v) {
   return fixed(v, 3);
 }
 
+inline std::string energy_text(double joules) {
+  if (joules >= 1) return number(joules) + " J";
+  if (joules >= 1e-3) return number(joules * 1e3) + " mJ";
+  return number(joules * 1e6) + " µJ";
+}
+
 inline std::string time_text(double seconds) {
   if (seconds >= 1) return number(seconds) + " s";
   if (seconds >= 1e-3) return number(seconds * 1e3) + " ms";
@@ -115,10 +121,15 @@ inline std::string render_markdown(const comparison& cmp) {
     for (const auto& c : row) any_power = any_power || std::isfinite(c.watts);
   for (const auto& c : cmp.columns) any_price = any_price || std::isfinite(c.usd_per_hour);
   if (any_power) {
-    md << "\nPer watt (declared work per second per W of average power; measured columns only):\n\n";
+    md << "\nPower (average W over the measurement window), energy per launch (W x time) and work per "
+          "second per W; measured columns only:\n\n";
     markdown_table(md, cmp, labels, [&](std::size_t r, std::size_t i) {
       const cell& c = cmp.cells[r][i];
-      return std::isfinite(c.watts) && std::isfinite(c.rate) ? number(c.rate / c.watts) + " " + c.unit + "/W" : std::string();
+      if (!std::isfinite(c.watts)) return std::string();
+      std::string text = number(c.watts) + " W";
+      if (std::isfinite(c.seconds)) text += ", " + energy_text(c.watts * c.seconds);
+      if (std::isfinite(c.rate)) text += ", " + number(c.rate / c.watts) + " " + c.unit + "/W";
+      return text;
     });
   }
   if (any_price) {

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Serving latency and concurrency on kernels of known duration (one-thread spin kernels):
+// latency is never below the service time, queueing shows up when arrivals outpace the GPU,
+// and copies that each use one SM overlap on concurrent streams.
+#include "catch.hpp"
+#include "test_kernels.hpp"
+
+#include <gpucmp/concurrency.hpp>
+#include <gpucmp/serving.hpp>
+#include <gpucmp/stream.hpp>
+
+TEST_CASE("closed-loop requests wait exactly their own service time plus the round trip", "[gpu][serving]") {
+  gpucmp::stream s;
+  gpucmp::serving_options o;
+  o.requests = 300;
+  const auto r = gpucmp::serve([](cudaStream_t st) { gpucmp_test::launch_spin(st, 100e-6); }, s.get(), o);
+  INFO("service p50 " << r.service.p50 * 1e6 << " us, latency p50 " << r.latency.p50 * 1e6 << " us");
+  CHECK(r.service.p50 == Approx(100e-6).margin(5e-6));
+  CHECK(r.latency.p50 >= r.service.p50);
+  CHECK(r.latency.p50 < r.service.p50 + 100e-6);  // launch + completion round trip, not queueing
+  CHECK(r.latency.count == 300);
+  CHECK(r.achieved_per_s > 0.5 / 100e-6);
+}
+
+TEST_CASE("open-loop arrivals: light load stays near service time, overload queues", "[gpu][serving]") {
+  gpucmp::stream s;
+  auto spin = [](cudaStream_t st) { gpucmp_test::launch_spin(st, 100e-6); };
+  gpucmp::serving_options light;
+  light.pattern = gpucmp::arrival_pattern::fixed_rate;
+  light.rate_per_s = 3000;  // 30% busy
+  light.requests = 600;
+  const auto calm = gpucmp::serve(spin, s.get(), light);
+  INFO("fixed 3000/s: p50 " << calm.latency.p50 * 1e6 << " us p99 " << calm.latency.p99 * 1e6 << " us");
+  CHECK(calm.latency.p50 < 2 * calm.service.p50 + 50e-6);
+  CHECK(calm.achieved_per_s == Approx(3000).epsilon(0.1));
+
+  gpucmp::serving_options overload = light;
+  overload.rate_per_s = 20000;  // twice what the GPU can serve: the queue grows all the time
+  const auto flooded = gpucmp::serve(spin, s.get(), overload);
+  INFO("fixed 20000/s: p50 " << flooded.latency.p50 * 1e6 << " us p99 " << flooded.latency.p99 * 1e6 << " us");
+  CHECK(flooded.latency.p99 > 10 * flooded.service.p50);
+  CHECK(flooded.achieved_per_s < 0.6 * overload.rate_per_s);
+
+  gpucmp::serving_options poisson = light;
+  poisson.pattern = gpucmp::arrival_pattern::poisson;
+  poisson.rate_per_s = 7000;  // 70% busy: bursts queue
+  const auto bursty = gpucmp::serve(spin, s.get(), poisson);
+  INFO("poisson 7000/s: p50 " << bursty.latency.p50 * 1e6 << " us p99 " << bursty.latency.p99 * 1e6 << " us");
+  CHECK(bursty.latency.p99 > calm.latency.p99);
+  CHECK(bursty.latency.jitter > 1.0);
+}
+
+TEST_CASE("bad serving options are named", "[gpu][serving]") {
+  gpucmp::stream s;
+  gpucmp::serving_options o;
+  o.pattern = gpucmp::arrival_pattern::poisson;
+  CHECK_THROWS_WITH(gpucmp::serve([](cudaStream_t) {}, s.get(), o), GPUCMP_CONTAINS("needs rate_per_s > 0"));
+}
+
+TEST_CASE("one-SM workloads on separate streams overlap", "[gpu][concurrency]") {
+  auto make = [](std::size_t) { return [](cudaStream_t st) { gpucmp_test::launch_spin(st, 200e-6); }; };
+  const auto one = gpucmp::run_concurrent(make, 1, 50);
+  const auto four = gpucmp::run_concurrent(make, 4, 50);
+  INFO("1 stream: " << one.aggregate_per_s << "/s; 4 streams: " << four.aggregate_per_s << "/s");
+  CHECK(one.aggregate_per_s == Approx(1 / 200e-6).epsilon(0.1));
+  CHECK(four.aggregate_per_s > 3.0 * one.aggregate_per_s);
+  REQUIRE(four.per_stream.size() == 4);
+  for (const auto& lane : four.per_stream) CHECK(lane.p50 == Approx(200e-6).margin(20e-6));
+  CHECK(four.all_launches.count == 200);
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Host tests of the power path: NVML's absence is a clear "not available" (never a crash or
+// a link error), a window's energy comes from the counter or the sampled power, throttled
+// windows say so, and gpucmp's NVML declarations match nvml.h where it exists.
+#include "catch.hpp"
+
+#include <gpucmp/concurrency.hpp>
+#include <gpucmp/nvml.hpp>
+#include <gpucmp/power_monitor.hpp>
+#include <gpucmp/serving.hpp>
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+#if __has_include(<nvml.h>)
+#include <nvml.h>
+#define GPUCMP_TEST_HAS_NVML_H 1
+#endif
+
+TEST_CASE("without NVML the library says why and everything that needs it is unsupported", "[power][nvml]") {
+  gpucmp::nvml_library missing("libgpucmp-test-no-such-nvml.so.1");
+  CHECK_FALSE(missing.available());
+  CHECK_THAT(missing.reason(), GPUCMP_CONTAINS("NVML not available: cannot load libgpucmp-test-no-such-nvml.so.1"));
+  gpucmp::device_info d;
+  d.pci_bus_id = "0000:3b:00.0";
+  CHECK_THROWS_AS(gpucmp::nvml_device(d, missing), gpucmp::unsupported);
+  CHECK_THROWS_WITH(gpucmp::nvml_device(d, missing), GPUCMP_CONTAINS("NVML not available"));
+  const auto context = gpucmp::nvml_context(d, missing);
+  REQUIRE(context.size() == 1);
+  CHECK(context[0].first == "nvml");
+  CHECK_THAT(context[0].second, GPUCMP_CONTAINS("cannot load"));
+}
+
+TEST_CASE("a window's energy comes from the counter when it advanced, else from sampled power", "[power]") {
+  std::vector<gpucmp::power_sample> trace(5);
+  for (int i = 0; i < 5; ++i) {
+    trace[std::size_t(i)].t_s = 0.25 * i;
+    trace[std::size_t(i)].power_w = 100.0 + 100.0 * i;  // linear: trapezoids are exact
+    trace[std::size_t(i)].energy_j = 1000.0 + 60.0 * i;
+  }
+  auto [counter, source] = gpucmp::window_energy(trace);
+  CHECK(counter == Approx(240.0));
+  CHECK(source == "energy counter");
+  for (auto& s : trace) s.energy_j = 1000.0;  // a counter that did not move (too coarse)
+  auto [sampled, from] = gpucmp::window_energy(trace);
+  CHECK(sampled == Approx(0.5 * (100 + 500) * 1.0));
+  CHECK(from == "sampled power x time");
+  for (auto& s : trace) s.power_w = NAN;
+  CHECK(gpucmp::window_energy(trace).second.empty());
+  CHECK(gpucmp::window_energy({}).first == 0.0);
+}
+
+TEST_CASE("a throttled window names its reasons", "[power]") {
+  gpucmp::power_record r;
+  CHECK(r.throttle_note().empty());
+  r.samples = 50;
+  r.throttled_samples = 41;
+  r.throttle_reasons = {"sw_power_cap", "hw_thermal_slowdown"};
+  CHECK(r.throttled());
+  CHECK(r.throttle_note() == "throttled in 41 of 50 power samples (sw_power_cap, hw_thermal_slowdown)");
+}
+
+TEST_CASE("serving and concurrency arguments are checked before anything runs", "[serving]") {
+  gpucmp::serving_options o;
+  CHECK_NOTHROW(o.validate());
+  o.pattern = gpucmp::arrival_pattern::fixed_rate;
+  CHECK_THROWS_WITH(o.validate(), GPUCMP_CONTAINS("fixed_rate pattern needs rate_per_s > 0"));
+  o.rate_per_s = 100;
+  o.requests = 0;
+  CHECK_THROWS_WITH(o.validate(), GPUCMP_CONTAINS("requests must be > 0"));
+  auto make = [](std::size_t) { return [](cudaStream_t) {}; };
+  CHECK_THROWS_AS(gpucmp::run_concurrent(make, 0, 10), gpucmp::invalid_argument);
+}
+
+#ifdef GPUCMP_TEST_HAS_NVML_H
+TEST_CASE("gpucmp's NVML declarations match nvml.h", "[power][nvml]") {
+  CHECK(gpucmp::nvml_abi::success == NVML_SUCCESS);
+  CHECK(gpucmp::nvml_abi::error_not_supported == NVML_ERROR_NOT_SUPPORTED);
+  CHECK(gpucmp::nvml_abi::clock_sm == NVML_CLOCK_SM);
+  CHECK(gpucmp::nvml_abi::clock_mem == NVML_CLOCK_MEM);
+  CHECK(gpucmp::nvml_abi::temperature_gpu == NVML_TEMPERATURE_GPU);
+  CHECK(gpucmp::nvml_abi::feature_enabled == NVML_FEATURE_ENABLED);
+  STATIC_REQUIRE(sizeof(nvmlReturn_t) == sizeof(gpucmp::nvml_abi::return_t));
+  STATIC_REQUIRE(sizeof(nvmlClockType_t) == sizeof(int));
+  STATIC_REQUIRE(sizeof(nvmlEnableState_t) == sizeof(int));
+  STATIC_REQUIRE(sizeof(nvmlDevice_t) == sizeof(gpucmp::nvml_abi::device_t));
+  // The argument lists, with nvml.h's own types.
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlReturn_t (*)(nvmlDevice_t, unsigned int*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetTotalEnergyConsumption), nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetClockInfo), nvmlReturn_t (*)(nvmlDevice_t, nvmlClockType_t, unsigned int*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetMigMode), nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetEccMode), nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetCurrentClocksEventReasons), nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlSystemGetDriverVersion), nvmlReturn_t (*)(char*, unsigned int)>);
+}
+#endif
