@@ -43,7 +43,7 @@ struct power_record {
   double energy_j = 0;            ///< energy used by the GPU in the window
   std::string energy_source;      ///< "energy counter" or "sampled power x time"
   double average_w = 0;           ///< energy / window
-  double peak_w = 0;              ///< highest sampled power
+  double peak_w = 0;              ///< highest power over any 100 ms of the window (see window_peak_power)
   double power_limit_w = 0;       ///< enforced power limit (0 if unknown)
   unsigned sm_clock_start_mhz = 0, sm_clock_end_mhz = 0;          ///< SM clock at start and end
   unsigned memory_clock_start_mhz = 0, memory_clock_end_mhz = 0;  ///< memory clock at start and end
@@ -84,6 +84,37 @@ inline std::pair<double, std::string> window_energy(const std::vector<power_samp
     if (any) return {integral, "sampled power x time"};
   }
   return {0.0, ""};
+}
+
+/// The highest average power over any stretch of at least `span_s` in the window. From the
+/// energy counter when it advances: NVML's power reading is itself an average over about a
+/// second on Ampere and later, so under a load that starts with the window its maximum lags
+/// and reads below the window's average. The counter moves in steps (tens of milliseconds
+/// apart), so stretches run between readings where it had just moved; a stretch measured
+/// from arbitrary readings could hold one step more than its length. Without the counter,
+/// the highest power reading.
+inline double window_peak_power(const std::vector<power_sample>& trace, double span_s = 0.1) {
+  std::vector<std::size_t> steps;  // readings where the counter had just moved
+  for (std::size_t i = 1; i < trace.size(); ++i) {
+    if (std::isfinite(trace[i].energy_j) && std::isfinite(trace[i - 1].energy_j) &&
+        trace[i].energy_j != trace[i - 1].energy_j) {
+      steps.push_back(i);
+    }
+  }
+  double peak = 0;
+  for (std::size_t a = 0, b = 0; a < steps.size(); ++a) {
+    if (b < a) b = a;
+    while (b < steps.size() && trace[steps[b]].t_s - trace[steps[a]].t_s < span_s) ++b;
+    if (b == steps.size()) break;
+    const power_sample& from = trace[steps[a]];
+    const power_sample& to = trace[steps[b]];
+    peak = std::max(peak, (to.energy_j - from.energy_j) / (to.t_s - from.t_s));
+  }
+  if (peak > 0) return peak;
+  for (const auto& s : trace) {
+    if (std::isfinite(s.power_w)) peak = std::max(peak, s.power_w);
+  }
+  return peak;
 }
 
 /// Samples one GPU in a background thread between start() and stop(). Construct it once per
@@ -130,8 +161,8 @@ class power_monitor {
     r.power_limit_w = m_device.power_limit_w().value_or(0.0);
     r.samples = r.trace.size();
     std::uint64_t seen = 0;
+    r.peak_w = window_peak_power(r.trace);
     for (const auto& s : r.trace) {
-      if (std::isfinite(s.power_w)) r.peak_w = std::max(r.peak_w, s.power_w);
       r.temperature_max_c = std::max(r.temperature_max_c, s.temperature_c);
       if (is_throttled(s.clock_events)) {
         ++r.throttled_samples;

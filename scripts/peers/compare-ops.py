@@ -88,7 +88,7 @@ def main():
             ratio = theirs["seconds"] / mine[0]
             ratios.append(ratio)
             algo = mine[1].split(";")[0]
-            md.append(f"| {key.split('/', 2)[2]} | {mine[0]*1e6:.1f} | {theirs['seconds']*1e6:.1f} | "
+            md.append(f"| {key.split('/', 1)[1]} | {mine[0]*1e6:.1f} | {theirs['seconds']*1e6:.1f} | "
                       f"{work / mine[0] * scale:.1f} | {work / theirs['seconds'] * scale:.1f} | {ratio:.3f} | {algo} |")
             rows.append({"key": key, "gpucmp_s": mine[0], "torch_s": theirs["seconds"], "ratio": ratio, "algorithm": algo})
         g = geomean(ratios)

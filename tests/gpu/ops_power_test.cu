@@ -45,10 +45,15 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
                << busy.power_limit_w << " W, " << busy.energy_j << " J over " << busy.window_s << " s ("
                << busy.energy_source << "), SM " << busy.sm_clock_start_mhz << "->" << busy.sm_clock_end_mhz
                << " MHz, " << busy.temperature_max_c << " C; " << busy.throttle_note());
+  WARN("idle " << idle.average_w << " W; 8192^3 FP16 GEMMs for 4 s: " << busy.average_w << " W average, "
+                << busy.peak_w << " W peak (100 ms), limit " << busy.power_limit_w << " W, " << busy.energy_j << " J ("
+                << busy.energy_source << "), SM clock " << busy.sm_clock_start_mhz << " -> " << busy.sm_clock_end_mhz
+                << " MHz, max " << busy.temperature_max_c << " C, " << busy.throttle_note());
   REQUIRE(busy.power_limit_w > 0);
   CHECK(idle.average_w > 0);
   CHECK(busy.average_w > 1.5 * idle.average_w);
   CHECK(busy.average_w <= 1.05 * busy.power_limit_w);
+  CHECK(busy.peak_w >= busy.average_w);
   CHECK(busy.peak_w <= 1.10 * busy.power_limit_w);
   CHECK(busy.energy_source == "energy counter");
   CHECK(busy.window_s == Approx(4.0).margin(0.3));

@@ -53,6 +53,25 @@ TEST_CASE("a window's energy comes from the counter when it advanced, else from 
   CHECK(gpucmp::window_energy({}).first == 0.0);
 }
 
+TEST_CASE("peak power comes from the energy counter between its steps, not the lagging reading", "[power]") {
+  // Readings every 1 ms; the counter moves every 20 ms; 100 W for 0.2 s, then 700 W; the
+  // (lagging) power reading never passes 300 W.
+  std::vector<gpucmp::power_sample> trace;
+  double energy = 0, shown = 0;
+  for (int i = 0; i <= 600; ++i) {
+    gpucmp::power_sample s;
+    s.t_s = i * 1e-3;
+    if (i > 0) energy += (s.t_s <= 0.2 ? 100.0 : 700.0) * 1e-3;
+    if (i % 20 == 0) shown = energy;
+    s.energy_j = shown;
+    s.power_w = 300.0;
+    trace.push_back(s);
+  }
+  CHECK(gpucmp::window_peak_power(trace) == Approx(700.0).epsilon(1e-6));
+  for (auto& s : trace) s.energy_j = NAN;
+  CHECK(gpucmp::window_peak_power(trace) == Approx(300.0));
+}
+
 TEST_CASE("a throttled window names its reasons", "[power]") {
   gpucmp::power_record r;
   CHECK(r.throttle_note().empty());
