@@ -15,8 +15,8 @@
 #include <gpucmp/kernel_profile.hpp>
 #include <gpucmp/l2_flush.hpp>
 #include <gpucmp/nvtx.hpp>
-#include <gpucmp/power_monitor.hpp>
 #include <gpucmp/options.hpp>
+#include <gpucmp/power_monitor.hpp>
 #include <gpucmp/result.hpp>
 #include <gpucmp/statistics.hpp>
 #include <gpucmp/stopping.hpp>
@@ -239,6 +239,12 @@ class engine {
     // Power: the sampling window is stretched to the power window and observed by NVML.
     measure_options sampling = options;
     power_monitor* monitor = options.power ? power_monitor_for(options, record) : nullptr;
+    struct cancel_on_error {  // a failed measurement must not leave the sampler running
+      power_monitor* monitor;
+      ~cancel_on_error() {
+        if (monitor != nullptr) monitor->cancel();
+      }
+    } cancel{monitor};
     if (monitor != nullptr) {
       sampling.min_gpu_time_s = std::max(sampling.min_gpu_time_s, options.power_window_s);
       monitor->start();
@@ -249,6 +255,7 @@ class engine {
       sample_events(launch, m, sampling, record, hold, replay);
     }
     if (monitor != nullptr) {
+      cancel.monitor = nullptr;
       record.power = monitor->stop();
       if (record.power->throttled()) record.warnings.push_back(record.power->throttle_note());
     }

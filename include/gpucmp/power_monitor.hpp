@@ -183,6 +183,9 @@ class power_monitor {
     return r;
   }
 
+  /// Ends a window without a record (a measurement that failed); never throws.
+  void cancel() noexcept { stop_thread(); }
+
   /// The NVML device (for context queries).
   const nvml_device& device() const noexcept { return m_device; }
 
