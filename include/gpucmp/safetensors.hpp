@@ -104,6 +104,9 @@ class safetensors_file {
     return f;
   }
 
+  /// The name errors use for this file (its path).
+  const std::string& source() const noexcept { return m_source; }
+
   /// Every tensor, in data order.
   const std::vector<tensor_entry>& tensors() const noexcept { return m_tensors; }
 
