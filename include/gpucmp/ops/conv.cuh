@@ -4,8 +4,10 @@
 // A verified cuDNN convolution (component gpucmp::cudnn): forward, backward-data or
 // backward-filter, NCHW or NHWC, FP32 / TF32 / FP16 / BF16. One object owns its cuDNN handle,
 // descriptors (RAII), tensors (inputs random, output poisoned) and workspace; it picks its
-// algorithm by cuDNN's heuristic or by timing every algorithm the heuristic lists within the
-// workspace limit, and records algorithm, math type and workspace. verify() compares the
+// algorithm by cuDNN's heuristic, or by timing the backend API's engine configurations and
+// the legacy API's algorithms within the workspace limit and keeping the fastest that
+// verifies, and records API, engine or algorithm, numerical notes or math type, and
+// workspace. verify() compares the
 // output with a double reference: every output on the CPU for small problems, a random
 // sample (first and last included) on the GPU for large ones.
 #pragma once
