@@ -5,6 +5,7 @@
 // record, its failure message) and of the bundled shape lists.
 #include "catch.hpp"
 
+#include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/gemm_problem.hpp>
 #include <gpucmp/ops/verification.hpp>
@@ -15,6 +16,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 TEST_CASE("INT8 GEMMs must be exact; the other precisions get growing bounds", "[ops][verification]") {
   using gpucmp::gemm_dtype;
@@ -128,4 +130,53 @@ TEST_CASE("a convolution's reduction length depends on the pass", "[ops][conv]")
 TEST_CASE("an out-of-memory error without a size still says what was free", "[ops][errors]") {
   const gpucmp::out_of_memory e(0, std::size_t{1} << 30, std::size_t{2} << 30, "cuBLAS workspace");
   CHECK(std::string(e.what()) == "oom: cuBLAS workspace needs more than is free, 1.00 GiB free of 2.00 GiB");
+}
+
+TEST_CASE("the search keeps the fastest candidate whose output verifies", "[ops][search]") {
+  const std::vector<double> times = {3e-6, 1e-6, 2e-6, 0, 4e-6};
+  auto passing = [](bool ok) {
+    gpucmp::verification v;
+    v.method = "test";
+    v.add(ok ? 1.0 : 2.0, 1.0, 0.5, "output 0");
+    return v;
+  };
+  std::vector<gpucmp::candidate_time> log;
+  std::vector<std::size_t> verified;
+  const gpucmp::search_choice chosen = gpucmp::choose_fastest_verified(
+      times.size(), [](std::size_t i) { return "candidate " + std::to_string(i); },
+      [&](std::size_t i) {
+        if (i == 3) throw gpucmp::unsupported("cannot run this one");
+        return times[i];
+      },
+      [&](std::size_t i) {
+        verified.push_back(i);
+        return passing(i != 1);  // the fastest is wrong
+      },
+      log, "test op");
+  CHECK(chosen.index == 2);
+  CHECK(chosen.seconds == 2e-6);
+  CHECK(verified == std::vector<std::size_t>{1, 2});  // fastest first, stop at the first correct one
+  REQUIRE(log.size() == 5);
+  CHECK(log[1].failure.rfind("rejected: 1 of 1 outputs outside tolerance", 0) == 0);
+  CHECK(log[3].failure == "unsupported: cannot run this one");
+  CHECK(log[3].seconds == 0);
+  CHECK(log[0].failure.empty());
+  CHECK(log[4].description == "candidate 4");
+}
+
+TEST_CASE("a search where nothing verifies, or the context is lost, stops with the reason", "[ops][search]") {
+  std::vector<gpucmp::candidate_time> log;
+  auto wrong = [](std::size_t) {
+    gpucmp::verification v;
+    v.add(NAN, 1.0, 0.5, "output 0");
+    return v;
+  };
+  CHECK_THROWS_WITH(gpucmp::choose_fastest_verified(
+                        2, [](std::size_t) { return std::string("c"); }, [](std::size_t) { return 1e-6; }, wrong, log, "op x"),
+                    GPUCMP_CONTAINS("none of the 2 candidates for op x ran and verified; first: rejected"));
+  const gpucmp::cuda_error sticky(cudaErrorIllegalAddress, "kernel", "file.cu", 1, true);
+  CHECK_THROWS_AS(gpucmp::choose_fastest_verified(
+                      2, [](std::size_t) { return std::string("c"); },
+                      [&](std::size_t) -> double { throw sticky; }, wrong, log, "op y"),
+                  gpucmp::cuda_error);
 }

@@ -10,11 +10,15 @@
 #include <gpucmp/error.hpp>
 #include <gpucmp/event.hpp>
 #include <gpucmp/graph.hpp>
+#include <gpucmp/ops/verification.hpp>
 #include <gpucmp/statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
 #include <utility>
 #include <string>
 #include <vector>
@@ -88,6 +92,51 @@ double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_opti
     }
   }
   return summarize(std::move(per_call)).median;
+}
+
+/// Which candidate a search chose.
+struct search_choice {
+  std::size_t index = 0;  ///< the candidate
+  double seconds = 0;     ///< its median per call
+};
+
+/// The search rule of every operation: time each of `count` candidates with `time(i)`
+/// (seconds per call; a gpucmp::error it throws makes that candidate a recorded failure, a
+/// sticky CUDA error ends the search), record every timing in `log` (described by
+/// `describe(i)`), then check candidates from the fastest up with `verify(i)` and return the
+/// first whose output passes: a fast wrong answer is rejected, and its rejection recorded.
+/// Throws unsupported naming `what` when no candidate both ran and verified.
+template <class Describe, class Time, class Verify>
+search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Time&& time, Verify&& verify,
+                                      std::vector<candidate_time>& log, const std::string& what) {
+  const std::size_t first = log.size();
+  std::vector<double> seconds(count, std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < count; ++i) {
+    candidate_time t;
+    t.description = describe(i);
+    try {
+      t.seconds = time(i);
+      seconds[i] = t.seconds;
+    } catch (const cuda_error& e) {
+      if (e.sticky()) throw;  // the context is gone; nothing else can run
+      t.failure = e.what();
+    } catch (const error& e) {
+      t.failure = e.what();
+    }
+    log.push_back(t);
+  }
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+  for (std::size_t i : order) {
+    if (!std::isfinite(seconds[i])) break;
+    const verification v = verify(i);
+    if (v.passed()) return {i, seconds[i]};
+    log[first + i].failure = "rejected: " + v.summary();
+  }
+  std::string first_failure = count == 0 ? std::string("there were none") : log[first].failure;
+  throw unsupported("none of the " + std::to_string(count) + " candidates for " + what + " ran and verified; first: " +
+                    (first_failure.empty() ? std::string("slower than the rejected ones") : first_failure));
 }
 
 }  // namespace gpucmp

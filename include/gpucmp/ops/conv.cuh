@@ -681,39 +681,19 @@ class conv {
       m_chosen = m_all[0].info;
       return;
     }
-    std::vector<double> seconds(considered, std::numeric_limits<double>::infinity());
-    for (std::size_t i = 0; i < considered; ++i) {
-      candidate_time t;
-      t.description = m_all[i].info.describe();
-      try {
-        t.seconds = time_back_to_back([&](cudaStream_t s) { launch(m_all[i], s); }, stream, m_options.search);
-        seconds[i] = t.seconds;
-      } catch (const cuda_error& e) {
-        if (e.sticky()) throw;  // the context is gone; nothing else can run
-        t.failure = e.what();
-      } catch (const error& e) {
-        t.failure = e.what();
-      }
-      m_candidates.push_back(t);
-    }
-    // The fastest candidate whose output is correct wins: a fast wrong answer is rejected.
-    std::vector<std::size_t> order(considered);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
-    for (std::size_t i : order) {
-      if (!std::isfinite(seconds[i])) break;
-      m_current = i;
-      m_chosen = m_all[i].info;
-      const verification v = verify(stream);
-      if (v.passed()) {
-        m_chosen.chosen_by = algorithm_choice::search;
-        m_chosen.searched_seconds = seconds[i];
-        return;
-      }
-      m_candidates[i].failure = "rejected: " + v.summary();
-    }
-    throw unsupported("none of the " + std::to_string(considered) + " cuDNN candidates for " + name() +
-                      " ran and verified; first: " + (m_candidates[0].failure.empty() ? "too slow" : m_candidates[0].failure));
+    const search_choice chosen = choose_fastest_verified(
+        considered, [&](std::size_t i) { return m_all[i].info.describe(); },
+        [&](std::size_t i) { return time_back_to_back([&](cudaStream_t s) { launch(m_all[i], s); }, stream, m_options.search); },
+        [&](std::size_t i) {
+          m_current = i;
+          m_chosen = m_all[i].info;  // the tolerance depends on the algorithm
+          return verify(stream);
+        },
+        m_candidates, "cuDNN " + name());
+    m_current = chosen.index;
+    m_chosen = m_all[chosen.index].info;
+    m_chosen.chosen_by = algorithm_choice::search;
+    m_chosen.searched_seconds = chosen.seconds;
   }
 
   template <class T>

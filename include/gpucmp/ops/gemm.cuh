@@ -397,46 +397,22 @@ class gemm {
       m_chosen = describe(results[0], 0);
       return;
     }
-    std::vector<double> seconds(std::size_t(returned), std::numeric_limits<double>::infinity());
-    std::vector<gemm_algorithm> described(static_cast<std::size_t>(returned));
-    for (int rank = 0; rank < returned; ++rank) {
-      const auto& r = results[std::size_t(rank)];
-      described[std::size_t(rank)] = describe(r, rank);
-      candidate_time t;
-      t.description = described[std::size_t(rank)].describe();
-      if (r.state != CUBLAS_STATUS_SUCCESS) {
-        t.failure = std::string("heuristic state ") + cublasLtGetStatusName(r.state);
-      } else {
-        try {
-          t.seconds = time_back_to_back([&](cudaStream_t s) { launch(r.algo, s); }, stream, m_options.search);
-          seconds[std::size_t(rank)] = t.seconds;
-        } catch (const cuda_error& e) {
-          if (e.sticky()) throw;  // the context is gone; nothing else can run
-          t.failure = e.what();
-        } catch (const error& e) {
-          t.failure = e.what();
-        }
-      }
-      m_candidates.push_back(t);
-    }
-    // The fastest candidate whose output is correct wins: a fast wrong answer is rejected.
-    std::vector<int> order(static_cast<std::size_t>(returned));
-    for (int i = 0; i < returned; ++i) order[std::size_t(i)] = i;
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return seconds[std::size_t(a)] < seconds[std::size_t(b)]; });
-    for (int i : order) {
-      if (!std::isfinite(seconds[std::size_t(i)])) break;
-      m_algo = results[std::size_t(i)].algo;
-      const verification v = verify(stream);
-      if (v.passed()) {
-        m_chosen = described[std::size_t(i)];
-        m_chosen.chosen_by = algorithm_choice::search;
-        m_chosen.searched_seconds = seconds[std::size_t(i)];
-        return;
-      }
-      m_candidates[std::size_t(i)].failure = "rejected: " + v.summary();
-    }
-    throw unsupported("none of the " + std::to_string(returned) + " cuBLASLt candidates for " + name() +
-                      " ran and verified; first: " + (m_candidates.empty() ? std::string("none") : m_candidates[0].failure));
+    const search_choice chosen = choose_fastest_verified(
+        results.size(), [&](std::size_t i) { return describe(results[i], int(i)).describe(); },
+        [&](std::size_t i) {
+          const auto& r = results[i];
+          if (r.state != CUBLAS_STATUS_SUCCESS) throw unsupported(std::string("heuristic state ") + cublasLtGetStatusName(r.state));
+          return time_back_to_back([&](cudaStream_t s) { launch(r.algo, s); }, stream, m_options.search);
+        },
+        [&](std::size_t i) {
+          m_algo = results[i].algo;
+          return verify(stream);
+        },
+        m_candidates, "cuBLASLt " + name());
+    m_algo = results[chosen.index].algo;
+    m_chosen = describe(results[chosen.index], int(chosen.index));
+    m_chosen.chosen_by = algorithm_choice::search;
+    m_chosen.searched_seconds = chosen.seconds;
   }
 
   template <class S>
