@@ -24,15 +24,17 @@ struct expected_tensor {
   bool parameter = true;            ///< a learned parameter (false: a batch norm running statistic)
 };
 
+namespace detail {
+inline bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() > tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace detail
+
 /// The batch norm that follows convolution `conv_name` ("conv1" -> "bn1",
 /// "layer1.0.conv2" -> "layer1.0.bn2", "layer1.0.downsample" -> "layer1.0.downsample.1").
 inline std::string batch_norm_of(const std::string& conv_name) {
   if (conv_name == "conv1") return "bn1";
-  const std::string downsample = ".downsample";
-  if (conv_name.size() > downsample.size() &&
-      conv_name.compare(conv_name.size() - downsample.size(), downsample.size(), downsample) == 0) {
-    return conv_name + ".1";
-  }
+  if (detail::ends_with(conv_name, ".downsample")) return conv_name + ".1";
   const std::size_t at = conv_name.rfind(".conv");
   if (at == std::string::npos) throw invalid_argument("batch_norm_of: '" + conv_name + "' is not a ResNet convolution");
   return conv_name.substr(0, at) + ".bn" + conv_name.substr(at + 5);
@@ -41,10 +43,7 @@ inline std::string batch_norm_of(const std::string& conv_name) {
 /// The state_dict name of convolution `conv_name`'s filters ("layer1.0.downsample" ->
 /// "layer1.0.downsample.0.weight").
 inline std::string conv_weight_name(const std::string& conv_name) {
-  const std::string downsample = ".downsample";
-  const bool is_downsample = conv_name.size() > downsample.size() &&
-                             conv_name.compare(conv_name.size() - downsample.size(), downsample.size(), downsample) == 0;
-  return conv_name + (is_downsample ? ".0.weight" : ".weight");
+  return conv_name + (detail::ends_with(conv_name, ".downsample") ? ".0.weight" : ".weight");
 }
 
 /// Every tensor of ResNet-50 v1.5's state_dict except the batch norms' num_batches_tracked
@@ -80,11 +79,8 @@ inline void validate_resnet50_weights(const safetensors_file& file) {
       throw weight_error(file.source() + ": tensor '" + t.name + "' is " + entry.dtype + "; weights must be F32, F16 or BF16");
     }
   }
-  const std::string counter = ".num_batches_tracked";
   for (const tensor_entry& e : file.tensors()) {
-    const bool is_counter = e.name.size() > counter.size() &&
-                            e.name.compare(e.name.size() - counter.size(), counter.size(), counter) == 0;
-    if (!expected.count(e.name) && !is_counter) {
+    if (!expected.count(e.name) && !detail::ends_with(e.name, ".num_batches_tracked")) {
       throw weight_error(file.source() + ": tensor '" + e.name + "' is not part of ResNet-50 v1.5 (another model's file?)");
     }
   }
