@@ -6,6 +6,7 @@
 // libraries' versions in the benchmark context, so a table can say which builds it compared.
 #pragma once
 
+#include <gpucmp/gbench.hpp>  // gpucmp::detail::json_escape
 #include <gpucmp/ops/algorithm_search.hpp>
 
 #include <benchmark/benchmark.h>
@@ -17,31 +18,18 @@
 
 namespace gpucmp_bench {
 
-inline std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 /// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "failure"}]} to $GPUCMP_SEARCH_LOG.
 inline void log_search(const std::string& benchmark, const std::string& chosen,
                        const std::vector<gpucmp::candidate_time>& candidates) {
   const char* path = std::getenv("GPUCMP_SEARCH_LOG");
   if (path == nullptr || *path == '\0') return;
-  std::string line = "{\"benchmark\": \"" + json_escape(benchmark) + "\", \"chosen\": \"" + json_escape(chosen) +
+  std::string line = "{\"benchmark\": \"" + gpucmp::detail::json_escape(benchmark) + "\", \"chosen\": \"" + gpucmp::detail::json_escape(chosen) +
                      "\", \"candidates\": [";
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     char us[32];
     std::snprintf(us, sizeof us, "%.3f", candidates[i].seconds * 1e6);
-    line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + json_escape(candidates[i].description) + "\", \"us\": " + us +
-            ", \"failure\": \"" + json_escape(candidates[i].failure) + "\"}";
+    line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + gpucmp::detail::json_escape(candidates[i].description) + "\", \"us\": " + us +
+            ", \"failure\": \"" + gpucmp::detail::json_escape(candidates[i].failure) + "\"}";
   }
   line += "]}\n";
   if (FILE* f = std::fopen(path, "a")) {

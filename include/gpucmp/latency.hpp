@@ -24,6 +24,16 @@ enum class arrival_pattern {
   poisson,      ///< exponential inter-arrival times with mean 1 / rate (open loop)
 };
 
+/// "closed_loop", "fixed_rate", "poisson".
+inline const char* to_string(arrival_pattern p) noexcept {
+  switch (p) {
+    case arrival_pattern::closed_loop: return "closed_loop";
+    case arrival_pattern::fixed_rate: return "fixed_rate";
+    case arrival_pattern::poisson: return "poisson";
+  }
+  return "unknown";
+}
+
 /// Send times (seconds from the start) of `count` requests; closed_loop has none (each
 /// request waits for the previous). Deterministic for a given seed.
 inline std::vector<double> arrival_times(arrival_pattern pattern, double rate_per_s, std::size_t count,

@@ -25,16 +25,6 @@
 
 namespace gpucmp {
 
-/// "closed_loop", "fixed_rate", "poisson".
-inline const char* to_string(arrival_pattern p) noexcept {
-  switch (p) {
-    case arrival_pattern::closed_loop: return "closed_loop";
-    case arrival_pattern::fixed_rate: return "fixed_rate";
-    case arrival_pattern::poisson: return "poisson";
-  }
-  return "unknown";
-}
-
 /// How requests arrive.
 struct serving_options {
   arrival_pattern pattern = arrival_pattern::closed_loop;  ///< when requests arrive
