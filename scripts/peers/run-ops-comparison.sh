@@ -42,13 +42,29 @@ run() {  # name, binary, filter
   "$build_dir/benchmarks/$2" --benchmark_filter="$3" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
 }
-# 8192^3 in every precision; square sizes and DeepBench shapes in FP16 and TF32, searched
-# and heuristic.
-run gemm gemm_sweep '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192|^gemm/cublaslt[a-z_]*/(fp16|tf32)/[0-9]+x[0-9]+x[0-9]+(_tn)?/'
-# ResNet-50 (and DeepBench) FP16 NHWC forward convolutions at batch 32 and 256.
-run conv conv_sweep '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
-run bandwidth bandwidth_sweep '.'
-python3 "$here/torch_ops.py" --out "$out_dir/torch_ops.json" > "$out_dir/torch_ops.log" 2>&1 || { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops.log"; status=1; }
-python3 "$here/compare-ops.py" --gpucmp "$out_dir/gemm.json" "$out_dir/conv.json" "$out_dir/bandwidth.json" \
-  --torch "$out_dir/torch_ops.json" --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
+gpucmp_round() {  # round number
+  # 8192^3 in every precision; square sizes and DeepBench shapes in FP16 and TF32, searched
+  # and heuristic.
+  run "gemm_$1" gemm_sweep '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192|^gemm/cublaslt[a-z_]*/(fp16|tf32)/[0-9]+x[0-9]+x[0-9]+(_tn)?/'
+  # ResNet-50 (and DeepBench) FP16 NHWC forward convolutions at batch 32 and 256.
+  run "conv_$1" conv_sweep '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
+  run "bandwidth_$1" bandwidth_sweep '.'
+  gpucmp_files+=("$out_dir/gemm_$1.json" "$out_dir/conv_$1.json" "$out_dir/bandwidth_$1.json")
+}
+torch_round() {  # round number
+  python3 "$here/torch_ops.py" --out "$out_dir/torch_ops_$1.json" > "$out_dir/torch_ops_$1.log" 2>&1 ||
+    { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
+  torch_files+=("$out_dir/torch_ops_$1.json")
+}
+# GPUCMP_COMPARISON_ROUNDS=N (default 1) runs each side N times, interleaved A B B A A B ...,
+# so drift of clocks and temperature over the run falls on both sides alike; the table uses
+# each row's median over the rounds.
+rounds=${GPUCMP_COMPARISON_ROUNDS:-1}
+gpucmp_files=()
+torch_files=()
+for ((r = 1; r <= rounds; r++)); do
+  if ((r % 2)); then gpucmp_round "$r"; torch_round "$r"; else torch_round "$r"; gpucmp_round "$r"; fi
+done
+python3 "$here/compare-ops.py" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
+  --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
 exit $status

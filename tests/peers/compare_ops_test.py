@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""Host test of scripts/peers/compare-ops.py on synthetic inputs: ratios, the median over
+interleaved rounds, acceptance lines, and missing rows reported (exit status 1)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+script = sys.argv[1]
+
+
+def gbench(rows):
+    return {"context": {"cudnn_version": "91900", "cublasLt_version": "130100"},
+            "benchmarks": [{"name": name + "/iterations:1/manual_time", "real_time": us, "time_unit": "us",
+                            "label": "algo 1; verified"} for name, us in rows]}
+
+
+def torch(rows):
+    return {"meta": {"gpu": "Test GPU", "torch": "2.x", "cuda": "13.0", "cudnn": 91900, "calls_per_replay": 20,
+                     "repetitions": 20},
+            "rows": [{"key": key, "seconds": us * 1e-6, "flops": 2.0 * 8192 ** 3} for key, us in rows]}
+
+
+with tempfile.TemporaryDirectory() as d:
+    def write(name, doc):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    # Two rounds per side: gpucmp 1000 and 1200 us (median 1100), PyTorch 1210 and 1100 (median 1155).
+    g1 = write("g1.json", gbench([("gemm/cublaslt/fp16/8192x8192x8192/graph", 1000.0),
+                                  ("copy/kernel/none/4294967296/hot", 2000.0),
+                                  ("copy/cudaMemcpyAsync_d2d/none/4294967296/hot", 2010.0)]))
+    g2 = write("g2.json", gbench([("gemm/cublaslt/fp16/8192x8192x8192/graph", 1200.0)]))
+    t1 = write("t1.json", torch([("gemm/fp16/8192x8192x8192", 1210.0)]))
+    t2 = write("t2.json", torch([("gemm/fp16/8192x8192x8192", 1100.0)]))
+    md, js = os.path.join(d, "out.md"), os.path.join(d, "out.json")
+    run = subprocess.run([sys.executable, script, "--gpucmp", g1, g2, "--torch", t1, t2, "--out-md", md, "--out-json", js],
+                         capture_output=True, text=True)
+    text = open(md).read()
+    out = json.load(open(js))
+    failures = []
+
+    def expect(condition, what):
+        if not condition:
+            failures.append(what)
+
+    expect(run.returncode == 1, f"missing rows must give exit status 1, got {run.returncode}")
+    expect("| fp16/8192x8192x8192 | 1100.0 | 1155.0 |" in text, "the FP16 row shows both sides' medians")
+    expect("| 1.050 |" in text, "ratio 1155 / 1100 = 1.050")
+    expect("Each side ran 2 rounds" in text, "the header says how many rounds")
+    row = out["sections"]["GEMM 8192^3"]["rows"][0]
+    expect(abs(row["ratio"] - 1.05) < 1e-9, f"JSON ratio {row['ratio']}")
+    expect("gemm/fp32/8192x8192x8192" in out["missing"], "absent rows are listed as missing")
+    expect(any(c["check"].startswith("device copy >= 0.98") and c["passed"] for c in out["checks"]),
+           "copy 2000 us vs memcpy 2010 us passes the 0.98 bar")
+    expect("FAIL: GEMM 8192^3" in run.stdout or "PASS: GEMM 8192^3" in run.stdout, "acceptance lines are printed")
+    if failures:
+        print("compare-ops test failed:\n  " + "\n  ".join(failures))
+        print(text)
+        sys.exit(1)
+print("compare-ops: ratios, medians over rounds, missing rows and checks as expected")
