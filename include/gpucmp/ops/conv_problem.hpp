@@ -86,8 +86,8 @@ inline tolerance tolerance_for(conv_dtype t, bool transform_algorithm = false) n
   switch (t) {
     case conv_dtype::fp32: tol.output_eps = fp32; break;
     case conv_dtype::tf32: tol.output_eps = fp32; tol.input_eps = 2 * std::ldexp(1.0, -10); break;
-    case conv_dtype::fp16: tol.output_eps = fp16; break;
-    case conv_dtype::bf16: tol.output_eps = bf16; break;
+    case conv_dtype::fp16: tol.output_eps = fp16; tol.output_abs = std::ldexp(1.0, -25); break;  // subnormals step 2^-24
+    case conv_dtype::bf16: tol.output_eps = bf16; tol.output_abs = std::ldexp(1.0, -134); break;
   }
   if (transform_algorithm) {
     // FFT and Winograd work in the tensors' precision (TF32 inputs for TF32); their transforms

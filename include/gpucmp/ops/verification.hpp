@@ -24,6 +24,7 @@ struct tolerance {
   double input_eps = 0;        ///< rounding of each product's inputs inside the unit (TF32: 2^-10 each)
   double accumulate_eps = 0;   ///< rounding of each addition of the accumulator
   double transform_eps = 0;    ///< extra error of transform algorithms (Winograd, FFT), per term
+  double output_abs = 0;       ///< absolute rounding of a stored result near zero (half the smallest subnormal)
   double sigmas = 8;           ///< how many standard deviations of the rounding model are allowed
 
   /// The allowed |got - reference| for one output: `reference` is the exact value, `l2` the
@@ -31,7 +32,7 @@ struct tolerance {
   /// the length of the reduction.
   double bound(double reference, double l2, double terms) const noexcept {
     const double per_term = input_eps + transform_eps + accumulate_eps * std::sqrt(terms);
-    return output_eps * std::fabs(reference) + sigmas * per_term * l2 + 1e-300;
+    return output_eps * std::fabs(reference) + output_abs + sigmas * per_term * l2 + 1e-300;
   }
 };
 
