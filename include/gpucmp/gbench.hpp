@@ -389,6 +389,18 @@ benchmark_group* register_benchmark(const std::string& name, Function fn, std::i
   return new benchmark_group(std::move(registrations), std::move(options));  // lives as long as the registry
 }
 
+/// Registers `fn(gpucmp::state&)` once, in mode `m`, under exactly `name` (no mode suffix:
+/// for names that say the mode their own way, e.g. "resnet50/fp16/bs64/eager").
+template <class Function>
+benchmark_group* register_benchmark_as(const std::string& name, mode m, Function fn) {
+  auto options = std::make_shared<measure_options>();
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, m, options, name](benchmark::State& gb) {
+    detail::run_guarded(gb, name, m, *options, fn);
+  });
+  detail::configure_defaults(b);
+  return new benchmark_group({b}, std::move(options));  // lives as long as the registry
+}
+
 namespace detail {
 
 /// Runs a fixture (a benchmark::Fixture subclass with `void gpucmp_measure(gpucmp::state&)`)
