@@ -1,0 +1,863 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A convolution layer for inference with its epilogue fused: y = act(conv(x, w) + bias [+ z]),
+// NHWC, on tensors a network owns (component gpucmp::cudnn). Batch norm is folded into w and
+// bias beforehand (models/batch_norm_folding.hpp), so a conv-BN-ReLU-(add) block of a CNN is
+// one pass over memory instead of the three or four a framework's eager mode makes.
+//
+// Three ways to run it compete in a timed search, and the fastest that verifies is kept:
+//  - a cuDNN backend operation graph conv -> add bias -> (add z) -> (ReLU) with virtual FP32
+//    intermediates, on whichever engine cuDNN's heuristics offer (one kernel when fusable);
+//  - cudnnConvolutionBiasActivationForward, the legacy fused call (it handles the 3-channel
+//    stem, where no fused engine applies);
+//  - the best plain convolution followed by gpucmp's own bias/residual/ReLU kernel (always
+//    possible: FP32 without tensor cores, odd channel counts).
+// Layers of the same shape share one candidate set, so a network searches each shape once.
+#pragma once
+
+#include <gpucmp/buffer.hpp>
+#include <gpucmp/detail/unique_handle.hpp>
+#include <gpucmp/error.hpp>
+#include <gpucmp/models/guard_band.cuh>
+#include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/conv.cuh>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/random.hpp>
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace gpucmp {
+
+/// What follows the convolution in a fused layer (a per-channel bias always does).
+struct conv_epilogue {
+  bool residual = false;  ///< adds a tensor z of the output's shape (a ResNet shortcut)
+  bool relu = true;       ///< ReLU last
+};
+
+/// "bias", "bias+relu", "bias+add+relu", ...
+inline std::string to_string(const conv_epilogue& e) {
+  return std::string("bias") + (e.residual ? "+add" : "") + (e.relu ? "+relu" : "");
+}
+
+/// How a fused layer runs.
+enum class fusion_path {
+  fused_graph,       ///< cuDNN backend graph conv -> pointwise ops (one engine)
+  legacy_fused,      ///< cudnnConvolutionBiasActivationForward
+  conv_then_kernel,  ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
+};
+
+/// "fused graph", "legacy fused", "conv + epilogue kernel".
+inline const char* to_string(fusion_path p) noexcept {
+  switch (p) {
+    case fusion_path::fused_graph: return "fused graph";
+    case fusion_path::legacy_fused: return "legacy fused";
+    case fusion_path::conv_then_kernel: return "conv + epilogue kernel";
+  }
+  return "unknown";
+}
+
+/// Every fusion path, in the order candidates are listed.
+inline std::vector<fusion_path> all_fusion_paths() {
+  return {fusion_path::fused_graph, fusion_path::legacy_fused, fusion_path::conv_then_kernel};
+}
+
+/// The device tensors one fused layer reads and writes (NHWC; bias has K elements).
+struct fused_conv_tensors {
+  const void* x = nullptr;         ///< input, N x H x W x C
+  const void* w = nullptr;         ///< filters, K x R x S x C
+  const void* bias = nullptr;      ///< K
+  const void* residual = nullptr;  ///< z, N x P x Q x K (with epilogue.residual)
+  void* y = nullptr;               ///< output, N x P x Q x K
+  /// Bytes after y that belong to no tensor (0: none): verify() fills them with
+  /// guard_pattern before the run and fails when the run changed them.
+  std::size_t y_guard = 0;
+};
+
+namespace detail {
+
+// y = act(y + bias[k] + z): the epilogue of the conv_then_kernel path, in place.
+template <class T>
+__global__ void bias_residual_relu_kernel(T* y, const T* bias, const T* z, std::int64_t count, std::int64_t k, bool relu) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    float v = float(to_double(y[i])) + float(to_double(bias[i % k]));
+    if (z != nullptr) v += float(to_double(z[i]));
+    if (relu) v = fmaxf(v, 0.0f);
+    y[i] = from_double<T>(v);
+  }
+}
+
+// One warp per checked output of a fused layer: the double reference of the convolution
+// (detail::conv_reference_terms), then bias, residual and ReLU in double.
+template <class T>
+__global__ void fused_conv_reference_kernel(conv_geometry g, const T* x, const T* w, const T* bias, const T* z,
+                                            const T* y, bool relu, const std::int64_t* outputs, std::size_t count,
+                                            double* reference, double* conv_part, double* l2, double* got) {
+  const std::size_t warp = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (warp >= count) return;
+  double sum = 0, squares = 0;
+  conv_reference_terms(conv_direction::forward, g, x, w, y, outputs[warp], lane, 32, sum, squares);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    squares += __shfl_down_sync(0xffffffffu, squares, offset);
+  }
+  if (lane == 0) {
+    const std::int64_t out = outputs[warp];
+    const std::int64_t ki = (out / (g.q * g.p)) % g.k;
+    const std::int64_t at = conv_output_offset(conv_direction::forward, g, out);
+    double v = sum + to_double(bias[ki]);
+    if (z != nullptr) v += to_double(z[at]);
+    if (relu) v = v > 0 ? v : 0.0;
+    reference[warp] = v;
+    conv_part[warp] = sum;
+    l2[warp] = sqrt(squares);
+    got[warp] = to_double(y[at]);
+  }
+}
+
+
+// Every output of a fused layer checked on the GPU (one warp each): the double reference, the
+// allowed error from `tol`'s fields (as tolerance::bound), and per-block summaries, so that
+// nothing but three numbers crosses to the host.
+template <class T>
+__global__ void fused_conv_check_all_kernel(conv_geometry g, const T* x, const T* w, const T* bias, const T* z, const T* y,
+                                            bool relu, tolerance tol, double length, unsigned long long* failed,
+                                            unsigned long long* worst_bits, unsigned long long* worst_index) {
+  const std::int64_t outputs = g.n * g.k * g.p * g.q;
+  const std::int64_t warps = (std::int64_t(gridDim.x) * blockDim.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  for (std::int64_t out = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) / 32; out < outputs; out += warps) {
+    double sum = 0, squares = 0;
+    conv_reference_terms(conv_direction::forward, g, x, w, y, out, lane, 32, sum, squares);
+    for (int offset = 16; offset > 0; offset /= 2) {
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+      squares += __shfl_down_sync(0xffffffffu, squares, offset);
+    }
+    if (lane != 0) continue;
+    const std::int64_t ki = (out / (g.q * g.p)) % g.k;
+    const std::int64_t at = conv_output_offset(conv_direction::forward, g, out);
+    double ref = sum + to_double(bias[ki]);
+    if (z != nullptr) ref += to_double(z[at]);
+    if (relu) ref = ref > 0 ? ref : 0.0;
+    const double per_term = tol.input_eps + tol.transform_eps + tol.accumulate_eps * sqrt(length);
+    const double bound = tol.output_eps * fabs(sum) + tol.output_abs + tol.sigmas * per_term * sqrt(squares) +
+                         tol.output_eps * fabs(ref) + 1e-300;
+    const double err = fabs(to_double(y[at]) - ref);
+    const double ratio = err <= bound ? err / bound : (isnan(err) ? 1e300 : err / bound);
+    if (!(err <= bound)) atomicAdd(failed, 1ull);
+    // Non-negative doubles order like their bit patterns.
+    const unsigned long long bits = __double_as_longlong(ratio);
+    if (atomicMax(worst_bits, bits) < bits) atomicExch(worst_index, static_cast<unsigned long long>(out));
+  }
+}
+
+}  // namespace detail
+
+/// The algorithm a fused layer runs, as recorded in its results.
+struct fused_conv_algorithm {
+  fusion_path path = fusion_path::fused_graph;  ///< how it runs
+  conv_algorithm conv;                          ///< the engine or legacy algorithm, workspace, search time
+
+  /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)".
+  std::string describe() const { return std::string(to_string(path)) + ": " + conv.describe(); }
+};
+
+/// Every way to run one (shape, epilogue) on one cuDNN handle: descriptors, finalized
+/// execution plans and legacy algorithms. Shared by the layers of that shape.
+class fused_conv_candidates {
+ public:
+  /// Builds the descriptors and enumerates candidates (NHWC only). `max_per_path` caps each
+  /// path's list; `workspace_limit` drops algorithms that need more; without
+  /// `allow_transform` Winograd and FFT algorithms are left out.
+  fused_conv_candidates(cudnnHandle_t handle, const conv_problem& problem, const conv_epilogue& epilogue,
+                        int max_per_path, std::size_t workspace_limit, bool allow_transform = true,
+                        const std::vector<fusion_path>& paths = all_fusion_paths())
+      : m_handle(handle), m_problem(problem), m_epilogue(epilogue), m_workspace_limit(workspace_limit),
+        m_allow_transform(allow_transform) {
+    m_problem.validate();
+    if (m_problem.layout != conv_layout::nhwc) throw invalid_argument("fused_conv: layers are NHWC");
+    create_legacy_descriptors();
+    const std::size_t cap = std::size_t(std::max(1, max_per_path));
+    auto take = [&](std::vector<candidate> list) {
+      if (list.size() > cap) list.resize(cap);
+      for (auto& c : list) m_all.push_back(std::move(c));
+    };
+    // Backend lists are capped (each plan is finalized, some compiled at run time); the
+    // legacy lists are short and cheap, and the legacy IMPLICIT_PRECOMP_GEMM, low in its
+    // heuristic's list, is what runs a 3-channel stem fastest.
+    auto allowed = [&](fusion_path p) { return std::find(paths.begin(), paths.end(), p) != paths.end(); };
+    if (allowed(fusion_path::fused_graph)) take(backend_candidates(true, cap));
+    if (allowed(fusion_path::legacy_fused)) {
+      for (auto& c : legacy_fused_candidates()) m_all.push_back(std::move(c));
+    }
+    if (allowed(fusion_path::conv_then_kernel)) {
+      // Twice: the backend's best plain engines and the legacy algorithms.
+      take(backend_candidates(false, cap));
+      for (auto& c : legacy_plain_candidates()) m_all.push_back(std::move(c));
+    }
+    if (m_all.empty()) throw unsupported("no cuDNN algorithm for fused conv " + name());
+  }
+  fused_conv_candidates(const fused_conv_candidates&) = delete;
+  fused_conv_candidates& operator=(const fused_conv_candidates&) = delete;
+
+  /// "fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu".
+  std::string name() const {
+    return std::string(to_string(m_problem.dtype)) + "_nhwc/" + m_problem.shape_name() + "/" + to_string(m_epilogue);
+  }
+  /// The shape.
+  const conv_problem& problem() const noexcept { return m_problem; }
+  /// The epilogue.
+  const conv_epilogue& epilogue() const noexcept { return m_epilogue; }
+  /// How many candidates there are.
+  std::size_t size() const noexcept { return m_all.size(); }
+  /// Candidate `i`'s description.
+  const fused_conv_algorithm& info(std::size_t i) const { return m_all.at(i).info; }
+  /// The largest workspace any candidate needs.
+  std::size_t max_workspace() const noexcept {
+    std::size_t most = 0;
+    for (const auto& c : m_all) most = std::max(most, c.info.conv.workspace);
+    return most;
+  }
+
+  /// Variant packs for one layer's tensors (fused graph, plain graph); built by bind().
+  struct packs {
+    std::shared_ptr<detail::backend_descriptor> fused, plain;
+  };
+  /// Variant packs for `t` and `workspace`.
+  packs make_packs(const fused_conv_tensors& t, void* workspace) const {
+    packs p;
+    if (m_fused_graph_built) {
+      std::vector<void*> ptrs{const_cast<void*>(t.x), const_cast<void*>(t.w), t.y, const_cast<void*>(t.bias)};
+      std::vector<std::int64_t> uids{uid_x, uid_w, uid_y, uid_bias};
+      if (m_epilogue.residual) {
+        ptrs.push_back(const_cast<void*>(t.residual));
+        uids.push_back(uid_z);
+      }
+      p.fused = std::make_shared<detail::backend_descriptor>(make_pack(ptrs, uids, workspace));
+    }
+    if (m_plain_graph_built) {
+      p.plain = std::make_shared<detail::backend_descriptor>(
+          make_pack({const_cast<void*>(t.x), const_cast<void*>(t.w), t.y}, {uid_x, uid_w, uid_y}, workspace));
+    }
+    return p;
+  }
+
+  /// Enqueues candidate `i` on `stream` (the handle's stream is set here).
+  void launch(std::size_t i, const fused_conv_tensors& t, const packs& p, void* workspace, std::size_t workspace_bytes,
+              cudaStream_t stream) const {
+    const candidate& c = m_all.at(i);
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
+    const float one = 1.0f, zero = 0.0f;
+    switch (c.info.path) {
+      case fusion_path::fused_graph:
+        GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.fused->get()));
+        return;
+      case fusion_path::legacy_fused: {
+        GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv.get(), c.math));
+        // Without a residual z is y with alpha2 = 0 (cuDNN allows z == y).
+        const void* z = m_epilogue.residual ? t.residual : t.y;
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+            m_handle, &one, m_x.get(), t.x, m_w.get(), t.w, m_conv.get(), cudnnConvolutionFwdAlgo_t(c.info.conv.algo),
+            workspace, workspace_bytes, m_epilogue.residual ? &one : &zero, m_y.get(), z, m_bias.get(), t.bias,
+            c.identity ? m_identity.get() : m_relu.get(), m_y.get(), t.y));
+        return;
+      }
+      case fusion_path::conv_then_kernel:
+        if (c.info.conv.api == conv_api::backend) {
+          GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.plain->get()));
+        } else {
+          GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv.get(), c.math));
+          GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle, &one, m_x.get(), t.x, m_w.get(), t.w, m_conv.get(),
+                                                     cudnnConvolutionFwdAlgo_t(c.info.conv.algo), workspace,
+                                                     workspace_bytes, &zero, m_y.get(), t.y));
+        }
+        launch_epilogue(t, stream);
+        return;
+    }
+  }
+
+ private:
+  static constexpr std::int64_t uid_x = 1, uid_w = 2, uid_y = 3, uid_bias = 4, uid_z = 5;
+
+  struct candidate {
+    fused_conv_algorithm info;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    bool identity = false;  // legacy fused: identity activation (no ReLU)
+    std::shared_ptr<detail::backend_descriptor> plan;
+  };
+
+  using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+  using filter_t = detail::unique_handle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+  using conv_desc_t = detail::unique_handle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+  using activation_t = detail::unique_handle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+
+  cudnnDataType_t data_type() const noexcept {
+    switch (m_problem.dtype) {
+      case conv_dtype::fp16: return CUDNN_DATA_HALF;
+      case conv_dtype::bf16: return CUDNN_DATA_BFLOAT16;
+      default: return CUDNN_DATA_FLOAT;
+    }
+  }
+  bool fp32_strict() const noexcept { return m_problem.dtype == conv_dtype::fp32; }
+
+  template <class T>
+  void launch_epilogue_as(const fused_conv_tensors& t, cudaStream_t stream) const {
+    const std::int64_t count = std::int64_t(m_problem.y_elements());
+    const unsigned blocks = unsigned(std::min<std::int64_t>((count + 255) / 256, 132 * 16));
+    detail::bias_residual_relu_kernel<T><<<blocks, 256, 0, stream>>>(
+        static_cast<T*>(t.y), static_cast<const T*>(t.bias),
+        m_epilogue.residual ? static_cast<const T*>(t.residual) : nullptr, count, m_problem.k, m_epilogue.relu);
+    GPUCMP_CUDA_CHECK_LAST("bias_residual_relu_kernel");
+  }
+  void launch_epilogue(const fused_conv_tensors& t, cudaStream_t stream) const {
+    switch (m_problem.dtype) {
+      case conv_dtype::fp16: launch_epilogue_as<__half>(t, stream); break;
+      case conv_dtype::bf16: launch_epilogue_as<__nv_bfloat16>(t, stream); break;
+      default: launch_epilogue_as<float>(t, stream); break;
+    }
+  }
+
+  void create_legacy_descriptors() {
+    const conv_problem& p = m_problem;
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    m_x = tensor_t(x);
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    m_y = tensor_t(y);
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
+    m_bias = tensor_t(b);
+    cudnnFilterDescriptor_t w = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    m_w = filter_t(w);
+    cudnnConvolutionDescriptor_t c = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
+    m_conv = conv_desc_t(c);
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, data_type(), int(p.n), int(p.c), int(p.h), int(p.w)));
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, data_type(), int(p.n), int(p.k), int(p.p()), int(p.q())));
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, CUDNN_TENSOR_NHWC, data_type(), 1, int(p.k), 1, 1));
+    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), CUDNN_TENSOR_NHWC, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
+                                                       int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
+                                                       CUDNN_DATA_FLOAT));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, int(p.groups)));
+    // As ops/conv.cuh: FP32 without tensor cores, TF32 cuDNN's default, FP16/BF16 tensor ops (with
+    // DEFAULT the legacy heuristic offered FP16 algorithms without tensor cores: the 3-channel
+    // stem ran 3.1 ms at batch 256 instead of the 0.55 ms measured with TENSOR_OP in the ops sweep).
+    const cudnnMathType_t math = fp32_strict() ? CUDNN_FMA_MATH
+                                 : m_problem.dtype == conv_dtype::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(c, math));
+    for (auto [mode, out] : {std::pair{CUDNN_ACTIVATION_RELU, &m_relu}, std::pair{CUDNN_ACTIVATION_IDENTITY, &m_identity}}) {
+      cudnnActivationDescriptor_t a = nullptr;
+      GPUCMP_CUDNN_CHECK(cudnnCreateActivationDescriptor(&a));
+      *out = activation_t(a);
+      GPUCMP_CUDNN_CHECK(cudnnSetActivationDescriptor(a, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    }
+  }
+
+  // The legacy heuristic's forward algorithms allowed for this precision, best first.
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> legacy_algorithms() const {
+    constexpr int max_algos = 16;
+    cudnnConvolutionFwdAlgoPerf_t perf[max_algos];
+    int returned = 0;
+    GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle, m_x.get(), m_w.get(), m_conv.get(), m_y.get(),
+                                                              max_algos, &returned, perf));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> out;
+    for (int i = 0; i < returned; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > m_workspace_limit) continue;
+      if (fp32_strict() && perf[i].mathType != CUDNN_FMA_MATH) continue;
+      const std::string algo = detail::cudnn_algo_name(conv_direction::forward, int(perf[i].algo));
+      if (!m_allow_transform && (algo.find("FFT") != std::string::npos || algo.find("WINOGRAD") != std::string::npos)) continue;
+      out.push_back(perf[i]);
+    }
+    return out;
+  }
+
+  candidate legacy_candidate(const cudnnConvolutionFwdAlgoPerf_t& perf, fusion_path path, int rank) const {
+    candidate c;
+    c.info.path = path;
+    c.info.conv.api = conv_api::legacy;
+    c.info.conv.algo = int(perf.algo);
+    c.info.conv.name = detail::cudnn_algo_name(conv_direction::forward, c.info.conv.algo);
+    c.info.conv.math = detail::cudnn_math_name(perf.mathType);
+    c.info.conv.workspace = perf.memory;
+    c.info.conv.heuristic_rank = rank;
+    c.math = perf.mathType;
+    return c;
+  }
+
+  std::vector<candidate> legacy_plain_candidates() const {
+    std::vector<candidate> out;
+    int rank = 0;
+    for (const auto& perf : legacy_algorithms()) out.push_back(legacy_candidate(perf, fusion_path::conv_then_kernel, rank++));
+    return out;
+  }
+
+  // cudnnConvolutionBiasActivationForward runs an identity activation only with
+  // IMPLICIT_PRECOMP_GEMM (cuDNN's documented restriction).
+  std::vector<candidate> legacy_fused_candidates() const {
+    std::vector<candidate> out;
+    int rank = 0;
+    for (const auto& perf : legacy_algorithms()) {
+      candidate c = legacy_candidate(perf, fusion_path::legacy_fused, rank++);
+      c.identity = !m_epilogue.relu;
+      if (c.identity && perf.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) continue;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  // FP32 must not use tensor cores or convert inputs down; nothing may reduce in less than FP32.
+  bool notes_allowed(const std::vector<cudnnBackendNumericalNote_t>& notes) const {
+    for (auto n : notes) {
+      if (n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
+      if (fp32_strict() && (n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) return false;
+      if (!m_allow_transform && (n == CUDNN_NUMERICAL_NOTE_FFT || n == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
+                                 n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
+                                 n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The operation graph: conv alone (fused = false) or conv -> add bias -> (add z) -> (ReLU).
+  // Returns an empty descriptor when cuDNN refuses the graph (no engine fuses it).
+  detail::backend_descriptor build_graph(bool fused) {
+    const conv_problem& p = m_problem;
+    const cudnnDataType_t type = data_type();
+    auto nhwc = [](std::int64_t c, std::int64_t h, std::int64_t w) {  // strides of N, C, H, W
+      return std::vector<std::int64_t>{h * w * c, 1, w * c, c};
+    };
+    auto tensor = [&](std::int64_t uid, cudnnDataType_t t, std::vector<std::int64_t> dims, std::vector<std::int64_t> strides,
+                      bool is_virtual) {
+      detail::backend_descriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+      d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
+      d.set(CUDNN_ATTR_TENSOR_DIMENSIONS, dims);
+      d.set(CUDNN_ATTR_TENSOR_STRIDES, strides);
+      d.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+      const std::int64_t alignment = 16;
+      d.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+      d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+      d.finalize("tensor");
+      return d;
+    };
+    const std::int64_t cg = p.c / p.groups;
+    const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = nhwc(p.k, p.p(), p.q());
+    auto& keep = fused ? m_fused_descriptors : m_plain_descriptors;
+    keep.clear();
+    keep.push_back(tensor(uid_x, type, {p.n, p.c, p.h, p.w}, nhwc(p.c, p.h, p.w), false));
+    const cudnnBackendDescriptor_t x = keep.back().get();
+    keep.push_back(tensor(uid_w, type, {p.k, cg, p.r, p.s}, {p.r * p.s * cg, 1, p.s * cg, cg}, false));
+    const cudnnBackendDescriptor_t w = keep.back().get();
+    keep.push_back(tensor(uid_y, type, y_dims, y_strides, false));
+    const cudnnBackendDescriptor_t y = keep.back().get();
+    // The convolution writes y directly, or a virtual FP32 tensor the pointwise ops consume.
+    std::int64_t next_virtual = 100;
+    cudnnBackendDescriptor_t conv_out = y;
+    if (fused) {
+      keep.push_back(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
+      conv_out = keep.back().get();
+    }
+
+    detail::backend_descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    const std::int64_t dims = 2;
+    conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+    conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, std::vector<std::int64_t>{p.dilation_h, p.dilation_w});
+    conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, std::vector<std::int64_t>{p.stride_h, p.stride_w});
+    conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
+    conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
+    conv.finalize("convolution");
+
+    std::vector<detail::backend_descriptor> ops;
+    const float alpha = 1.0f, beta = 0.0f;
+    ops.emplace_back(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+    ops.back().finalize("convolution operation");
+    if (fused) {
+      keep.push_back(tensor(uid_bias, type, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}, false));
+      const cudnnBackendDescriptor_t bias = keep.back().get();
+      keep.push_back(tensor(uid_z, type, y_dims, y_strides, false));
+      const cudnnBackendDescriptor_t z = keep.back().get();
+      // Pointwise steps in order; the last one writes y.
+      struct step {
+        cudnnPointwiseMode_t mode;
+        cudnnBackendDescriptor_t operand;  // nullptr for unary
+      };
+      std::vector<step> steps{{CUDNN_POINTWISE_ADD, bias}};
+      if (m_epilogue.residual) steps.push_back({CUDNN_POINTWISE_ADD, z});
+      if (m_epilogue.relu) steps.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
+      cudnnBackendDescriptor_t in = conv_out;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        cudnnBackendDescriptor_t out = y;
+        if (i + 1 < steps.size()) {
+          keep.push_back(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
+          out = keep.back().get();
+        }
+        keep.emplace_back(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+        detail::backend_descriptor& pw = keep.back();
+        pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &steps[i].mode);
+        pw.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+        pw.finalize("pointwise");
+        const cudnnBackendDescriptor_t pw_raw = pw.get();
+        ops.emplace_back(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw_raw);
+        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in);
+        if (steps[i].operand != nullptr) {
+          ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &steps[i].operand);
+        }
+        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out);
+        ops.back().finalize("pointwise operation");
+        in = out;
+      }
+    }
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (auto& op : ops) raw.push_back(op.get());
+    detail::backend_descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(raw.size()), raw.data());
+    cudnnHandle_t handle = m_handle;
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    if (!graph.try_finalize()) return detail::backend_descriptor();
+    for (auto& op : ops) keep.push_back(std::move(op));
+    keep.push_back(std::move(conv));
+    return graph;
+  }
+
+  // Heuristic mode A, then the fallback list, as finalized plans within the workspace limit.
+  std::vector<candidate> backend_candidates(bool fused, std::size_t cap) {
+    std::vector<candidate> out;
+    detail::backend_descriptor graph = build_graph(fused);
+    if (graph.get() == nullptr) return out;
+    std::set<std::int64_t> seen;
+    int rank = 0;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      detail::backend_descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+      if (!heur.try_finalize()) continue;
+      std::int64_t count = 0;
+      if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                   nullptr) != CUDNN_STATUS_SUCCESS) {
+        continue;
+      }
+      std::vector<detail::backend_descriptor> configs;
+      std::vector<cudnnBackendDescriptor_t> raw;
+      for (std::int64_t i = 0; i < count; ++i) {
+        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        raw.push_back(configs.back().get());
+      }
+      std::int64_t returned = 0;
+      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                  count, &returned, raw.data()));
+      // Plans are finalized only until the cap: runtime-compiled engines compile here.
+      for (std::int64_t i = 0; i < returned && out.size() < cap; ++i, ++rank) {
+        detail::backend_descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+        cudnnBackendDescriptor_t engine_raw = engine.get();
+        std::int64_t got = 0;
+        if (cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                     &got, &engine_raw) != CUDNN_STATUS_SUCCESS) {
+          continue;
+        }
+        const std::int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
+        if (mode == CUDNN_HEUR_MODE_FALLBACK && seen.count(index)) continue;
+        std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+        std::int64_t note_count = 0;
+        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                     std::int64_t(notes.size()), &note_count, notes.data()) != CUDNN_STATUS_SUCCESS) {
+          note_count = 0;
+        }
+        notes.resize(std::size_t(note_count));
+        if (!notes_allowed(notes)) continue;
+        std::vector<cudnnBackendBehaviorNote_t> behavior(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
+        std::int64_t behavior_count = 0;
+        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                     std::int64_t(behavior.size()), &behavior_count, behavior.data()) != CUDNN_STATUS_SUCCESS) {
+          behavior_count = 0;
+        }
+        behavior.resize(std::size_t(behavior_count));
+        auto plan = std::make_shared<detail::backend_descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        cudnnHandle_t handle = m_handle;
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+        plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[std::size_t(i)]);
+        if (!plan->try_finalize()) continue;
+        const std::int64_t workspace = plan->get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
+        if (workspace < 0 || std::size_t(workspace) > m_workspace_limit) continue;
+        seen.insert(index);
+        candidate c;
+        c.info.path = fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel;
+        c.info.conv.api = conv_api::backend;
+        c.info.conv.engine = index;
+        c.info.conv.name = "engine " + std::to_string(index) + (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
+        for (auto n : notes) c.info.conv.math += std::string(c.info.conv.math.empty() ? "" : ",") + detail::numerical_note_name(n);
+        for (auto b : behavior) {
+          if (b == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) c.info.conv.math += std::string(c.info.conv.math.empty() ? "" : ",") + "RUNTIME_COMPILED";
+        }
+        c.info.conv.workspace = std::size_t(workspace);
+        c.info.conv.heuristic_rank = rank;
+        c.plan = std::move(plan);
+        out.push_back(std::move(c));
+      }
+    }
+    (fused ? m_fused_graph_built : m_plain_graph_built) = !out.empty();
+    (fused ? m_fused_graph : m_plain_graph) = std::move(graph);
+    return out;
+  }
+
+  detail::backend_descriptor make_pack(std::vector<void*> pointers, std::vector<std::int64_t> uids, void* workspace) const {
+    detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(pointers.size()), pointers.data());
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(uids.size()), uids.data());
+    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    pack.finalize("variant pack");
+    return pack;
+  }
+
+  cudnnHandle_t m_handle;
+  conv_problem m_problem;
+  conv_epilogue m_epilogue;
+  std::size_t m_workspace_limit;
+  bool m_allow_transform;
+  tensor_t m_x, m_y, m_bias;
+  filter_t m_w;
+  conv_desc_t m_conv;
+  activation_t m_relu, m_identity;
+  std::vector<detail::backend_descriptor> m_fused_descriptors, m_plain_descriptors;
+  detail::backend_descriptor m_fused_graph, m_plain_graph;
+  bool m_fused_graph_built = false, m_plain_graph_built = false;
+  std::vector<candidate> m_all;
+};
+
+/// One fused convolution layer bound to its tensors: runs the candidate its search chose.
+class fused_conv {
+ public:
+  /// Binds `tensors` and a workspace of `workspace_bytes` to a shared candidate set; the
+  /// search considers only candidates whose workspace fits.
+  fused_conv(std::shared_ptr<const fused_conv_candidates> candidates, const fused_conv_tensors& tensors, void* workspace,
+             std::size_t workspace_bytes, std::size_t workspace_guard = 0)
+      : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
+        m_workspace_guard(workspace_guard) {
+    m_packs = m_set->make_packs(m_tensors, m_workspace);
+  }
+
+  /// Enqueues the layer on `stream`.
+  void operator()(cudaStream_t stream) const {
+    m_set->launch(m_current, m_tensors, m_packs, m_workspace, m_workspace_bytes, stream);
+  }
+
+  /// Times every candidate that fits the workspace and keeps the fastest that verifies;
+  /// every timing lands in `log`. Throws unsupported when none ran and verified.
+  void search(cudaStream_t stream, const search_options& options, std::vector<candidate_time>& log) {
+    std::vector<std::size_t> usable;
+    for (std::size_t i = 0; i < m_set->size(); ++i) {
+      if (m_set->info(i).conv.workspace <= m_workspace_bytes) usable.push_back(i);
+    }
+    const search_choice chosen = choose_fastest_verified(
+        usable.size(), [&](std::size_t i) { return m_set->info(usable[i]).describe(); },
+        [&](std::size_t i) {
+          m_current = usable[i];
+          zero_workspace(stream);  // no candidate sees another's leftovers
+          return time_back_to_back([&](cudaStream_t s) { (*this)(s); }, stream, options);
+        },
+        [&](std::size_t i) {
+          m_current = usable[i];
+          zero_workspace(stream);
+          return verify(stream);
+        },
+        log, "fused conv " + m_set->name());
+    m_current = usable[chosen.index];
+    m_chosen = m_set->info(m_current);
+    m_chosen.conv.chosen_by = algorithm_choice::search;
+    m_chosen.conv.searched_seconds = chosen.seconds;
+  }
+
+  /// Moves the layer to its own workspace of `bytes` (at least workspace_needed()). Some
+  /// engines keep counters in their workspace between calls (they reset them on exit), so a
+  /// network gives each layer a private, zeroed one instead of one buffer shared with
+  /// cuBLASLt and other engines.
+  void rebind_workspace(void* workspace, std::size_t bytes, std::size_t guard = 0) {
+    if (bytes < workspace_needed()) {
+      throw invalid_argument("fused_conv::rebind_workspace: " + std::to_string(bytes) + " bytes, the algorithm needs " +
+                             std::to_string(workspace_needed()));
+    }
+    m_workspace = workspace;
+    m_workspace_bytes = bytes;
+    m_workspace_guard = guard;
+    m_packs = m_set->make_packs(m_tensors, m_workspace);
+  }
+
+  /// Runs candidate `index` of the shared set without searching (a layer of a shape already
+  /// searched): the caller verifies.
+  void use(std::size_t index, double searched_seconds) {
+    if (index >= m_set->size()) throw invalid_argument("fused_conv::use: no candidate " + std::to_string(index));
+    m_current = index;
+    m_chosen = m_set->info(index);
+    m_chosen.conv.chosen_by = algorithm_choice::search;
+    m_chosen.conv.searched_seconds = searched_seconds;
+  }
+
+  /// Poisons y, runs the layer and compares y with a double reference at 16,384 random
+  /// outputs (first and last included), or at every output of a small layer.
+  /// With guard bands (fused_conv_tensors::y_guard, the workspace's), a run that writes past
+  /// the end of y or of its workspace fails too: a reference comparison cannot see that.
+  verification verify(cudaStream_t stream) const {
+    const conv_problem& p = m_set->problem();
+    const std::size_t y_bytes = std::size_t(p.y_elements()) * element_bytes(p.dtype);
+    unsigned char* y_end = static_cast<unsigned char*>(m_tensors.y) + y_bytes;
+    unsigned char* ws_end = static_cast<unsigned char*>(m_workspace) + workspace_needed();
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, y_bytes, stream));
+    fill_guard(y_end, m_tensors.y_guard, stream);
+    if (m_workspace != nullptr) fill_guard(ws_end, m_workspace_guard, stream);
+    (*this)(stream);
+    verification v;
+    switch (p.dtype) {
+      case conv_dtype::fp16: v = compare<__half>(stream); break;
+      case conv_dtype::bf16: v = compare<__nv_bfloat16>(stream); break;
+      default: v = compare<float>(stream); break;
+    }
+    for (auto [band, bytes, what] : {std::tuple{y_end, m_tensors.y_guard, "its output"},
+                                     std::tuple{ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}}) {
+      const guard_check g = check_guard(band, bytes, stream);
+      if (g.intact()) continue;
+      v.method += "; guard band after " + std::string(what);
+      v.failed += g.changed;
+      v.checked += bytes;
+      v.worst_where = "wrote " + std::to_string(g.changed) + " bytes past the end of " + what + " (first at +" +
+                      std::to_string(g.first) + " bytes)";
+      v.worst_ratio = INFINITY;
+    }
+    return v;
+  }
+
+  /// Like verify(), but every output is checked, on the GPU (verify() samples 16,384 of a
+  /// large layer's outputs). Slower; for diagnostics and for tests.
+  verification verify_every_output(cudaStream_t stream) const {
+    const conv_problem& p = m_set->problem();
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, std::size_t(p.y_elements()) * element_bytes(p.dtype), stream));
+    (*this)(stream);
+    switch (p.dtype) {
+      case conv_dtype::fp16: return check_all<__half>(stream);
+      case conv_dtype::bf16: return check_all<__nv_bfloat16>(stream);
+      default: return check_all<float>(stream);
+    }
+  }
+
+  /// The chosen candidate's index in the shared set.
+  std::size_t chosen_index() const noexcept { return m_current; }
+  /// What it runs.
+  const fused_conv_algorithm& algorithm() const noexcept { return m_chosen; }
+  /// The shared candidate set.
+  const fused_conv_candidates& candidates() const noexcept { return *m_set; }
+  /// Workspace bytes the chosen candidate needs.
+  std::size_t workspace_needed() const noexcept { return m_set->info(m_current).conv.workspace; }
+
+ private:
+  template <class T>
+  verification check_all(cudaStream_t stream) const {
+    const conv_problem& p = m_set->problem();
+    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
+                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, true};
+    device_buffer<unsigned long long> counters(3, initial_fill::uninitialized());
+    counters.copy_from_host({0ull, 0ull, 0ull});
+    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
+    detail::fused_conv_check_all_kernel<T><<<132 * 16, 256, 0, stream>>>(
+        g, static_cast<const T*>(m_tensors.x), static_cast<const T*>(m_tensors.w), static_cast<const T*>(m_tensors.bias),
+        m_set->epilogue().residual ? static_cast<const T*>(m_tensors.residual) : nullptr, static_cast<const T*>(m_tensors.y),
+        m_set->epilogue().relu, tol, p.reduction_length(conv_direction::forward), counters.data(), counters.data() + 1,
+        counters.data() + 2);
+    GPUCMP_CUDA_CHECK_LAST("fused_conv_check_all_kernel");
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<unsigned long long> c = counters.to_host();
+    verification v;
+    v.method = std::string("FP64 GPU reference of conv + ") + to_string(m_set->epilogue()) + ", every output, compared on the GPU";
+    v.checked = std::size_t(p.y_elements());
+    v.failed = std::size_t(c[0]);
+    double worst = 0;
+    std::memcpy(&worst, &c[1], sizeof worst);
+    v.worst_ratio = worst;
+    v.worst_where = "output " + std::to_string(c[2]) + " (NKPQ order)";
+    return v;
+  }
+
+  void zero_workspace(cudaStream_t stream) const {
+    if (m_workspace_bytes != 0) GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_workspace, 0, m_workspace_bytes, stream));
+  }
+
+  template <class T>
+  verification compare(cudaStream_t stream) const {
+    const conv_problem& p = m_set->problem();
+    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
+                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, true};
+    const std::int64_t outputs = std::int64_t(p.y_elements());
+    std::vector<std::int64_t> picked;
+    if (outputs <= 16384) {
+      for (std::int64_t i = 0; i < outputs; ++i) picked.push_back(i);
+    } else {
+      std::set<std::int64_t> set{0, outputs - 1};
+      for (std::uint64_t t = 0; set.size() < 16384; ++t) set.insert(std::int64_t(random_bits(91, t) % std::uint64_t(outputs)));
+      picked.assign(set.begin(), set.end());
+    }
+    const std::size_t count = picked.size();
+    device_buffer<std::int64_t> picked_d(count, initial_fill::uninitialized());
+    picked_d.copy_from_host(picked);
+    device_buffer<double> ref_d(count, initial_fill::poison()), conv_d(count, initial_fill::poison()),
+        l2_d(count, initial_fill::poison()), got_d(count, initial_fill::poison());
+    const unsigned threads = 256;
+    detail::fused_conv_reference_kernel<T><<<unsigned((count * 32 + threads - 1) / threads), threads, 0, stream>>>(
+        g, static_cast<const T*>(m_tensors.x), static_cast<const T*>(m_tensors.w), static_cast<const T*>(m_tensors.bias),
+        m_set->epilogue().residual ? static_cast<const T*>(m_tensors.residual) : nullptr, static_cast<const T*>(m_tensors.y),
+        m_set->epilogue().relu, picked_d.data(), count, ref_d.data(), conv_d.data(), l2_d.data(), got_d.data());
+    GPUCMP_CUDA_CHECK_LAST("fused_conv_reference_kernel");
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<double> ref = ref_d.to_host(), conv_part = conv_d.to_host(), l2 = l2_d.to_host(), got = got_d.to_host();
+    verification v;
+    v.method = std::string("FP64 GPU reference of conv + ") + to_string(m_set->epilogue()) +
+               (count == std::size_t(outputs) ? ", every output" : ", 16384 random outputs incl. first and last");
+    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
+    const double length = p.reduction_length(conv_direction::forward);
+    for (std::size_t e = 0; e < count; ++e) {
+      // The convolution's rounding, plus one more rounding of the stored result (the unfused
+      // path rounds the convolution to T before the epilogue adds to it).
+      const double bound = tol.bound(conv_part[e], l2[e], length) + tol.output_eps * std::fabs(ref[e]);
+      const double err = std::fabs(got[e] - ref[e]);
+      const bool note = !(err <= bound) || v.checked == 0 || err / bound > v.worst_ratio;
+      v.add(got[e], ref[e], bound, note ? "output " + std::to_string(picked[e]) + " (NKPQ order)" : std::string());
+    }
+    return v;
+  }
+
+  std::shared_ptr<const fused_conv_candidates> m_set;
+  fused_conv_tensors m_tensors;
+  void* m_workspace;
+  std::size_t m_workspace_bytes;
+  std::size_t m_workspace_guard;  // guard band bytes after the workspace
+  fused_conv_candidates::packs m_packs;
+  std::size_t m_current = 0;
+  fused_conv_algorithm m_chosen;
+};
+
+}  // namespace gpucmp

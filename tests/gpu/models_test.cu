@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The model API on the GPU: fused convolution layers in every precision and epilogue
+// (including the 3-channel stem) verified; pooling and softmax against host references with
+// a corrupted output caught; a small CNN's logits against a whole-network FP64 reference on
+// the host; eager and CUDA-graph runs bit-identical; ResNet-50 v1.5 built and verified; and
+// an impossible batch reported as a typed out-of-memory with the largest batch that fits.
+#include "catch.hpp"
+
+#include <gpucmp/models/network.cuh>
+#include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/resnet50.hpp>
+#include <gpucmp/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+const gpucmp::conv_dtype all_dtypes[] = {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16,
+                                         gpucmp::conv_dtype::bf16};
+
+// A small CNN with every layer kind: stem with 3 channels, residual block, strided conv,
+// both poolings, global average pooling, linear, softmax (optional).
+gpucmp::network_definition small_cnn(bool with_softmax) {
+  gpucmp::network_definition def("small_cnn", {3, 20, 20});
+  auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "stem");
+  x = def.max_pool(x, 3, 2, 1, "pool");
+  auto y = def.conv(x, {16, 3, 1, 1, true}, "block.conv1");
+  x = def.conv(y, {16, 1, 1, 0, true}, "block.conv2", x);
+  x = def.conv(x, {32, 3, 2, 1, false}, "down");
+  x = def.average_pool(x, 2, 1, 0, "avg");
+  x = def.global_average_pool(x, "gap");
+  x = def.linear(x, 10, "fc");
+  if (with_softmax) def.softmax(x, "softmax");
+  def.init_random(5);
+  return def;
+}
+
+// The whole network in double on the host, from FP32 parameters and an NCHW input (the
+// reference the network's logits must match within the precision's error).
+std::vector<double> host_forward(const gpucmp::network_definition& def, std::int64_t batch, const std::vector<float>& input) {
+  std::vector<std::vector<double>> t(def.layers().size() + 1);
+  const auto& in = def.shape(def.input());
+  t[0].resize(input.size());
+  for (std::int64_t n = 0; n < batch; ++n)  // NCHW -> NHWC
+    for (std::int64_t c = 0; c < in.c; ++c)
+      for (std::int64_t p = 0; p < in.h * in.w; ++p) t[0][std::size_t((n * in.h * in.w + p) * in.c + c)] = input[std::size_t((n * in.c + c) * in.h * in.w + p)];
+  for (const auto& l : def.layers()) {
+    const auto& xs = def.shape(l.input);
+    const auto& ys = def.shape(l.output);
+    const std::vector<double>& x = t[std::size_t(l.input.id)];
+    std::vector<double>& y = t[std::size_t(l.output.id)];
+    y.assign(std::size_t(batch * ys.elements()), 0.0);
+    for (std::int64_t n = 0; n < batch; ++n) {
+      if (l.kind == gpucmp::layer_kind::linear) {
+        for (std::int64_t o = 0; o < ys.c; ++o) {
+          double s = l.bias[std::size_t(o)];
+          for (std::int64_t i = 0; i < xs.c; ++i) s += double(l.weight[std::size_t(o * xs.c + i)]) * x[std::size_t(n * xs.c + i)];
+          y[std::size_t(n * ys.c + o)] = s;
+        }
+        continue;
+      }
+      if (l.kind == gpucmp::layer_kind::softmax) {
+        double most = -INFINITY, sum = 0;
+        for (std::int64_t c = 0; c < xs.c; ++c) most = std::max(most, x[std::size_t(n * xs.c + c)]);
+        for (std::int64_t c = 0; c < xs.c; ++c) sum += std::exp(x[std::size_t(n * xs.c + c)] - most);
+        for (std::int64_t c = 0; c < xs.c; ++c) y[std::size_t(n * xs.c + c)] = std::exp(x[std::size_t(n * xs.c + c)] - most) / sum;
+        continue;
+      }
+      for (std::int64_t p = 0; p < ys.h; ++p)
+        for (std::int64_t q = 0; q < ys.w; ++q)
+          for (std::int64_t k = 0; k < ys.c; ++k) {
+            const std::size_t at = std::size_t(((n * ys.h + p) * ys.w + q) * ys.c + k);
+            auto xat = [&](std::int64_t h, std::int64_t w, std::int64_t c) { return x[std::size_t(((n * xs.h + h) * xs.w + w) * xs.c + c)]; };
+            if (l.kind == gpucmp::layer_kind::conv) {
+              const std::int64_t r = l.conv.kernel;
+              double s = l.bias[std::size_t(k)];
+              for (std::int64_t c = 0; c < xs.c; ++c)
+                for (std::int64_t i = 0; i < r; ++i)
+                  for (std::int64_t j = 0; j < r; ++j) {
+                    const std::int64_t h = p * l.conv.stride - l.conv.pad + i, w = q * l.conv.stride - l.conv.pad + j;
+                    if (h < 0 || h >= xs.h || w < 0 || w >= xs.w) continue;
+                    s += double(l.weight[std::size_t(((k * xs.c + c) * r + i) * r + j)]) * xat(h, w, c);
+                  }
+              if (l.residual.valid()) s += t[std::size_t(l.residual.id)][at];
+              y[at] = l.conv.relu ? std::max(s, 0.0) : s;
+            } else if (l.kind == gpucmp::layer_kind::global_average_pool) {
+              double s = 0;
+              for (std::int64_t h = 0; h < xs.h; ++h)
+                for (std::int64_t w = 0; w < xs.w; ++w) s += xat(h, w, k);
+              y[at] = s / double(xs.h * xs.w);
+            } else {
+              double best = -INFINITY, s = 0;
+              for (std::int64_t i = 0; i < l.pool_kernel; ++i)
+                for (std::int64_t j = 0; j < l.pool_kernel; ++j) {
+                  const std::int64_t h = p * l.pool_stride - l.pool_pad + i, w = q * l.pool_stride - l.pool_pad + j;
+                  if (h < 0 || h >= xs.h || w < 0 || w >= xs.w) continue;
+                  best = std::max(best, xat(h, w, k));
+                  s += xat(h, w, k);
+                }
+              y[at] = l.kind == gpucmp::layer_kind::max_pool ? best : s / double(l.pool_kernel * l.pool_kernel);
+            }
+          }
+    }
+  }
+  return t.back();
+}
+
+std::vector<float> random_images(std::size_t count, std::uint64_t seed) {
+  std::vector<float> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = float(2 * gpucmp::unit_interval(gpucmp::random_bits(seed, i)) - 1);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("fused convolution layers verify in every precision and epilogue", "[gpu][models]") {
+  gpucmp::stream s;
+  cudnnHandle_t raw = nullptr;
+  REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
+  gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy> handle(raw);
+  for (gpucmp::conv_dtype t : all_dtypes) {
+    for (std::int64_t c : {3, 32}) {  // the 3-channel stem has no fused engine: another path must win
+      for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
+                                      gpucmp::conv_epilogue{false, false}}) {
+        gpucmp::conv_problem p;
+        p.n = 2;  // small enough that every output is checked
+        p.c = c;
+        p.h = p.w = 10;
+        p.k = 32;
+        p.r = p.s = 3;
+        p.pad_h = p.pad_w = 1;
+        p.dtype = t;
+        const std::size_t e_bytes = gpucmp::element_bytes(t);
+        gpucmp::device_buffer<unsigned char> x(std::size_t(p.x_elements()) * e_bytes), w(std::size_t(p.w_elements()) * e_bytes),
+            b(std::size_t(p.k) * e_bytes), z(std::size_t(p.y_elements()) * e_bytes), y(std::size_t(p.y_elements()) * e_bytes),
+            ws(std::size_t{64} << 20);
+        auto fill = [&](gpucmp::device_buffer<unsigned char>& buf, std::uint64_t seed) {
+          if (e_bytes == 4) gpucmp::fill_uniform(reinterpret_cast<float*>(buf.data()), buf.bytes() / 4, seed, -1, 1, s.get());
+          else if (t == gpucmp::conv_dtype::fp16) gpucmp::fill_uniform(reinterpret_cast<__half*>(buf.data()), buf.bytes() / 2, seed, -1, 1, s.get());
+          else gpucmp::fill_uniform(reinterpret_cast<__nv_bfloat16*>(buf.data()), buf.bytes() / 2, seed, -1, 1, s.get());
+        };
+        fill(x, 1);
+        fill(w, 2);
+        fill(b, 3);
+        fill(z, 4);
+        auto set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, ws.bytes());
+        gpucmp::fused_conv layer(set, {x.data(), w.data(), b.data(), e.residual ? z.data() : nullptr, y.data()}, ws.data(), ws.bytes());
+        std::vector<gpucmp::candidate_time> log;
+        layer.search(s.get(), gpucmp::network_options::fast_search(), log);
+        const gpucmp::verification v = layer.verify(s.get());
+        INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
+        CHECK(v.passed());
+        CHECK(v.checked == std::size_t(p.y_elements()));
+        const gpucmp::verification all = layer.verify_every_output(s.get());  // the same, compared on the GPU
+        INFO(all.summary());
+        CHECK(all.passed());
+        CHECK(all.checked == std::size_t(p.y_elements()));
+        CHECK(layer.algorithm().conv.searched_seconds > 0);
+        // Every path that ran was verified or rejected: nothing slower than the choice is unverified.
+        CHECK(!log.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("pooling and softmax match host references and a corrupted output is caught", "[gpu][models]") {
+  gpucmp::stream s;
+  const gpucmp::tolerance tol = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  // 24 channels take the 16-byte vector kernel, 5 the scalar one.
+  for (const gpucmp::pool_shape& each : {gpucmp::pool_shape{2, 24, 9, 11, 3, 2, 1}, gpucmp::pool_shape{2, 5, 9, 11, 3, 2, 1}}) {
+    gpucmp::device_buffer<__half> px(std::size_t(each.n * each.h * each.w * each.c)), py(std::size_t(each.n * each.p() * each.q() * each.c));
+    gpucmp::fill_uniform(px.data(), px.size(), 9, -4, 4, s.get());
+    for (gpucmp::pool_kind kind : {gpucmp::pool_kind::max, gpucmp::pool_kind::average}) {
+      gpucmp::pool_forward(kind, each, px.data(), py.data(), s.get());
+      REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+      const std::vector<__half> xh = px.to_host();
+      std::vector<__half> yh = py.to_host();
+      const gpucmp::verification v = gpucmp::check_pool(kind, each, xh, yh, tol);
+      INFO(each.c << " channels: " << v.summary());
+      CHECK(v.passed());
+      yh[17] = __float2half(float(gpucmp::to_double(yh[17])) + 0.25f);
+      const gpucmp::verification bad = gpucmp::check_pool(kind, each, xh, yh, tol);
+      CHECK(bad.failed == 1);
+      CHECK_THAT(bad.worst_where, GPUCMP_CONTAINS("output 17"));
+    }
+  }
+  const gpucmp::pool_shape shape{2, 24, 9, 11, 3, 2, 1};
+  gpucmp::device_buffer<__half> x(std::size_t(shape.n * shape.h * shape.w * shape.c));
+  gpucmp::fill_uniform(x.data(), x.size(), 9, -4, 4, s.get());
+  gpucmp::device_buffer<__half> gap(std::size_t(shape.n * shape.c));
+  gpucmp::global_average_pool_forward(shape.n, shape.h * shape.w, shape.c, x.data(), gap.data(), s.get());
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  CHECK(gpucmp::check_global_average_pool(shape.n, shape.h * shape.w, shape.c, x.to_host(), gap.to_host(), tol).passed());
+
+  const std::int64_t rows = 3, cols = 1000;
+  gpucmp::device_buffer<float> logits(std::size_t(rows * cols)), probs(std::size_t(rows * cols));
+  gpucmp::fill_uniform(logits.data(), logits.size(), 11, -30, 30, s.get());
+  gpucmp::softmax_forward(rows, cols, logits.data(), probs.data(), s.get());
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  std::vector<float> p = probs.to_host();
+  CHECK(gpucmp::check_softmax(rows, cols, logits.to_host(), p).passed());
+  const auto largest = std::max_element(p.begin(), p.begin() + cols);  // row 0's most likely class
+  *largest *= 1.001f;
+  const gpucmp::verification bad = gpucmp::check_softmax(rows, cols, logits.to_host(), p);
+  CHECK(bad.failed == 1);
+  CHECK_THAT(bad.worst_where, GPUCMP_CONTAINS("row 0, column " + std::to_string(largest - p.begin())));
+}
+
+TEST_CASE("a small CNN's logits match a whole-network FP64 reference and graph equals eager", "[gpu][models]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = small_cnn(false);
+  const std::int64_t batch = 5;
+  const std::vector<float> images = random_images(std::size_t(batch * 3 * 20 * 20), 21);
+  const std::vector<double> reference = host_forward(def, batch, images);
+  for (gpucmp::conv_dtype t : all_dtypes) {
+    gpucmp::network_options o;
+    o.batch = batch;
+    o.dtype = t;
+    gpucmp::network net(def, o, s.get());
+    INFO(net.name());
+    for (const auto& l : net.layers()) {
+      INFO(l.name << ": " << l.algorithm << ": " << l.check.summary());
+      CHECK(l.check.passed());
+    }
+    net.set_input(images, s.get());
+    net(s.get());
+    const std::vector<float> eager = net.output(s.get());
+    // Relative to the logits' scale: precision-dependent (inputs and activations round to T).
+    const double scale = std::fabs(*std::max_element(reference.begin(), reference.end(),
+                                                     [](double a, double b) { return std::fabs(a) < std::fabs(b); }));
+    const double allowed = t == gpucmp::conv_dtype::fp32 ? 1e-5 : t == gpucmp::conv_dtype::bf16 ? 3e-2 : 5e-3;
+    double worst = 0;
+    for (std::size_t i = 0; i < eager.size(); ++i) worst = std::max(worst, std::fabs(double(eager[i]) - reference[i]) / scale);
+    INFO("worst error / max |logit| = " << worst);
+    CHECK(worst <= allowed);
+    CHECK(scale > 0.01);  // not a degenerate network
+    gpucmp::graph_exec g = net.capture(s.get());
+    g.launch(s.get());
+    CHECK(net.output(s.get()) == eager);  // same kernels, same order: bit-identical
+  }
+}
+
+TEST_CASE("softmax as the last layer gives probabilities", "[gpu][models]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = small_cnn(true);
+  gpucmp::network_options o;
+  o.batch = 3;
+  gpucmp::network net(def, o, s.get());
+  net(s.get());
+  const std::vector<float> probs = net.output(s.get());
+  REQUIRE(probs.size() == 30);
+  for (int r = 0; r < 3; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 10; ++c) sum += probs[std::size_t(r * 10 + c)];
+    CHECK(sum == Approx(1.0).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("ResNet-50 v1.5 builds, verifies every layer and reuses activation memory", "[gpu][models][resnet50]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = gpucmp::resnet50_random(1);
+  gpucmp::network_options o;
+  o.batch = 2;
+  gpucmp::network net(def, o, s.get());
+  CHECK(net.layers().size() == 56);
+  for (const auto& l : net.layers()) CHECK(l.check.passed());
+  CHECK(net.memory().activation_bytes < net.memory().activation_bytes_without_reuse / 4);
+  CHECK(net.work().flops == 2.0 * 4089184256.0 * 2);
+  net(s.get());
+  const std::vector<float> logits = net.output(s.get());
+  REQUIRE(logits.size() == 2000);
+  CHECK(net.damaged_buffers().empty());  // no kernel wrote into parameters
+  net.run_synchronized(s.get());
+  CHECK(net.output(s.get()) == logits);  // every layer's work is ordered on the stream
+  CHECK(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+  CHECK(*std::max_element(logits.begin(), logits.end()) > *std::min_element(logits.begin(), logits.end()));
+}
+
+TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch that fits is found", "[gpu][models][resnet50]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = gpucmp::resnet50_random(1);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess);
+  const std::int64_t largest = gpucmp::largest_batch_that_fits(def, gpucmp::conv_dtype::fp16, free_bytes);
+  CHECK(largest > 256);
+  gpucmp::network_options o;
+  o.batch = largest * 2;
+  try {
+    gpucmp::network net(def, o, s.get());
+    FAIL("batch " << o.batch << " should not fit");
+  } catch (const gpucmp::out_of_memory& e) {
+    CHECK(e.requested_bytes() > e.free_bytes());
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("resnet50/fp16/bs" + std::to_string(o.batch)));
+  }
+  // Nothing is left broken: a small batch still builds and runs.
+  o.batch = 1;
+  gpucmp::network net(def, o, s.get());
+  net(s.get());
+  CHECK(net.output(s.get()).size() == 1000);
+}
