@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// ResNet-50 v1.5 inference through gpucmp's model API: every batch size and precision asked
+// for, eager (each layer launched from the host as the GPU runs, no held stream: the launch
+// path shows when it is slower than the GPU) and graph (the forward pass captured into a CUDA
+// graph and replayed). Each network is built, searched and verified layer by layer before it
+// is timed. Names:
+// resnet50/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
+//   resnet50 [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32]
+//            [--weights=resnet50.safetensors] [--layers_out=layers.md]
+//            [--paths=fused_graph,legacy_fused,conv_then_kernel] [benchmark flags]
+// A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
+// batch that fits is printed at the end for each precision.
+#include <gpucmp/bench.hpp>
+#include <gpucmp/models/network.cuh>
+#include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/resnet50.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct settings {
+  std::vector<std::int64_t> batches{1, 16, 32, 64, 128, 256};
+  std::vector<gpucmp::conv_dtype> dtypes{gpucmp::conv_dtype::fp16};
+  std::string weights;     // empty: deterministic random weights
+  std::string layers_out;  // per-layer breakdown (markdown), appended per network
+  std::vector<gpucmp::fusion_path> paths = gpucmp::all_fusion_paths();
+};
+
+settings& config() {
+  static settings s;
+  return s;
+}
+
+const gpucmp::network_definition& definition() {
+  static const gpucmp::network_definition def =
+      config().weights.empty() ? gpucmp::resnet50_random(1) : gpucmp::resnet50_from_file(config().weights);
+  return def;
+}
+
+// One network at a time (eager and graph share it); a new batch or precision replaces it.
+std::unique_ptr<gpucmp::network>& current() {
+  static std::unique_ptr<gpucmp::network> net;
+  return net;
+}
+
+void write_layers(const gpucmp::network& net) {
+  if (config().layers_out.empty()) return;
+  std::ofstream out(config().layers_out, std::ios::app);
+  out << "\n## " << net.name() << "\n\nalgorithm search " << net.search_seconds() << " s, device memory "
+      << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
+      << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n"
+      << "| layer | shape | algorithm | searched us | verification |\n|---|---|---|---|---|\n";
+  double total = 0;
+  for (const auto& l : net.layers()) {
+    total += l.searched_seconds;
+    out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | "
+        << l.check.summary() << " |\n";
+  }
+  out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n\n<details><summary>every candidate timed</summary>\n\n";
+  for (const auto& c : net.candidate_log()) {
+    out << "- " << c.description << ": " << (c.failure.empty() ? std::to_string(c.seconds * 1e6) + " us" : c.failure) << "\n";
+  }
+  out << "\n</details>\n";
+}
+
+gpucmp::network& network_for(gpucmp::conv_dtype dtype, std::int64_t batch, cudaStream_t stream) {
+  auto& net = current();
+  if (net && net->options().dtype == dtype && net->options().batch == batch) return *net;
+  net.reset();  // frees the previous network's memory first
+  gpucmp::network_options o;
+  o.batch = batch;
+  o.dtype = dtype;
+  o.fusion_paths = config().paths;
+  net = std::make_unique<gpucmp::network>(definition(), o, stream);
+  write_layers(*net);
+  return *net;
+}
+
+// Fusion paths the search chose, e.g. "fused graph 49, legacy fused 1, conv + epilogue kernel 3".
+std::string paths_note(const gpucmp::network& net) {
+  std::map<std::string, int> counts;
+  for (const auto& l : net.layers()) {
+    if (l.kind != "conv") continue;
+    counts[l.algorithm.substr(0, l.algorithm.find(':'))]++;
+  }
+  std::string note = "convs:";
+  for (const auto& [path, n] : counts) note += " " + path + " " + std::to_string(n) + ";";
+  note.pop_back();
+  return note + "; every layer verified";
+}
+
+void register_all() {
+  for (gpucmp::conv_dtype dtype : config().dtypes) {
+    for (std::int64_t batch : config().batches) {
+      const std::string base = std::string("resnet50/") + gpucmp::to_string(dtype) + "/bs" + std::to_string(batch);
+      for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
+        const bool eager = mode == gpucmp::mode::hot;
+        auto fn = [dtype, batch, eager](gpucmp::state& st) {
+          gpucmp::network& net = network_for(dtype, batch, st.stream());
+          // Eager: launches are not queued behind a held stream, so the host's launch path
+          // shows whenever it is slower than the GPU, as in a framework's eager mode.
+          if (eager) st.options().hold = false;
+          st.set_work(net.work());
+          st.add_note(paths_note(net));
+          st.run(net);
+        };
+        gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
+      }
+    }
+  }
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream s(text);
+  for (std::string part; std::getline(s, part, ',');) parts.push_back(part);
+  return parts;
+}
+
+gpucmp::conv_dtype parse_dtype(const std::string& text) {
+  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+    if (text == gpucmp::to_string(t)) return t;
+  }
+  throw gpucmp::invalid_argument("resnet50: unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
+}
+
+// Takes this program's flags out of argv (Google Benchmark rejects unknown ones).
+void parse_flags(int& argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const std::size_t n = std::strlen(flag);
+      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char* v = value("--batches=")) {
+      config().batches.clear();
+      for (const auto& b : split(v)) {
+        const long long n = std::stoll(b);
+        if (n <= 0) throw gpucmp::invalid_argument("resnet50: --batches must be positive, got " + b);
+        config().batches.push_back(n);
+      }
+    } else if (const char* v = value("--dtypes=")) {
+      config().dtypes.clear();
+      for (const auto& t : split(v)) config().dtypes.push_back(parse_dtype(t));
+    } else if (const char* v = value("--weights=")) {
+      config().weights = v;
+    } else if (const char* v = value("--layers_out=")) {
+      config().layers_out = v;
+    } else if (const char* v = value("--paths=")) {
+      config().paths.clear();
+      for (const auto& p : split(v)) {
+        if (p == "fused_graph") config().paths.push_back(gpucmp::fusion_path::fused_graph);
+        else if (p == "legacy_fused") config().paths.push_back(gpucmp::fusion_path::legacy_fused);
+        else if (p == "conv_then_kernel") config().paths.push_back(gpucmp::fusion_path::conv_then_kernel);
+        else throw gpucmp::invalid_argument("resnet50: unknown fusion path '" + p + "' (fused_graph, legacy_fused, conv_then_kernel)");
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+}
+
+// The largest batch whose parameters, activations and workspace fit in free memory now.
+void print_largest_batches() {
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    cudaGetLastError();
+    return;
+  }
+  current().reset();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
+  for (gpucmp::conv_dtype dtype : config().dtypes) {
+    const std::int64_t largest = gpucmp::largest_batch_that_fits(definition(), dtype, free_bytes);
+    std::printf("resnet50/%s: largest batch that fits in %.1f GiB free: %lld\n", gpucmp::to_string(dtype),
+                double(free_bytes) / double(1ull << 30), static_cast<long long>(largest));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    parse_flags(argc, argv);
+    definition();  // a bad weight file is reported before anything runs
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "resnet50: %s\n", e.what());
+    return 2;
+  }
+  register_all();
+  const int status = gpucmp::benchmark_main(argc, argv);
+  print_largest_batches();
+  return status;
+}
