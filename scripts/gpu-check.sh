@@ -34,6 +34,10 @@ fi
 "$build_dir/examples/04_verified_ops" > "$out_dir/example_04.txt" 2>&1 || status=1
 "$build_dir/examples/05_serving_latency" > "$out_dir/example_05.md" 2>&1 || status=1
 "$build_dir/examples/06_concurrency" > "$out_dir/example_06.md" 2>&1 || status=1
+"$build_dir/examples/07_resnet50_table" > "$out_dir/example_07.md" 2>&1 || status=1
+"$build_dir/examples/08_custom_cnn" --benchmark_min_time=0 > "$out_dir/example_08.txt" 2>&1 || status=1
+# ResNet-50 logits against torchvision's, same weights and images, every precision.
+"$repo_root/scripts/models/run-logits-check.sh" "$build_dir" "$out_dir/logits" > "$out_dir/logits_check.log" 2>&1 || status=1
 "$build_dir/benchmarks/spin_table" --out "$out_dir" > /dev/null 2>&1 || status=1
 # The bundled comparison suite and its report against projected A100, L20 and L40S.
 "$build_dir/benchmarks/suite" --gpucmp_power --benchmark_out="$out_dir/suite.json" --benchmark_out_format=json > "$out_dir/suite.txt" 2>&1 || status=1
@@ -45,6 +49,10 @@ python3 "$repo_root/scripts/kernel-mode-vs-ncu.py" "$build_dir" "$out_dir" > "$o
 if [ "${GPUCMP_CHECK_OPS_COMPARISON:-1}" = 1 ]; then  # 0: run it separately (it takes ~2.5 minutes)
   "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$out_dir/ops" > "$out_dir/ops_comparison.log" 2>&1 || status=1
 fi
+# ResNet-50 inference against PyTorch, side by side (the models issue's acceptance table).
+if [ "${GPUCMP_CHECK_MODELS_COMPARISON:-1}" = 1 ]; then  # 0: run it separately (it takes ~3 minutes)
+  "$repo_root/scripts/peers/run-resnet50-comparison.sh" "$build_dir" "$out_dir/resnet50" > "$out_dir/resnet50_comparison.log" 2>&1 || status=1
+fi
 # The embedder's ten-line program, as built by the find_package packaging test.
 consumer="$build_dir/tests/cmake/consumer-find_package_install/consumer"
 [ -x "$consumer" ] && { "$consumer" > "$out_dir/consumer.txt" 2>&1 || status=1; }
@@ -55,10 +63,13 @@ echo "== example 01"; cat "$out_dir/example_01.txt"
 echo "== example 03"; cat "$out_dir/example_03.md"
 echo "== example 05 (serving latency)"; cat "$out_dir/example_05.md"
 echo "== example 06 (concurrency)"; cat "$out_dir/example_06.md"
+echo "== example 07 (ResNet-50 table)"; cat "$out_dir/example_07.md"
+echo "== ResNet-50 logits vs torchvision"; cat "$out_dir/logits/logits_vs_torchvision.md" 2>/dev/null
 echo "== suite with power"; grep -o "^[a-z0-9/_]*8192x8192x8192[^ ]*\|power_w=[0-9.]*\|J_per_launch=[0-9.e-]*\|TFLOP/s/W=[0-9.]*\|throttled_pct=[0-9.]*" "$out_dir/suite.txt" | paste -sd' ' | sed 's/ gemm/\ngemm/g'
 echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
 echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.log"
 echo "== operations vs PyTorch"; cat "$out_dir/ops_comparison.log" 2>/dev/null; grep -E "^(- (PASS|FAIL)|Geometric)" "$out_dir/ops/ops_vs_pytorch.md" 2>/dev/null
+echo "== ResNet-50 vs PyTorch"; cat "$out_dir/resnet50/resnet50_vs_pytorch.md" 2>/dev/null
 echo "== suite report"; sed -n '5,40p' "$out_dir/suite_report.md" 2>/dev/null
 echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status

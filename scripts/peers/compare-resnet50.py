@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""Tables gpucmp's ResNet-50 inference against PyTorch's, row by row, with the models issue's bars.
+
+Inputs: the resnet50 benchmark's Google Benchmark JSON (one file per round) and
+torch_resnet50.py's JSON (one per round); each row is the median over its rounds. Ratio =
+gpucmp images/s / PyTorch images/s in the same precision, batch and mode (graph vs graph,
+eager vs eager). Bars: FP16 graph >= 2.0x at batch 64, 128, 256 and >= 1.5x at 16 and 32;
+TF32 and FP32 graph >= 1.2x at 16, 32 and 64.
+Usage: compare-resnet50.py --gpucmp R1.json [R2.json ...] --torch T1.json [T2.json ...] --out-md F.md --out-json F.json
+"""
+import argparse
+import json
+import statistics
+import sys
+
+BARS = {("fp16", 16): 1.5, ("fp16", 32): 1.5, ("fp16", 64): 2.0, ("fp16", 128): 2.0, ("fp16", 256): 2.0,
+        ("tf32", 16): 1.2, ("tf32", 32): 1.2, ("tf32", 64): 1.2, ("fp32", 16): 1.2, ("fp32", 32): 1.2, ("fp32", 64): 1.2}
+
+
+def gpucmp_seconds(paths):
+    rounds, notes, errors = {}, {}, {}
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        for b in doc.get("benchmarks", []):
+            name = "/".join(b["name"].split("/")[:4])  # without Google Benchmark's "/iterations:1/manual_time"
+            if b.get("error_occurred"):
+                errors[name] = b.get("error_message", "")
+                continue
+            unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+            rounds.setdefault(name, []).append(b["real_time"] * unit)
+            notes[name] = b.get("label", "")
+    return {k: statistics.median(v) for k, v in rounds.items()}, notes, errors
+
+
+def torch_seconds(paths):
+    rounds, layouts, version = {}, {}, ""
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        version = f"PyTorch {doc['torch']}, cuDNN {doc['cudnn']}"
+        for r in doc["rows"]:
+            rounds.setdefault(r["key"], []).append(r["seconds"])
+            layouts[r["key"]] = r["layout"]
+    return {k: statistics.median(v) for k, v in rounds.items()}, layouts, version
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpucmp", nargs="+", required=True)
+    parser.add_argument("--torch", nargs="+", required=True)
+    parser.add_argument("--out-md", required=True)
+    parser.add_argument("--out-json", required=True)
+    args = parser.parse_args()
+    ours, notes, errors = gpucmp_seconds(args.gpucmp)
+    theirs, layouts, version = torch_seconds(args.torch)
+    rows, ok = [], True
+    for key in sorted(set(ours) & set(theirs), key=lambda k: (k.split("/")[1], k.split("/")[3], int(k.split("/")[2][2:]))):
+        _, dtype, bs, mode = key.split("/")
+        batch = int(bs[2:])
+        ratio = theirs[key] / ours[key]
+        bar = BARS.get((dtype, batch)) if mode == "graph" else None
+        passed = None if bar is None else ratio >= bar
+        if passed is False:
+            ok = False
+        rows.append({"key": key, "dtype": dtype, "batch": batch, "mode": mode, "gpucmp_img_s": batch / ours[key],
+                     "torch_img_s": batch / theirs[key], "gpucmp_ms": ours[key] * 1e3, "torch_ms": theirs[key] * 1e3,
+                     "ratio": ratio, "bar": bar, "passed": passed, "torch_layout": layouts[key], "gpucmp_note": notes.get(key, "")})
+    for key in BARS:
+        name = f"resnet50/{key[0]}/bs{key[1]}/graph"
+        if name not in ours or name not in theirs:
+            ok = False
+            print(f"compare-resnet50: no pair for {name}" + (f" (gpucmp: {errors[name]})" if name in errors else ""), file=sys.stderr)
+    rounds = min(len(args.gpucmp), len(args.torch))
+    lines = [f"ResNet-50 v1.5 inference, gpucmp vs {version}; {rounds} interleaved round(s), median per row; "
+             "ratio = gpucmp images/s / PyTorch images/s.", "",
+             "| precision | batch | mode | gpucmp img/s | PyTorch img/s (layout) | gpucmp ms | PyTorch ms | ratio | bar | result |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        bar = "–" if r["bar"] is None else f"≥ {r['bar']:.1f}×"
+        result = "–" if r["passed"] is None else ("PASS" if r["passed"] else "FAIL")
+        lines.append(f"| {r['dtype']} | {r['batch']} | {r['mode']} | {r['gpucmp_img_s']:,.0f} | {r['torch_img_s']:,.0f} "
+                     f"({r['torch_layout']}) | {r['gpucmp_ms']:.3f} | {r['torch_ms']:.3f} | {r['ratio']:.2f}× | {bar} | {result} |")
+    with open(args.out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(args.out_json, "w") as f:
+        json.dump({"versions": version, "rounds": rounds, "rows": rows, "gpucmp_errors": errors}, f, indent=1)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
