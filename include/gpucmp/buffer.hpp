@@ -118,6 +118,7 @@ class device_buffer {
       for (auto& w : workers) w.join();
       GPUCMP_CUDA_CHECK(cudaMemcpy(m_data + first, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
     }
+    wait_for_host_copies();
   }
 
   /// Sets every byte to 0xFF, so outputs that a kernel fails to write stand out (NaN for floats).
@@ -134,7 +135,10 @@ class device_buffer {
       throw invalid_argument("device_buffer::copy_from_host: " + std::to_string(values.size()) +
                              " values for a buffer of " + std::to_string(m_count));
     }
-    if (m_count != 0) GPUCMP_CUDA_CHECK(cudaMemcpy(m_data, values.data(), bytes(), cudaMemcpyHostToDevice));
+    if (m_count != 0) {
+      GPUCMP_CUDA_CHECK(cudaMemcpy(m_data, values.data(), bytes(), cudaMemcpyHostToDevice));
+      wait_for_host_copies();
+    }
   }
 
   /// Copies the whole buffer to the host (waits for work on all streams of the device first).
@@ -148,6 +152,14 @@ class device_buffer {
   }
 
  private:
+  // cudaMemcpy from pageable host memory may return once the data is staged, before the DMA
+  // has landed, and a kernel on a non-blocking stream is not ordered after it: a kernel reading
+  // the buffer right away can see part of the old contents. Wait until it has landed. (The
+  // likely cause of FP16 ResNet-50 logits that were wrong in most processes while every layer's
+  // check agreed with its inputs: FP16 weights went through a staging buffer and a conversion
+  // kernel; FP32 weights, copied directly, were always right. docs/models.md.)
+  static void wait_for_host_copies() { GPUCMP_CUDA_CHECK(cudaDeviceSynchronize()); }
+
   void allocate() {
     if (m_count == 0) return;
     if (m_count > static_cast<std::size_t>(-1) / sizeof(T)) {

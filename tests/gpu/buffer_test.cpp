@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
+#include "test_kernels.hpp"
 
 #include <gpucmp/buffer.hpp>
 #include <gpucmp/device.hpp>
+#include <gpucmp/stream.hpp>
 
 #include <cmath>
 #include <vector>
@@ -57,4 +59,20 @@ TEST_CASE("an allocation larger than the device is a typed oom with needed vs fr
   // The failure was not sticky: the device still works.
   gpucmp::device_buffer<int> after(16, gpucmp::initial_fill::random(1));
   CHECK(after.to_host().size() == 16);
+}
+
+TEST_CASE("a kernel on a non-blocking stream sees all of copy_from_host's data at once", "[gpu][buffer]") {
+  // cudaMemcpy from pageable memory may return before its DMA has landed; copy_from_host must
+  // not, or a kernel launched right after on another stream reads part of the old contents.
+  constexpr std::size_t floats = std::size_t{64} << 20;  // 256 MiB: many DMA chunks
+  constexpr int blocks = 1024;                            // partial sums of 65,536 ones: exact in FP32
+  gpucmp::device_buffer<float> data(floats, gpucmp::initial_fill::poison());  // NaN until overwritten
+  gpucmp::device_buffer<float> partial(blocks, gpucmp::initial_fill::poison());
+  gpucmp::stream s;
+  data.copy_from_host(std::vector<float>(floats, 1.0f));
+  gpucmp_test::launch_read_sum(s.get(), data.data(), floats, partial.data(), blocks);
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  double sum = 0;
+  for (float p : partial.to_host()) sum += p;
+  CHECK(sum == double(floats));
 }

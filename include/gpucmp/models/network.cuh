@@ -381,6 +381,7 @@ class network {
   device_buffer<unsigned char> upload_float(const std::vector<float>& values) {
     device_buffer<unsigned char> out(values.size() * sizeof(float), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemcpy(out.data(), values.data(), out.bytes(), cudaMemcpyHostToDevice));
+    GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());  // landed before any kernel on another stream reads it (buffer.hpp)
     return out;
   }
   device_buffer<unsigned char> upload_as_network_type(const std::vector<float>& values, cudaStream_t stream) {
