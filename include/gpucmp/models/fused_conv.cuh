@@ -9,8 +9,8 @@
 // Three ways to run it compete in a timed search, and the fastest that verifies is kept:
 //  - a cuDNN backend operation graph conv -> add bias -> (add z) -> (ReLU) with virtual FP32
 //    intermediates, on whichever engine cuDNN's heuristics offer (one kernel when fusable);
-//  - cudnnConvolutionBiasActivationForward, the legacy fused call (it handles the 3-channel
-//    stem, where no fused engine applies);
+//  - cudnnConvolutionBiasActivationForward, the legacy fused call (its IMPLICIT_PRECOMP_GEMM
+//    ran the 3-channel stem fastest in the ops sweep);
 //  - the best plain convolution followed by gpucmp's own bias/residual/ReLU kernel (always
 //    possible: FP32 without tensor cores, odd channel counts).
 // Layers of the same shape share one candidate set, so a network searches each shape once.
