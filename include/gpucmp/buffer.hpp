@@ -118,7 +118,7 @@ class device_buffer {
       for (auto& w : workers) w.join();
       GPUCMP_CUDA_CHECK(cudaMemcpy(m_data + first, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
     }
-    wait_for_host_copies();
+    if (m_count != 0) wait_for_host_copies();
   }
 
   /// Sets every byte to 0xFF, so outputs that a kernel fails to write stand out (NaN for floats).
