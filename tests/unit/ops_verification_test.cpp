@@ -48,6 +48,19 @@ TEST_CASE("transform convolution algorithms get a looser bound than direct ones"
   }
 }
 
+TEST_CASE("FP16 results rounded to subnormals get an absolute allowance, normal ones none", "[ops][verification]") {
+  const gpucmp::tolerance fp16 = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  // 1.144e-5 lies among FP16's subnormals (spacing 2^-24): rounding it can miss by 2^-25,
+  // far more than 2^-11 of its value, and no l2 term covers a reduction of tiny products.
+  const double tiny = 1.144e-5;
+  CHECK(fp16.bound(tiny, 0.0, 49) >= std::ldexp(1.0, -25));
+  CHECK(std::ldexp(1.0, -11) * tiny < std::ldexp(1.0, -25));
+  // For normal values the absolute term is negligible against the relative one.
+  CHECK(fp16.bound(1.0, 0.0, 49) == Approx(std::ldexp(1.0, -11)).epsilon(1e-4));
+  // FP32 keeps no absolute term.
+  CHECK(gpucmp::tolerance_for(gpucmp::conv_dtype::fp32).output_abs == 0.0);
+}
+
 TEST_CASE("a verification record counts failures, NaNs included, and names the worst output", "[ops][verification]") {
   gpucmp::verification v;
   v.method = "test";
