@@ -445,49 +445,27 @@ class fused_conv_candidates {
     auto nhwc = [](std::int64_t c, std::int64_t h, std::int64_t w) {  // strides of N, C, H, W
       return std::vector<std::int64_t>{h * w * c, 1, w * c, c};
     };
-    auto tensor = [&](std::int64_t uid, cudnnDataType_t t, std::vector<std::int64_t> dims, std::vector<std::int64_t> strides,
-                      bool is_virtual) {
-      detail::backend_descriptor d(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-      d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &t);
-      d.set(CUDNN_ATTR_TENSOR_DIMENSIONS, dims);
-      d.set(CUDNN_ATTR_TENSOR_STRIDES, strides);
-      d.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-      const std::int64_t alignment = 16;
-      d.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-      d.set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-      d.finalize("tensor");
-      return d;
-    };
     const std::int64_t cg = p.c / p.groups;
     const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = nhwc(p.k, p.p(), p.q());
     auto& keep = fused ? m_fused_descriptors : m_plain_descriptors;
     keep.clear();
-    keep.push_back(tensor(uid_x, type, {p.n, p.c, p.h, p.w}, nhwc(p.c, p.h, p.w), false));
+    keep.push_back(detail::make_backend_tensor(uid_x, type, {p.n, p.c, p.h, p.w}, nhwc(p.c, p.h, p.w), false));
     const cudnnBackendDescriptor_t x = keep.back().get();
-    keep.push_back(tensor(uid_w, type, {p.k, cg, p.r, p.s}, {p.r * p.s * cg, 1, p.s * cg, cg}, false));
+    keep.push_back(detail::make_backend_tensor(uid_w, type, {p.k, cg, p.r, p.s}, {p.r * p.s * cg, 1, p.s * cg, cg}, false));
     const cudnnBackendDescriptor_t w = keep.back().get();
-    keep.push_back(tensor(uid_y, type, y_dims, y_strides, false));
+    keep.push_back(detail::make_backend_tensor(uid_y, type, y_dims, y_strides, false));
     const cudnnBackendDescriptor_t y = keep.back().get();
     // The convolution writes y directly, or a virtual FP32 tensor the pointwise ops consume.
     std::int64_t next_virtual = 100;
     cudnnBackendDescriptor_t conv_out = y;
     if (fused) {
-      keep.push_back(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
+      keep.push_back(detail::make_backend_tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
       conv_out = keep.back().get();
     }
 
-    detail::backend_descriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-    const std::int64_t dims = 2;
-    conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-    conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-    conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
-    conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, std::vector<std::int64_t>{p.dilation_h, p.dilation_w});
-    conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, std::vector<std::int64_t>{p.stride_h, p.stride_w});
-    conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
-    conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
-    conv.finalize("convolution");
+    detail::backend_descriptor conv =
+        detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // of the pointwise steps
 
     std::vector<detail::backend_descriptor> ops;
     const float alpha = 1.0f, beta = 0.0f;
@@ -500,9 +478,9 @@ class fused_conv_candidates {
     ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
     ops.back().finalize("convolution operation");
     if (fused) {
-      keep.push_back(tensor(uid_bias, type, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}, false));
+      keep.push_back(detail::make_backend_tensor(uid_bias, type, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}, false));
       const cudnnBackendDescriptor_t bias = keep.back().get();
-      keep.push_back(tensor(uid_z, type, y_dims, y_strides, false));
+      keep.push_back(detail::make_backend_tensor(uid_z, type, y_dims, y_strides, false));
       const cudnnBackendDescriptor_t z = keep.back().get();
       // Pointwise steps in order; the last one writes y.
       struct step {
@@ -516,7 +494,7 @@ class fused_conv_candidates {
       for (std::size_t i = 0; i < steps.size(); ++i) {
         cudnnBackendDescriptor_t out = y;
         if (i + 1 < steps.size()) {
-          keep.push_back(tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
+          keep.push_back(detail::make_backend_tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
           out = keep.back().get();
         }
         keep.emplace_back(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
@@ -553,75 +531,22 @@ class fused_conv_candidates {
     std::vector<candidate> out;
     detail::backend_descriptor graph = build_graph(fused);
     if (graph.get() == nullptr) return out;
-    std::set<std::int64_t> seen;
-    int rank = 0;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      detail::backend_descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-      if (!heur.try_finalize()) continue;
-      std::int64_t count = 0;
-      if (cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
-                                   nullptr) != CUDNN_STATUS_SUCCESS) {
-        continue;
+    for (detail::backend_plan& p : detail::heuristic_plans(m_handle, graph, [&](const auto& notes) { return notes_allowed(notes); },
+                                                            m_workspace_limit, cap)) {
+      candidate c;
+      c.info.path = fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel;
+      c.info.conv.api = conv_api::backend;
+      c.info.conv.engine = p.engine;
+      c.info.conv.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
+      std::string& notes = c.info.conv.math;
+      for (auto n : p.numerical_notes) notes += std::string(notes.empty() ? "" : ",") + detail::numerical_note_name(n);
+      for (auto b : p.behavior_notes) {
+        if (b == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) notes += std::string(notes.empty() ? "" : ",") + "RUNTIME_COMPILED";
       }
-      std::vector<detail::backend_descriptor> configs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (std::int64_t i = 0; i < count; ++i) {
-        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-        raw.push_back(configs.back().get());
-      }
-      std::int64_t returned = 0;
-      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                  count, &returned, raw.data()));
-      // Plans are finalized only until the cap: runtime-compiled engines compile here.
-      for (std::int64_t i = 0; i < returned && out.size() < cap; ++i, ++rank) {
-        detail::backend_descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-        cudnnBackendDescriptor_t engine_raw = engine.get();
-        std::int64_t got = 0;
-        if (cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                     &got, &engine_raw) != CUDNN_STATUS_SUCCESS) {
-          continue;
-        }
-        const std::int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
-        if (mode == CUDNN_HEUR_MODE_FALLBACK && seen.count(index)) continue;
-        std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
-        std::int64_t note_count = 0;
-        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                     std::int64_t(notes.size()), &note_count, notes.data()) != CUDNN_STATUS_SUCCESS) {
-          note_count = 0;
-        }
-        notes.resize(std::size_t(note_count));
-        if (!notes_allowed(notes)) continue;
-        std::vector<cudnnBackendBehaviorNote_t> behavior(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
-        std::int64_t behavior_count = 0;
-        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                     std::int64_t(behavior.size()), &behavior_count, behavior.data()) != CUDNN_STATUS_SUCCESS) {
-          behavior_count = 0;
-        }
-        behavior.resize(std::size_t(behavior_count));
-        auto plan = std::make_shared<detail::backend_descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-        cudnnHandle_t handle = m_handle;
-        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-        plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[std::size_t(i)]);
-        if (!plan->try_finalize()) continue;
-        const std::int64_t workspace = plan->get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
-        if (workspace < 0 || std::size_t(workspace) > m_workspace_limit) continue;
-        seen.insert(index);
-        candidate c;
-        c.info.path = fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel;
-        c.info.conv.api = conv_api::backend;
-        c.info.conv.engine = index;
-        c.info.conv.name = "engine " + std::to_string(index) + (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
-        for (auto n : notes) c.info.conv.math += std::string(c.info.conv.math.empty() ? "" : ",") + detail::numerical_note_name(n);
-        for (auto b : behavior) {
-          if (b == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) c.info.conv.math += std::string(c.info.conv.math.empty() ? "" : ",") + "RUNTIME_COMPILED";
-        }
-        c.info.conv.workspace = std::size_t(workspace);
-        c.info.conv.heuristic_rank = rank;
-        c.plan = std::move(plan);
-        out.push_back(std::move(c));
-      }
+      c.info.conv.workspace = p.workspace;
+      c.info.conv.heuristic_rank = p.rank;
+      c.plan = std::move(p.plan);
+      out.push_back(std::move(c));
     }
     (fused ? m_fused_graph_built : m_plain_graph_built) = !out.empty();
     (fused ? m_fused_graph : m_plain_graph) = std::move(graph);

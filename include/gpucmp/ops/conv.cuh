@@ -523,18 +523,7 @@ class conv {
                                        nhwc ? std::vector<std::int64_t>{p.r * p.s * cg, 1, p.s * cg, cg}
                                             : std::vector<std::int64_t>{cg * p.r * p.s, p.r * p.s, p.s, 1});
     m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, activation_strides(p.k, p.p(), p.q()));
-    m_bconv = detail::backend_descriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-    const std::int64_t dims = 2;
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, std::vector<std::int64_t>{p.dilation_h, p.dilation_w});
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, std::vector<std::int64_t>{p.stride_h, p.stride_w});
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
-    m_bconv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, std::vector<std::int64_t>{p.pad_h, p.pad_w});
-    m_bconv.finalize("convolution");
+    m_bconv = detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
     const float alpha = 1.0f, beta = 0.0f;
     switch (m_options.direction) {
       case conv_direction::forward:
@@ -579,62 +568,18 @@ class conv {
   // or break the precision rules are left out.
   std::vector<candidate> backend_candidates() {
     std::vector<candidate> out;
-    std::set<std::int64_t> seen_engines;
-    int rank = 0;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      detail::backend_descriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, m_bgraph);
-      heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-      if (!heur.try_finalize()) continue;
-      std::int64_t count = 0;
-      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                  0, &count, nullptr));
-      std::vector<detail::backend_descriptor> configs;
-      std::vector<cudnnBackendDescriptor_t> raw;
-      for (std::int64_t i = 0; i < count; ++i) {
-        configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-        raw.push_back(configs.back().get());
-      }
-      std::int64_t returned = 0;
-      GPUCMP_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                  count, &returned, raw.data()));
-      for (std::int64_t i = 0; i < returned; ++i, ++rank) {
-        detail::backend_descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-        cudnnBackendDescriptor_t engine_raw = engine.get();
-        std::int64_t got = 0;
-        if (cudnnBackendGetAttribute(raw[std::size_t(i)], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                     &got, &engine_raw) != CUDNN_STATUS_SUCCESS) {
-          continue;
-        }
-        const std::int64_t index = engine.get_int64(CUDNN_ATTR_ENGINE_GLOBAL_INDEX);
-        std::vector<cudnnBackendNumericalNote_t> notes(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
-        std::int64_t note_count = 0;
-        if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                     std::int64_t(notes.size()), &note_count, notes.data()) != CUDNN_STATUS_SUCCESS) {
-          note_count = 0;
-        }
-        notes.resize(std::size_t(note_count));
-        if (!notes_allowed(notes)) continue;
-        auto plan = std::make_shared<detail::backend_descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-        cudnnHandle_t handle = m_handle.get();
-        plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-        plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[std::size_t(i)]);
-        if (!plan->try_finalize()) continue;
-        const std::int64_t workspace = plan->get_int64(CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
-        if (workspace < 0 || std::size_t(workspace) > m_options.workspace_limit) continue;
-        candidate c;
-        c.info.api = conv_api::backend;
-        c.info.engine = index;
-        c.info.name = "engine " + std::to_string(index) + (mode == CUDNN_HEUR_MODE_FALLBACK ? " (fallback)" : "");
-        for (auto n : notes) c.info.math += std::string(c.info.math.empty() ? "" : ",") + detail::numerical_note_name(n);
-        c.info.workspace = std::size_t(workspace);
-        c.info.heuristic_rank = rank;
-        c.plan = std::move(plan);
-        // The same engine from the fallback list is usually a repeat: keep the first.
-        if (mode == CUDNN_HEUR_MODE_FALLBACK && seen_engines.count(index)) continue;
-        seen_engines.insert(index);
-        out.push_back(std::move(c));
-      }
+    for (detail::backend_plan& p : detail::heuristic_plans(m_handle.get(), m_bgraph,
+                                                            [&](const auto& notes) { return notes_allowed(notes); },
+                                                            m_options.workspace_limit)) {
+      candidate c;
+      c.info.api = conv_api::backend;
+      c.info.engine = p.engine;
+      c.info.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
+      for (auto n : p.numerical_notes) c.info.math += std::string(c.info.math.empty() ? "" : ",") + detail::numerical_note_name(n);
+      c.info.workspace = p.workspace;
+      c.info.heuristic_rank = p.rank;
+      c.plan = std::move(p.plan);
+      out.push_back(std::move(c));
     }
     return out;
   }
