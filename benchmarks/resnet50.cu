@@ -127,13 +127,6 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
-gpucmp::conv_dtype parse_dtype(const std::string& text) {
-  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
-    if (text == gpucmp::to_string(t)) return t;
-  }
-  throw gpucmp::invalid_argument("resnet50: unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
-}
-
 // Takes this program's flags out of argv (Google Benchmark rejects unknown ones).
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
@@ -152,19 +145,14 @@ void parse_flags(int& argc, char** argv) {
       }
     } else if (const char* v = value("--dtypes=")) {
       config().dtypes.clear();
-      for (const auto& t : split(v)) config().dtypes.push_back(parse_dtype(t));
+      for (const auto& t : split(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));
     } else if (const char* v = value("--weights=")) {
       config().weights = v;
     } else if (const char* v = value("--layers_out=")) {
       config().layers_out = v;
     } else if (const char* v = value("--paths=")) {
       config().paths.clear();
-      for (const auto& p : split(v)) {
-        if (p == "fused_graph") config().paths.push_back(gpucmp::fusion_path::fused_graph);
-        else if (p == "legacy_fused") config().paths.push_back(gpucmp::fusion_path::legacy_fused);
-        else if (p == "conv_then_kernel") config().paths.push_back(gpucmp::fusion_path::conv_then_kernel);
-        else throw gpucmp::invalid_argument("resnet50: unknown fusion path '" + p + "' (fused_graph, legacy_fused, conv_then_kernel)");
-      }
+      for (const auto& p : split(v)) config().paths.push_back(gpucmp::parse_fusion_path(p));
     } else {
       argv[kept++] = argv[i];
     }

@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
       paths.clear();
       std::string list = arg.substr(8) + ",";
       for (std::size_t at = 0, next; (next = list.find(',', at)) != std::string::npos; at = next + 1) {
-        const std::string one = list.substr(at, next - at);
-        if (one == "fused_graph") paths.push_back(gpucmp::fusion_path::fused_graph);
-        else if (one == "legacy_fused") paths.push_back(gpucmp::fusion_path::legacy_fused);
-        else if (one == "conv_then_kernel") paths.push_back(gpucmp::fusion_path::conv_then_kernel);
-        else usage_ok = false;
+        try {
+          paths.push_back(gpucmp::parse_fusion_path(list.substr(at, next - at)));
+        } catch (const gpucmp::invalid_argument&) {
+          usage_ok = false;
+        }
       }
     } else {
       usage_ok = false;
@@ -79,13 +79,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<float> images = images_file.read_float("images", entry.shape);
     const std::string dtype_text = argv[3];
-    auto parse = [](const std::string& text) {
-      for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
-        if (text == gpucmp::to_string(t)) return t;
-      }
-      throw gpucmp::invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
-    };
-    const gpucmp::conv_dtype dtype = parse(dtype_text);
+    const gpucmp::conv_dtype dtype = gpucmp::parse_conv_dtype(dtype_text);
 
     gpucmp::stream s;
     gpucmp::network_options options;
@@ -155,7 +149,7 @@ int main(int argc, char** argv) {
     if (!trace_against.empty()) {
       // Both networks layer by layer on the same images: where do they part?
       gpucmp::network_options other = options;
-      other.dtype = parse(trace_against);
+      other.dtype = gpucmp::parse_conv_dtype(trace_against);
       gpucmp::network ref(def, other, s.get());
       ref.set_input(images, s.get());
       net.set_input(images, s.get());

@@ -58,18 +58,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    gpucmp::conv_dtype dtype = gpucmp::conv_dtype::fp16;
-    if (argc > 1) {
-      const std::string text = argv[1];
-      bool known = false;
-      for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
-        if (text == gpucmp::to_string(t)) {
-          dtype = t;
-          known = true;
-        }
-      }
-      if (!known) throw gpucmp::invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
-    }
+    const gpucmp::conv_dtype dtype = argc > 1 ? gpucmp::parse_conv_dtype(argv[1]) : gpucmp::conv_dtype::fp16;
     const gpucmp::network_definition def = gpucmp::resnet50_random(1);
     gpucmp::engine eng;
     const gpucmp::gpu_profile here = gpucmp::spec_for_device(gpucmp::facts_of(eng.device()));

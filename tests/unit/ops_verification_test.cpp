@@ -193,3 +193,15 @@ TEST_CASE("a search where nothing verifies, or the context is lost, stops with t
                       [&](std::size_t) -> double { throw sticky; }, wrong, log, "op y"),
                   gpucmp::cuda_error);
 }
+
+TEST_CASE("precision names parse back, and an unknown one is named in the error", "[ops][conv]") {
+  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+    CHECK(gpucmp::parse_conv_dtype(gpucmp::to_string(t)) == t);
+  }
+  try {
+    gpucmp::parse_conv_dtype("fp8");
+    FAIL("fp8 is not a convolution precision");
+  } catch (const gpucmp::invalid_argument& e) {
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("unknown precision 'fp8'"));
+  }
+}

@@ -72,6 +72,15 @@ inline const char* to_string(fusion_path p) noexcept {
   return "unknown";
 }
 
+/// The fusion_path named "fused_graph", "legacy_fused" or "conv_then_kernel"; throws
+/// invalid_argument otherwise.
+inline fusion_path parse_fusion_path(const std::string& text) {
+  if (text == "fused_graph") return fusion_path::fused_graph;
+  if (text == "legacy_fused") return fusion_path::legacy_fused;
+  if (text == "conv_then_kernel") return fusion_path::conv_then_kernel;
+  throw invalid_argument("unknown fusion path '" + text + "' (fused_graph, legacy_fused, conv_then_kernel)");
+}
+
 /// Every fusion path, in the order candidates are listed.
 inline std::vector<fusion_path> all_fusion_paths() {
   return {fusion_path::fused_graph, fusion_path::legacy_fused, fusion_path::conv_then_kernel};

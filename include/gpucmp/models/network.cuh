@@ -110,9 +110,7 @@ __global__ void float_to_kernel(const float* in, T* out, std::int64_t count) {
   }
 }
 
-}  // namespace detail
 
-namespace detail {
 // FNV-1a over a device buffer's bytes (copied to the host).
 inline std::uint64_t device_fingerprint(const void* data, std::size_t bytes) {
   std::vector<unsigned char> host(bytes);

@@ -62,6 +62,14 @@ inline const char* to_string(conv_dtype t) noexcept {
   return "unknown";
 }
 
+/// The conv_dtype named "fp32", "tf32", "fp16" or "bf16"; throws invalid_argument otherwise.
+inline conv_dtype parse_conv_dtype(const std::string& text) {
+  for (conv_dtype t : {conv_dtype::fp32, conv_dtype::tf32, conv_dtype::fp16, conv_dtype::bf16}) {
+    if (text == to_string(t)) return t;
+  }
+  throw invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
+}
+
 /// Bytes of one tensor element.
 inline std::size_t element_bytes(conv_dtype t) noexcept { return t == conv_dtype::fp16 || t == conv_dtype::bf16 ? 2 : 4; }
 
