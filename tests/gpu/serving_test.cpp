@@ -17,7 +17,11 @@ TEST_CASE("closed-loop requests wait exactly their own service time plus the rou
   o.requests = 300;
   const auto r = gpucmp::serve([](cudaStream_t st) { gpucmp_test::launch_spin(st, 100e-6); }, s.get(), o);
   INFO("service p50 " << r.service.p50 * 1e6 << " us, latency p50 " << r.latency.p50 * 1e6 << " us");
-  CHECK(r.service.p50 == Approx(100e-6).margin(5e-6));
+  // One event pair around one launch adds the launch path to the 100 us kernel: 5 us on one
+  // H200 (../shared/reference/h200-peers.md), 6.5 us on another, 10 us in spin_table's naive
+  // column. Below 100 us would mean the pair missed part of the kernel.
+  CHECK(r.service.p50 >= 99e-6);
+  CHECK(r.service.p50 <= 100e-6 + 15e-6);
   CHECK(r.latency.p50 >= r.service.p50);
   CHECK(r.latency.p50 < r.service.p50 + 100e-6);  // launch + completion round trip, not queueing
   CHECK(r.latency.count == 300);
