@@ -14,10 +14,17 @@ python3 "$here/export_resnet50.py" "$work" --batch 64 > "$out_dir/export.log" 2>
   { echo "run-logits-check: export failed"; tail -20 "$out_dir/export.log"; exit 1; }
 status=0
 logits=()
-for dtype in fp32 tf32 fp16 bf16; do
-  "$build_dir/benchmarks/resnet50_logits" "$work/resnet50.safetensors" "$work/images.safetensors" "$dtype" \
-    "$work/logits_$dtype.bin" >> "$out_dir/resnet50_logits.log" 2>&1 || { echo "run-logits-check: $dtype failed"; status=1; continue; }
-  logits+=("$dtype=$work/logits_$dtype.bin")
+# Each precision runs in GPUCMP_LOGITS_PROCESSES separate processes (default 2): an upload race
+# once corrupted FP16 weights differently in every process while each process's own checks
+# agreed with what it had read (results/h200/models/fp16_logits_investigation.md).
+processes=${GPUCMP_LOGITS_PROCESSES:-2}
+for ((p = 1; p <= processes; p++)); do
+  for dtype in fp32 tf32 fp16 bf16; do
+    label=$dtype; ((p > 1)) && label="$dtype@$p"
+    "$build_dir/benchmarks/resnet50_logits" "$work/resnet50.safetensors" "$work/images.safetensors" "$dtype" \
+      "$work/logits_$label.bin" >> "$out_dir/resnet50_logits.log" 2>&1 || { echo "run-logits-check: $label failed"; status=1; continue; }
+    logits+=("$label=$work/logits_$label.bin")
+  done
 done
 # Diagnostics of the FP16 discrepancy (docs/models.md): every convolution output checked,
 # every layer traced against the FP32 network, verification pass vs plain pass per layer.

@@ -77,6 +77,12 @@ with tempfile.TemporaryDirectory() as d:
     check(by["diagnostic"]["passed"] is None and by["diagnostic"]["top1_agreement"] == 0.0, "record-only row")
     r = run([logits_script, reference, "--logits", f"bf16={far}", "--out-md", md, "--out-json", js])
     check(r.returncode == 1, "bf16 far off fails")
+    # A second process's row is held to its precision's bound: "fp16@2" far off fails.
+    r = run([logits_script, reference, "--logits", f"fp16={near}", f"fp16@2={far}", "--out-md", md, "--out-json", js])
+    by = {row["dtype"]: row for row in json.load(open(js))["rows"]}
+    check(r.returncode == 1 and by["fp16@2"]["passed"] is False and by["fp16@2"]["bound"] == 2e-2,
+          "fp16@2 gets FP16's bound and fails")
+    check(by["fp16@2"]["torch_same_precision_rel_err"] is not None, "fp16@2 gets PyTorch's FP16 yardstick")
     short = logits("short.bin", ref[:3])
     r = run([logits_script, reference, "--logits", f"fp32={short}", "--out-md", md, "--out-json", js])
     check(r.returncode == 1 and "expected 4 x 50" in r.stderr, "wrong size named")
