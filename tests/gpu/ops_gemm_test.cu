@@ -132,6 +132,39 @@ TEST_CASE("the heuristic choice records its algorithm without timing candidates"
   CHECK(g.verify(s.get()).passed());
 }
 
+TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's does not", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  auto variants = [](const gpucmp::gemm& g) {
+    std::size_t n = 0;
+    for (const auto& c : g.candidates()) {
+      if (c.description.find("split-K variant") == std::string::npos) continue;
+      ++n;
+      INFO(c.description << ": " << c.failure);
+      CHECK((c.seconds > 0 || !c.failure.empty()));  // each one ran, or says why not
+    }
+    return n;
+  };
+  for (auto dtype : {gpucmp::gemm_dtype::fp16, gpucmp::gemm_dtype::tf32}) {
+    gpucmp::gemm_problem skinny;
+    skinny.m = 4096;
+    skinny.n = 128;
+    skinny.k = 4096;
+    skinny.dtype = dtype;
+    INFO(skinny.shape_name() << " " << gpucmp::to_string(dtype));
+    gpucmp::gemm g(skinny, {}, s.get());
+    CHECK(variants(g) > 0);
+    CHECK(g.verify(s.get()).passed());
+    gpucmp::gemm_options off;
+    off.split_k_variants = false;
+    CHECK(variants(gpucmp::gemm(skinny, off, s.get())) == 0);
+  }
+  gpucmp::gemm_problem large;  // 16.8 M outputs: many waves of tiles already
+  large.m = large.n = 4096;
+  large.k = 256;
+  large.dtype = gpucmp::gemm_dtype::fp16;
+  CHECK(variants(gpucmp::gemm(large, {}, s.get())) == 0);
+}
+
 TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]") {
   gpucmp::stream s;
   gpucmp::gemm_problem empty;

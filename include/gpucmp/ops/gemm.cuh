@@ -89,6 +89,11 @@ struct gemm_options {
   algorithm_choice choice = algorithm_choice::search;  ///< heuristic's first choice, or timed search
   search_options search;                               ///< how the search times candidates
   std::size_t workspace_bytes = std::size_t{32} << 20; ///< cuBLASLt workspace (32 MiB: what Hopper kernels want)
+  /// Search only: when the output fills less than one wave of 128x128 tiles (skinny and small
+  /// GEMMs, where splitting K decides the speed), also time split-K variants (2 to 32 slices)
+  /// of the heuristic's first `split_k_bases` candidates; cuBLASLt checks each variant.
+  bool split_k_variants = true;
+  int split_k_bases = 4;     ///< how many heuristic candidates get split-K variants
   float fp8_scale_a = 0.5f;  ///< FP8 only: A's per-tensor scale (not 1, so the scale path is checked)
   float fp8_scale_b = 2.0f;  ///< FP8 only: B's per-tensor scale
   std::uint64_t seed = 1;    ///< operands' random stream
@@ -106,15 +111,18 @@ struct gemm_algorithm {
   unsigned cluster = 0;         ///< CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
   std::size_t workspace = 0;    ///< workspace it needs
   int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
+  bool split_k_variant = false; ///< the search's split-K variant of that candidate
   algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
   double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
 
-  /// "algo 66 tile 18 stages 8 splitk 1 red 0 swz 0 custom 0 cluster 0 ws 0 B (search: rank 2 of 8)".
+  /// "algo 66 tile 18 stages 8 splitk 4 red 2 swz 0 custom 0 cluster 0 ws 0 B (search: heuristic
+  /// rank 2, split-K variant)".
   std::string describe() const {
     std::ostringstream s;
     s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
       << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
-      << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << ")";
+      << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << (split_k_variant ? ", split-K variant" : "")
+      << ")";
     return s.str();
   }
 };
@@ -397,8 +405,11 @@ class gemm {
       m_chosen = describe(results[0], 0);
       return;
     }
+    std::vector<gemm_algorithm> described;
+    for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
+    if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
     const search_choice chosen = choose_fastest_verified(
-        results.size(), [&](std::size_t i) { return describe(results[i], int(i)).describe(); },
+        results.size(), [&](std::size_t i) { return described[i].describe(); },
         [&](std::size_t i) {
           const auto& r = results[i];
           if (r.state != CUBLAS_STATUS_SUCCESS) throw unsupported(std::string("heuristic state ") + cublasLtGetStatusName(r.state));
@@ -410,9 +421,61 @@ class gemm {
         },
         m_candidates, "cuBLASLt " + name());
     m_algo = results[chosen.index].algo;
-    m_chosen = describe(results[chosen.index], int(chosen.index));
+    m_chosen = described[chosen.index];
     m_chosen.chosen_by = algorithm_choice::search;
     m_chosen.searched_seconds = chosen.seconds;
+  }
+
+  // Fewer outputs than one wave of 128x128 tiles on this GPU's SMs: splitting K is how such a
+  // GEMM fills the GPU, and the heuristic's list has few split-K choices.
+  bool output_below_one_wave() const {
+    int sms = 0;
+    GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, current_device()));
+    return double(m_problem.m) * double(m_problem.n) * double(m_problem.batch) <= double(sms) * 128.0 * 128.0;
+  }
+
+  // Appends, for the first split_k_bases candidates, copies with 2 to 32 K slices that
+  // cuBLASLt's own check accepts within the workspace (first reduction scheme that works;
+  // one already in the list is not added twice).
+  void add_split_k_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described) {
+    const std::size_t bases = std::min(results.size(), std::size_t(std::max(0, m_options.split_k_bases)));
+    const std::uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE,
+                                     CUBLASLT_REDUCTION_SCHEME_INPLACE};
+    auto already_listed = [&](const cublasLtMatmulAlgo_t& algo) {
+      return std::any_of(results.begin(), results.end(), [&](const cublasLtMatmulHeuristicResult_t& r) {
+        return std::memcmp(&r.algo, &algo, sizeof algo) == 0;
+      });
+    };
+    for (std::size_t base = 0; base < bases; ++base) {
+      if (results[base].state != CUBLAS_STATUS_SUCCESS) continue;
+      for (std::int32_t slices : {2, 3, 4, 6, 8, 16, 32}) {
+        if (slices >= m_problem.k) break;
+        for (std::uint32_t scheme : schemes) {
+          cublasLtMatmulHeuristicResult_t variant = results[base];
+          if (cublasLtMatmulAlgoConfigSetAttribute(&variant.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &slices, sizeof slices) !=
+                  CUBLAS_STATUS_SUCCESS ||
+              cublasLtMatmulAlgoConfigSetAttribute(&variant.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                                   sizeof scheme) != CUBLAS_STATUS_SUCCESS) {
+            continue;
+          }
+          // Not supported is an answer here, not an error: the variant is simply not offered.
+          const cublasLtMatmulAlgo_t algo = variant.algo;
+          if (cublasLtMatmulAlgoCheck(m_handle.get(), m_desc.get(), m_layout_a.get(), m_layout_b.get(), m_layout_c.get(),
+                                      m_layout_c.get(), &algo, &variant) != CUBLAS_STATUS_SUCCESS ||
+              variant.workspaceSize > m_options.workspace_bytes) {
+            continue;
+          }
+          variant.algo = algo;
+          variant.state = CUBLAS_STATUS_SUCCESS;
+          if (!already_listed(variant.algo)) {
+            results.push_back(variant);
+            described.push_back(describe(variant, int(base)));
+            described.back().split_k_variant = true;
+          }
+          break;
+        }
+      }
+    }
   }
 
   template <class S>
