@@ -10,7 +10,7 @@ Shapes are laid out so that PyTorch makes the same cuBLAS call as gpucmp's colum
 problem (C^T = B^T A^T in row-major terms), and convolutions run channels-last with
 cudnn.benchmark=True (timed algorithm search), warmed up before capture.
 
-Usage: torch_ops.py --out torch_ops.json [--only gemm,deepbench,conv,copy]
+Usage: torch_ops.py --out torch_ops.json [--only gemm,deepbench,conv,copy[,conv_fp32]]
 Writes a list of rows: {"key", "seconds", "flops", "bytes"}; keys match compare-ops.py's.
 """
 import argparse
@@ -138,19 +138,25 @@ def fp8_rows(size, calls, repetitions):
     return rows
 
 
-def conv_rows(batches, calls, repetitions):
+def conv_rows(batches, calls, repetitions, variant="fp16_nhwc"):
+    """ResNet-50's convolutions: "fp16_nhwc" (channels-last), "fp32_nchw" (PyTorch's default
+    layout, that of its fastest FP32 network) or "fp32_nhwc"; FP32 without TF32."""
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = True
+    fp16 = variant.startswith("fp16")
+    torch.backends.cudnn.allow_tf32 = fp16  # FP32 means FP32 arithmetic
+    dtype = torch.float16 if fp16 else torch.float32
+    layout = torch.channels_last if variant.endswith("nhwc") else torch.contiguous_format
     rows = []
     for batch in batches:
         for c, k, r, stride, pad, size in RESNET50_CONVS:
-            x = uniform((batch, c, size, size), torch.float16).to(memory_format=torch.channels_last)
-            w = uniform((k, c, r, r), torch.float16).to(memory_format=torch.channels_last)
+            x = uniform((batch, c, size, size), dtype).to(memory_format=layout)
+            w = uniform((k, c, r, r), dtype).to(memory_format=layout)
             seconds = time_graph(lambda: F.conv2d(x, w, stride=stride, padding=pad), calls, repetitions)
             p = (size + 2 * pad - r) // stride + 1
-            rows.append({"key": f"conv_fwd/fp16_nhwc/{conv_shape_name(batch, c, size, k, r, pad, stride)}",
+            rows.append({"key": f"conv_fwd/{variant}/{conv_shape_name(batch, c, size, k, r, pad, stride)}",
                          "seconds": seconds, "flops": 2.0 * batch * k * p * p * c * r * r})
             del x, w
+    torch.backends.cudnn.allow_tf32 = True
     return rows
 
 
@@ -169,6 +175,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="gemm,deepbench,conv,copy")
+    parser.add_argument("--fp32-conv-batches", default="16,32,64", help="batches of --only conv_fp32")
     parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays")
     args = parser.parse_args()
@@ -184,6 +191,9 @@ def main():
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
         rows += conv_rows([32, 256], args.calls, args.repetitions)
+    if "conv_fp32" in only:  # not in the default set: the models issue's FP32 bound uses it
+        for variant in ("fp32_nchw", "fp32_nhwc"):
+            rows += conv_rows([int(b) for b in args.fp32_conv_batches.split(",")], args.calls, args.repetitions, variant)
     if "copy" in only:
         rows += copy_rows([1 << 30, 4 << 30], 5, args.repetitions)
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),

@@ -4,16 +4,19 @@
 """Host tests of the models issue's two tables on synthetic inputs:
 scripts/peers/compare-resnet50.py (ratios per row, medians over rounds, Google Benchmark's
 name suffixes, bars, a missing bar row fails) and scripts/models/compare-logits.py (error
-measures, bounds, a wrong file size fails, rows outside the bounds are for the record)."""
+measures, bounds, a wrong file size fails, rows outside the bounds are for the record), and
+scripts/models/fp32-conv-bound.py (each of the 53 convolutions counted once at its fastest
+source; a missing shape fails)."""
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
 import tempfile
 
-resnet_script, logits_script = sys.argv[1], sys.argv[2]
+resnet_script, logits_script, bound_script = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
 
 
@@ -87,7 +90,32 @@ with tempfile.TemporaryDirectory() as d:
     r = run([logits_script, reference, "--logits", f"fp32={short}", "--out-md", md, "--out-json", js])
     check(r.returncode == 1 and "expected 4 x 50" in r.stderr, "wrong size named")
 
+    # FP32 bound: the 23 distinct shapes at batch 32, PyTorch NCHW 100 us each, NHWC 200 us,
+    # gpucmp faster (50 us) on the stem only. ResNet-50 uses them 53 times.
+    stem = "n32_c3_h224_w224_k64_r7_s7_p3_u2"
+    table = open(os.path.join(os.path.dirname(bound_script), "..", "..", "include", "gpucmp", "data",
+                              "resnet50_v1_5.hpp")).read()
+    layers = re.findall(r'\{"[\w.]+",\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*\d+\}', table)
+    keys = sorted({f"n32_c{c}_h{i}_w{i}_k{k}_r{r}_s{r}_p{p}_u{s}" for c, k, r, s, p, i in layers})
+    check(len(layers) == 53 and len(keys) == 23, "layer table: 53 convolutions, 23 shapes")
+    torch_rows = [{"key": f"conv_fwd/fp32_nchw/{k}", "seconds": 1e-4} for k in keys]
+    torch_rows += [{"key": f"conv_fwd/fp32_nhwc/{k}", "seconds": 2e-4} for k in keys]
+    ops = write("t_ops.json", {"rows": torch_rows})
+    net = write("t_net.json", {"torch": "2.x", "cudnn": 1, "rows": [
+        {"key": "resnet50/fp32/bs32/graph", "seconds": 0.0106, "layout": "nchw"}]})
+    conv = write("g_conv.json", {"benchmarks": [
+        {"name": f"conv_fwd/cudnn/fp32_nchw/{stem}/graph/iterations:1/manual_time", "real_time": 50, "time_unit": "us"}]})
+    r = run([bound_script, "--torch-ops", ops, "--gpucmp-conv", conv, "--torch-resnet50", net, "--out-md", md, "--out-json", js])
+    row = json.load(open(js))["rows"][0] if r.returncode == 0 else {}
+    check(r.returncode == 0 and abs(row["convolutions_seconds"] - (52 * 1e-4 + 5e-5)) < 1e-12,
+          "53 convolutions, each at its fastest source (stem from gpucmp)")
+    check(row.get("fastest_source_counts") == {"PyTorch NCHW": 52, "PyTorch NHWC": 0, "gpucmp NCHW": 1}, "sources counted")
+    check(abs(row.get("ceiling_ratio", 0) - 0.0106 / 0.00525) < 1e-9, "ceiling = PyTorch network / convolutions")
+    partial = write("p_ops.json", {"rows": torch_rows[1:23]})
+    r = run([bound_script, "--torch-ops", partial, "--torch-resnet50", net, "--out-md", md, "--out-json", js])
+    check(r.returncode == 1 and "no time for" in r.stderr, "a missing shape is named")
+
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
-print("compare-resnet50 and compare-logits: all checks passed")
+print("compare-resnet50, compare-logits and fp32-conv-bound: all checks passed")
