@@ -7,9 +7,11 @@
 // graph and replayed). Each network is built, searched and verified layer by layer before it
 // is timed. Names:
 // resnet50/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
-//   resnet50 [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32]
+//   resnet50 [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--weights=resnet50.safetensors] [--layers_out=layers.md]
 //            [--paths=fused_graph,legacy_fused,conv_then_kernel] [benchmark flags]
+// Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
+// resnet50/<dtype>_nchw/bs<N>/... in NCHW.
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
 // batch that fits is printed at the end for each precision.
 #include <gpucmp/bench.hpp>
@@ -31,6 +33,7 @@ namespace {
 struct settings {
   std::vector<std::int64_t> batches{1, 16, 32, 64, 128, 256};
   std::vector<gpucmp::conv_dtype> dtypes{gpucmp::conv_dtype::fp16};
+  std::vector<gpucmp::conv_layout> layouts{gpucmp::conv_layout::nhwc};
   std::string weights;     // empty: deterministic random weights
   std::string layers_out;  // per-layer breakdown (markdown), appended per network
   std::vector<gpucmp::fusion_path> paths = gpucmp::all_fusion_paths();
@@ -73,13 +76,14 @@ void write_layers(const gpucmp::network& net) {
   out << "\n</details>\n";
 }
 
-gpucmp::network& network_for(gpucmp::conv_dtype dtype, std::int64_t batch, cudaStream_t stream) {
+gpucmp::network& network_for(gpucmp::conv_dtype dtype, gpucmp::conv_layout layout, std::int64_t batch, cudaStream_t stream) {
   auto& net = current();
-  if (net && net->options().dtype == dtype && net->options().batch == batch) return *net;
+  if (net && net->options().dtype == dtype && net->options().layout == layout && net->options().batch == batch) return *net;
   net.reset();  // frees the previous network's memory first
   gpucmp::network_options o;
   o.batch = batch;
   o.dtype = dtype;
+  o.layout = layout;
   o.fusion_paths = config().paths;
   net = std::make_unique<gpucmp::network>(definition(), o, stream);
   write_layers(*net);
@@ -99,22 +103,27 @@ std::string paths_note(const gpucmp::network& net) {
   return note + "; every layer verified";
 }
 
+// Rows in order of precision, layout, batch; NHWC keeps the plain name.
 void register_all() {
   for (gpucmp::conv_dtype dtype : config().dtypes) {
-    for (std::int64_t batch : config().batches) {
-      const std::string base = std::string("resnet50/") + gpucmp::to_string(dtype) + "/bs" + std::to_string(batch);
-      for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
-        const bool eager = mode == gpucmp::mode::hot;
-        auto fn = [dtype, batch, eager](gpucmp::state& st) {
-          gpucmp::network& net = network_for(dtype, batch, st.stream());
-          // Eager: launches are not queued behind a held stream, so the host's launch path
-          // shows whenever it is slower than the GPU, as in a framework's eager mode.
-          if (eager) st.options().hold = false;
-          st.set_work(net.work());
-          st.add_note(paths_note(net));
-          st.run(net);
-        };
-        gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
+    for (gpucmp::conv_layout layout : config().layouts) {
+      const std::string precision =
+          std::string(gpucmp::to_string(dtype)) + (layout == gpucmp::conv_layout::nhwc ? "" : std::string("_") + gpucmp::to_string(layout));
+      for (std::int64_t batch : config().batches) {
+        const std::string base = "resnet50/" + precision + "/bs" + std::to_string(batch);
+        for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
+          const bool eager = mode == gpucmp::mode::hot;
+          auto fn = [dtype, layout, batch, eager](gpucmp::state& st) {
+            gpucmp::network& net = network_for(dtype, layout, batch, st.stream());
+            // Eager: launches are not queued behind a held stream, so the host's launch path
+            // shows whenever it is slower than the GPU, as in a framework's eager mode.
+            if (eager) st.options().hold = false;
+            st.set_work(net.work());
+            st.add_note(paths_note(net));
+            st.run(net);
+          };
+          gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
+        }
       }
     }
   }
@@ -146,6 +155,9 @@ void parse_flags(int& argc, char** argv) {
     } else if (const char* v = value("--dtypes=")) {
       config().dtypes.clear();
       for (const auto& t : split(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));
+    } else if (const char* v = value("--layouts=")) {
+      config().layouts.clear();
+      for (const auto& l : split(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
     } else if (const char* v = value("--weights=")) {
       config().weights = v;
     } else if (const char* v = value("--layers_out=")) {

@@ -3,12 +3,14 @@
 //
 // Runs gpucmp's ResNet-50 v1.5 on a batch of images and writes its logits, for the
 // comparison with torchvision (scripts/models/compare-logits.py):
-//   resnet50_logits WEIGHTS.safetensors IMAGES.safetensors DTYPE LOGITS.bin [--shared-workspace]
-//                   [--paths=fused_graph,legacy_fused,conv_then_kernel] [--full-check] [--trace=PRECISION] [--layer-diff]
+//   resnet50_logits WEIGHTS.safetensors IMAGES.safetensors DTYPE LOGITS.bin [--layout=nhwc|nchw]
+//                   [--shared-workspace] [--paths=fused_graph,legacy_fused,conv_then_kernel] [--full-check]
+//                   [--trace=PRECISION] [--layer-diff]
 // IMAGES holds one F32 tensor "images" of N x 3 x 224 x 224 (torch's NCHW); LOGITS.bin gets
 // N x 1000 little-endian float32. DTYPE is fp32, tf32, fp16 or bf16. Every layer is verified
 // against an FP64 reference while the network is built and again on these images, and each
-// layer's algorithm and check are printed. --shared-workspace keeps every convolution on the
+// layer's algorithm and check are printed. --layout picks the activations' layout
+// (network_options::layout, NHWC by default). --shared-workspace keeps every convolution on the
 // search's shared workspace (network_options::private_workspaces = false); --paths limits the
 // ways convolutions may run (network_options::fusion_paths). After the forward pass the tool
 // checks that no parameter or input buffer changed and that a second pass gives the same
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   std::string trace_against;  // a second precision to compare every layer's output with
   bool layer_diff = false;
   bool full_check = false;
+  gpucmp::conv_layout layout = gpucmp::conv_layout::nhwc;
   std::vector<gpucmp::fusion_path> paths = gpucmp::all_fusion_paths();
   bool usage_ok = argc >= 5;
   for (int i = 5; i < argc; ++i) {
@@ -47,6 +50,12 @@ int main(int argc, char** argv) {
       full_check = true;
     } else if (arg == "--layer-diff") {
       layer_diff = true;
+    } else if (arg.rfind("--layout=", 0) == 0) {
+      try {
+        layout = gpucmp::parse_conv_layout(arg.substr(9));
+      } catch (const gpucmp::invalid_argument&) {
+        usage_ok = false;
+      }
     } else if (arg.rfind("--trace=", 0) == 0) {
       trace_against = arg.substr(8);
     } else if (arg.rfind("--paths=", 0) == 0) {
@@ -66,7 +75,7 @@ int main(int argc, char** argv) {
   if (!usage_ok) {
     std::fprintf(stderr,
                  "usage: resnet50_logits WEIGHTS.safetensors IMAGES.safetensors fp32|tf32|fp16|bf16 LOGITS.bin "
-                 "[--shared-workspace] [--paths=...] [--full-check] [--trace=PRECISION] [--layer-diff]\n");
+                 "[--layout=nhwc|nchw] [--shared-workspace] [--paths=...] [--full-check] [--trace=PRECISION] [--layer-diff]\n");
     return 2;
   }
   try {
@@ -85,6 +94,7 @@ int main(int argc, char** argv) {
     gpucmp::network_options options;
     options.batch = entry.shape[0];
     options.dtype = dtype;
+    options.layout = layout;
     options.private_workspaces = !shared_workspace;
     options.fusion_paths = paths;
     gpucmp::network net(def, options, s.get());  // searches and verifies every layer

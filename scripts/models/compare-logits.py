@@ -15,7 +15,8 @@ Bounds (docs/models.md): FP32 1e-3 and identical top-1; TF32 and FP16 2e-2, BF16
 with >= 99 % top-1 agreement.
 
 Usage: compare-logits.py REFERENCE.json --logits fp32=F.bin fp16=F.bin fp16@2=F.bin ... --out-md T.md --out-json T.json
-A label PRECISION@N (the N-th process of that precision) is held to PRECISION's bounds.
+A label PRECISION@N (the N-th process of that precision) or PRECISION_LAYOUT (nhwc, nchw) is
+held to PRECISION's bounds; other labels are for the record.
 Exit status 1 when a bound is missed.
 """
 import argparse
@@ -79,9 +80,12 @@ def main():
         rel32, top32 = errors(got, fp32)
         rel64, _ = errors(got, fp64)
         crel, ctop = errors(centred(got), centred(fp32))
-        # "fp16@2": FP16 from a second process (each process uploads the weights anew).
-        precision = dtype.split("@", 1)[0]
-        bound, top_needed = BOUNDS.get(precision, (None, None))  # other labels: for the record only
+        # "fp16@2": FP16 from a second process (each process uploads the weights anew);
+        # "fp32_nchw": FP32 with NCHW activations. Other labels are for the record only.
+        precision, _, layout = dtype.split("@", 1)[0].partition("_")
+        if layout not in ("", "nhwc", "nchw"):
+            precision = ""
+        bound, top_needed = BOUNDS.get(precision, (None, None))
         passed = None if bound is None else rel32 <= bound and top32 >= top_needed
         ok &= passed is not False
         yard = reference.get(f"torch_{precision}")

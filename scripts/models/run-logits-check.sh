@@ -26,6 +26,10 @@ for ((p = 1; p <= processes; p++)); do
     logits+=("$label=$work/logits_$label.bin")
   done
 done
+# FP32 with NCHW activations (network_options::layout), the layout of the FP32 speed comparison.
+"$build_dir/benchmarks/resnet50_logits" "$work/resnet50.safetensors" "$work/images.safetensors" fp32 \
+  "$work/logits_fp32_nchw.bin" --layout=nchw >> "$out_dir/resnet50_logits.log" 2>&1 &&
+  logits+=("fp32_nchw=$work/logits_fp32_nchw.bin") || { echo "run-logits-check: fp32_nchw failed"; status=1; }
 # GPUCMP_LOGITS_DIAGNOSTIC=1: also an FP16 run with every convolution output checked, every
 # layer traced against the FP32 network and each layer's verification pass compared with a
 # plain pass (what found the upload race; docs/models.md).

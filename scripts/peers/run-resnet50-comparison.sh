@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The models issue's side-by-side run on one GPU: gpucmp's resnet50 benchmark and
-# torch_resnet50.py on the same precisions and batches, interleaved over
+# The models issue's side-by-side run on one GPU: gpucmp's resnet50 benchmark (FP32 in NHWC and
+# NCHW) and torch_resnet50.py on the same precisions and batches, interleaved over
 # GPUCMP_COMPARISON_ROUNDS rounds (default 1), then compare-resnet50.py's table. gpucmp runs on
 # PyTorch's own cuDNN and cuBLASLt (same-libraries.sh), so the comparison is about method.
 #   scripts/peers/run-resnet50-comparison.sh BUILD_DIR OUT_DIR
@@ -14,9 +14,12 @@ status=0
 gpucmp_round() {
   "$build_dir/benchmarks/resnet50" --dtypes=fp16 --batches=16,32,64,128,256 --layers_out="$out_dir/layers_fp16.md" \
     --benchmark_out="$out_dir/gpucmp_fp16_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp16_$1.txt" 2>&1 || status=1
-  "$build_dir/benchmarks/resnet50" --dtypes=tf32,fp32 --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
+  # TF32 in NHWC (tensor cores); FP32 in both layouts, the faster one counts (as PyTorch's does).
+  "$build_dir/benchmarks/resnet50" --dtypes=tf32 --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
+    --benchmark_out="$out_dir/gpucmp_tf32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_tf32_$1.txt" 2>&1 || status=1
+  "$build_dir/benchmarks/resnet50" --dtypes=fp32 --layouts=nhwc,nchw --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
     --benchmark_out="$out_dir/gpucmp_fp32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp32_$1.txt" 2>&1 || status=1
-  gpucmp_files+=("$out_dir/gpucmp_fp16_$1.json" "$out_dir/gpucmp_fp32_$1.json")
+  gpucmp_files+=("$out_dir/gpucmp_fp16_$1.json" "$out_dir/gpucmp_tf32_$1.json" "$out_dir/gpucmp_fp32_$1.json")
 }
 torch_round() {
   (cd "$here" && python3 torch_resnet50.py --out "$out_dir/torch_$1.json") > "$out_dir/torch_$1.log" 2>&1 ||

@@ -125,11 +125,13 @@ TEST_CASE("fused convolution layers verify in every precision and epilogue", "[g
   cudnnHandle_t raw = nullptr;
   REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
   gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy> handle(raw);
+  for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
   for (gpucmp::conv_dtype t : all_dtypes) {
     for (std::int64_t c : {3, 32}) {  // the 3-channel stem has no fused engine: another path must win
       for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
                                       gpucmp::conv_epilogue{false, false}}) {
         gpucmp::conv_problem p;
+        p.layout = layout;
         p.n = 2;  // small enough that every output is checked
         p.c = c;
         p.h = p.w = 10;
@@ -170,6 +172,55 @@ TEST_CASE("fused convolution layers verify in every precision and epilogue", "[g
   }
 }
 
+TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu][models]") {
+  gpucmp::stream s;
+  cudnnHandle_t raw = nullptr;
+  REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
+  gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy> handle(raw);
+  gpucmp::conv_problem p;
+  p.n = 2;
+  p.c = 32;
+  p.h = p.w = 12;
+  p.k = 48;
+  p.r = p.s = 3;
+  p.pad_h = p.pad_w = 1;
+  p.layout = gpucmp::conv_layout::nchw;
+  for (gpucmp::conv_dtype t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16}) {
+    p.dtype = t;
+    const std::size_t e_bytes = gpucmp::element_bytes(t);
+    gpucmp::device_buffer<unsigned char> x(std::size_t(p.x_elements()) * e_bytes), w(std::size_t(p.w_elements()) * e_bytes),
+        b(std::size_t(p.k) * e_bytes), z(std::size_t(p.y_elements()) * e_bytes), y(std::size_t(p.y_elements()) * e_bytes),
+        ws(std::size_t{64} << 20);
+    std::uint64_t seed = 1;
+    for (auto* buf : {&x, &w, &b, &z}) {
+      if (e_bytes == 4) gpucmp::fill_uniform(reinterpret_cast<float*>(buf->data()), buf->bytes() / 4, seed++, -1, 1, s.get());
+      else gpucmp::fill_uniform(reinterpret_cast<__half*>(buf->data()), buf->bytes() / 2, seed++, -1, 1, s.get());
+    }
+    for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{true, true}, gpucmp::conv_epilogue{false, false}}) {
+      for (gpucmp::fusion_path path : gpucmp::all_fusion_paths()) {
+        std::shared_ptr<gpucmp::fused_conv_candidates> set;
+        try {
+          set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, ws.bytes(), true,
+                                                                std::vector<gpucmp::fusion_path>{path});
+        } catch (const gpucmp::unsupported& u) {
+          // Only the fused graph may be missing (no engine fuses it); the other two always exist.
+          INFO(u.what());
+          CHECK(path == gpucmp::fusion_path::fused_graph);
+          continue;
+        }
+        gpucmp::fused_conv layer(set, {x.data(), w.data(), b.data(), e.residual ? z.data() : nullptr, y.data()}, ws.data(), ws.bytes());
+        std::vector<gpucmp::candidate_time> log;
+        layer.search(s.get(), gpucmp::network_options::fast_search(), log);
+        const gpucmp::verification v = layer.verify_every_output(s.get());
+        INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
+        CHECK(set->name().find("_nchw/") != std::string::npos);
+        CHECK(layer.algorithm().path == path);
+        CHECK(v.passed());
+      }
+    }
+  }
+}
+
 TEST_CASE("pooling and softmax match host references and a corrupted output is caught", "[gpu][models]") {
   gpucmp::stream s;
   const gpucmp::tolerance tol = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
@@ -199,6 +250,48 @@ TEST_CASE("pooling and softmax match host references and a corrupted output is c
   REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
   CHECK(gpucmp::check_global_average_pool(shape.n, shape.h * shape.w, shape.c, x.to_host(), gap.to_host(), tol).passed());
 
+  // NCHW pooling and global average pooling give the NHWC results, permuted (an independent
+  // check: check_pool shares pool_window's indexing with the kernels).
+  {
+    const std::int64_t pixels = shape.h * shape.w, out_pixels = shape.p() * shape.q();
+    std::vector<__half> nhwc_in = x.to_host(), nchw_in(nhwc_in.size());
+    for (std::int64_t n = 0; n < shape.n; ++n)
+      for (std::int64_t c = 0; c < shape.c; ++c)
+        for (std::int64_t q = 0; q < pixels; ++q)
+          nchw_in[std::size_t((n * shape.c + c) * pixels + q)] = nhwc_in[std::size_t((n * pixels + q) * shape.c + c)];
+    gpucmp::device_buffer<__half> xc(nchw_in.size()), yc(std::size_t(shape.n * out_pixels * shape.c)), yn(yc.size()), gapc(gap.size());
+    xc.copy_from_host(nchw_in);
+    gpucmp::pool_shape nchw = shape;
+    nchw.layout = gpucmp::conv_layout::nchw;
+    for (gpucmp::pool_kind kind : {gpucmp::pool_kind::max, gpucmp::pool_kind::average}) {
+      gpucmp::pool_forward(kind, shape, x.data(), yn.data(), s.get());
+      gpucmp::pool_forward(kind, nchw, xc.data(), yc.data(), s.get());
+      REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+      const std::vector<__half> a = yn.to_host(), b = yc.to_host();
+      // A max is exact; an average may round differently (the NHWC vector kernel sums in FP32,
+      // the NCHW kernel in double), by at most one unit in the last place of FP16.
+      std::size_t differ = 0;
+      for (std::int64_t n = 0; n < shape.n; ++n)
+        for (std::int64_t c = 0; c < shape.c; ++c)
+          for (std::int64_t q = 0; q < out_pixels; ++q) {
+            const double u = gpucmp::to_double(a[std::size_t((n * out_pixels + q) * shape.c + c)]);
+            const double v = gpucmp::to_double(b[std::size_t((n * shape.c + c) * out_pixels + q)]);
+            const double allowed = kind == gpucmp::pool_kind::max ? 0.0 : 0x1p-10 * std::max(std::fabs(u), std::fabs(v)) + 0x1p-24;
+            differ += !(std::fabs(u - v) <= allowed);
+          }
+      INFO(gpucmp::to_string(kind));
+      CHECK(differ == 0);
+      CHECK(gpucmp::check_pool(kind, nchw, nchw_in, b, tol).passed());
+    }
+    gpucmp::global_average_pool_forward(shape.n, pixels, shape.c, xc.data(), gapc.data(), s.get(), gpucmp::conv_layout::nchw);
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    const std::vector<__half> gap_nhwc = gap.to_host(), gap_nchw = gapc.to_host();
+    std::size_t gap_differ = 0;  // N x C either way, the same FP32 sums in the same order
+    for (std::size_t i = 0; i < gap_nhwc.size(); ++i) gap_differ += gpucmp::to_double(gap_nhwc[i]) != gpucmp::to_double(gap_nchw[i]);
+    CHECK(gap_differ == 0);
+    CHECK(gpucmp::check_global_average_pool(shape.n, pixels, shape.c, nchw_in, gapc.to_host(), tol, gpucmp::conv_layout::nchw).passed());
+  }
+
   const std::int64_t rows = 3, cols = 1000;
   gpucmp::device_buffer<float> logits(std::size_t(rows * cols)), probs(std::size_t(rows * cols));
   gpucmp::fill_uniform(logits.data(), logits.size(), 11, -30, 30, s.get());
@@ -213,16 +306,18 @@ TEST_CASE("pooling and softmax match host references and a corrupted output is c
   CHECK_THAT(bad.worst_where, GPUCMP_CONTAINS("row 0, column " + std::to_string(largest - p.begin())));
 }
 
-TEST_CASE("a small CNN's logits match a whole-network FP64 reference and graph equals eager", "[gpu][models]") {
+TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both layouts and graph equals eager", "[gpu][models]") {
   gpucmp::stream s;
   const gpucmp::network_definition def = small_cnn(false);
   const std::int64_t batch = 5;
   const std::vector<float> images = random_images(std::size_t(batch * 3 * 20 * 20), 21);
   const std::vector<double> reference = host_forward(def, batch, images);
+  for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
   for (gpucmp::conv_dtype t : all_dtypes) {
     gpucmp::network_options o;
     o.batch = batch;
     o.dtype = t;
+    o.layout = layout;
     gpucmp::network net(def, o, s.get());
     INFO(net.name());
     for (const auto& l : net.layers()) {

@@ -55,6 +55,19 @@ with tempfile.TemporaryDirectory() as d:
     check(rows["resnet50/fp16/bs16/graph"]["passed"] is True and rows["resnet50/fp32/bs16/graph"]["passed"] is False,
           "bars: fp16 passes, fp32 at 1.1x misses 1.2x")
     check(r.returncode == 1, "a missed bar makes the exit status 1")
+    # gpucmp's NCHW FP32 rows compete with its NHWC ones: the faster layout counts, and is named.
+    nchw = gbench(1.0)
+    nchw["benchmarks"] += [{"name": f"resnet50/fp32_nchw/bs{b}/graph/iterations:1/manual_time",
+                            "real_time": b / 1.3, "time_unit": "ms"} for b in (16, 32)]
+    nchw["benchmarks"].append({"name": "resnet50/fp32_nchw/bs64/graph/iterations:1/manual_time",
+                               "real_time": 64 / 1.05, "time_unit": "ms"})  # slower than NHWC's 1.1x
+    r = run([resnet_script, "--gpucmp", write("n.json", nchw), "--torch", tt, "--out-md", md, "--out-json", js])
+    rows = {row["key"]: row for row in json.load(open(js))["rows"]}
+    check(abs(rows["resnet50/fp32/bs16/graph"]["ratio"] - 1.3) < 1e-9 and rows["resnet50/fp32/bs16/graph"]["gpucmp_layout"] == "nchw",
+          "the faster NCHW row counts, named nchw")
+    check(abs(rows["resnet50/fp32/bs64/graph"]["ratio"] - 1.1) < 1e-9 and rows["resnet50/fp32/bs64/graph"]["gpucmp_layout"] == "nhwc",
+          "the faster NHWC row counts where NCHW is slower")
+    check(rows["resnet50/fp32/bs16/graph"]["passed"] is True and "(nchw)" in open(md).read(), "table names gpucmp's layout")
     # A missing bar row is reported and fails.
     partial = write("p.json", {"benchmarks": gbench(1.0)["benchmarks"][1:]})
     r = run([resnet_script, "--gpucmp", partial, "--torch", tt, "--out-md", md, "--out-json", js])
@@ -86,6 +99,11 @@ with tempfile.TemporaryDirectory() as d:
     check(r.returncode == 1 and by["fp16@2"]["passed"] is False and by["fp16@2"]["bound"] == 2e-2,
           "fp16@2 gets FP16's bound and fails")
     check(by["fp16@2"]["torch_same_precision_rel_err"] is not None, "fp16@2 gets PyTorch's FP16 yardstick")
+    # A layout suffix keeps the precision's bound; any other suffix is for the record.
+    r = run([logits_script, reference, "--logits", f"fp32_nchw={far}", f"fp16_diagnostic_run={far}", "--out-md", md, "--out-json", js])
+    by = {row["dtype"]: row for row in json.load(open(js))["rows"]}
+    check(r.returncode == 1 and by["fp32_nchw"]["passed"] is False and by["fp32_nchw"]["bound"] == 1e-3, "fp32_nchw held to FP32's bound")
+    check(by["fp16_diagnostic_run"]["passed"] is None, "a diagnostic label is for the record")
     short = logits("short.bin", ref[:3])
     r = run([logits_script, reference, "--logits", f"fp32={short}", "--out-md", md, "--out-json", js])
     check(r.returncode == 1 and "expected 4 x 50" in r.stderr, "wrong size named")

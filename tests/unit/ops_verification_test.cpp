@@ -194,7 +194,7 @@ TEST_CASE("a search where nothing verifies, or the context is lost, stops with t
                   gpucmp::cuda_error);
 }
 
-TEST_CASE("precision names parse back, and an unknown one is named in the error", "[ops][conv]") {
+TEST_CASE("precision and layout names parse back, and an unknown one is named in the error", "[ops][conv]") {
   for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
     CHECK(gpucmp::parse_conv_dtype(gpucmp::to_string(t)) == t);
   }
@@ -203,5 +203,12 @@ TEST_CASE("precision names parse back, and an unknown one is named in the error"
     FAIL("fp8 is not a convolution precision");
   } catch (const gpucmp::invalid_argument& e) {
     CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("unknown precision 'fp8'"));
+  }
+  for (auto l : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw}) CHECK(gpucmp::parse_conv_layout(gpucmp::to_string(l)) == l);
+  try {
+    gpucmp::parse_conv_layout("chwn");
+    FAIL("chwn is not a supported layout");
+  } catch (const gpucmp::invalid_argument& e) {
+    CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("unknown layout 'chwn' (nhwc, nchw)"));
   }
 }

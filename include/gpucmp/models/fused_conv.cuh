@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A convolution layer for inference with its epilogue fused: y = act(conv(x, w) + bias [+ z]),
-// NHWC, on tensors a network owns (component gpucmp::cudnn). Batch norm is folded into w and
-// bias beforehand (models/batch_norm_folding.hpp), so a conv-BN-ReLU-(add) block of a CNN is
-// one pass over memory instead of the three or four a framework's eager mode makes.
+// NHWC or NCHW, on tensors a network owns (component gpucmp::cudnn). Batch norm is folded
+// into w and bias beforehand (models/batch_norm_folding.hpp), so a conv-BN-ReLU-(add) block of
+// a CNN is one pass over memory instead of the three or four a framework's eager mode makes.
 //
 // Three ways to run it compete in a timed search, and the fastest that verifies is kept:
 //  - a cuDNN backend operation graph conv -> add bias -> (add z) -> (ReLU) with virtual FP32
@@ -86,13 +86,14 @@ inline std::vector<fusion_path> all_fusion_paths() {
   return {fusion_path::fused_graph, fusion_path::legacy_fused, fusion_path::conv_then_kernel};
 }
 
-/// The device tensors one fused layer reads and writes (NHWC; bias has K elements).
+/// The device tensors one fused layer reads and writes, in the problem's layout (NHWC: x
+/// N x H x W x C, filters K x R x S x C; NCHW: N x C x H x W and K x C x R x S).
 struct fused_conv_tensors {
-  const void* x = nullptr;         ///< input, N x H x W x C
-  const void* w = nullptr;         ///< filters, K x R x S x C
+  const void* x = nullptr;         ///< input
+  const void* w = nullptr;         ///< filters
   const void* bias = nullptr;      ///< K
-  const void* residual = nullptr;  ///< z, N x P x Q x K (with epilogue.residual)
-  void* y = nullptr;               ///< output, N x P x Q x K
+  const void* residual = nullptr;  ///< z, the output's shape and layout (with epilogue.residual)
+  void* y = nullptr;               ///< output, N x P x Q x K (NHWC) or N x K x P x Q (NCHW)
   /// Bytes after y that belong to no tensor (0: none): verify() fills them with
   /// guard_pattern before the run and fails when the run changed them.
   std::size_t y_guard = 0;
@@ -100,12 +101,14 @@ struct fused_conv_tensors {
 
 namespace detail {
 
-// y = act(y + bias[k] + z): the epilogue of the conv_then_kernel path, in place.
+// y = act(y + bias[k] + z): the epilogue of the conv_then_kernel path, in place. Element i
+// is of channel (i / plane) % k: plane 1 in NHWC, P x Q in NCHW.
 template <class T>
-__global__ void bias_residual_relu_kernel(T* y, const T* bias, const T* z, std::int64_t count, std::int64_t k, bool relu) {
+__global__ void bias_residual_relu_kernel(T* y, const T* bias, const T* z, std::int64_t count, std::int64_t k,
+                                          std::int64_t plane, bool relu) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    float v = float(to_double(y[i])) + float(to_double(bias[i % k]));
+    float v = float(to_double(y[i])) + float(to_double(bias[(i / plane) % k]));
     if (z != nullptr) v += float(to_double(z[i]));
     if (relu) v = fmaxf(v, 0.0f);
     y[i] = from_double<T>(v);
@@ -192,7 +195,7 @@ struct fused_conv_algorithm {
 /// execution plans and legacy algorithms. Shared by the layers of that shape.
 class fused_conv_candidates {
  public:
-  /// Builds the descriptors and enumerates candidates (NHWC only). `max_per_path` caps each
+  /// Builds the descriptors and enumerates candidates. `max_per_path` caps each
   /// path's list; `workspace_limit` drops algorithms that need more; without
   /// `allow_transform` Winograd and FFT algorithms are left out.
   fused_conv_candidates(cudnnHandle_t handle, const conv_problem& problem, const conv_epilogue& epilogue,
@@ -201,7 +204,6 @@ class fused_conv_candidates {
       : m_handle(handle), m_problem(problem), m_epilogue(epilogue), m_workspace_limit(workspace_limit),
         m_allow_transform(allow_transform) {
     m_problem.validate();
-    if (m_problem.layout != conv_layout::nhwc) throw invalid_argument("fused_conv: layers are NHWC");
     create_legacy_descriptors();
     const std::size_t cap = std::size_t(std::max(1, max_per_path));
     auto take = [&](std::vector<candidate> list) {
@@ -228,7 +230,8 @@ class fused_conv_candidates {
 
   /// "fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu".
   std::string name() const {
-    return std::string(to_string(m_problem.dtype)) + "_nhwc/" + m_problem.shape_name() + "/" + to_string(m_epilogue);
+    return std::string(to_string(m_problem.dtype)) + "_" + to_string(m_problem.layout) + "/" + m_problem.shape_name() + "/" +
+           to_string(m_epilogue);
   }
   /// The shape.
   const conv_problem& problem() const noexcept { return m_problem; }
@@ -325,14 +328,16 @@ class fused_conv_candidates {
     }
   }
   bool fp32_strict() const noexcept { return m_problem.dtype == conv_dtype::fp32; }
+  bool nhwc() const noexcept { return m_problem.layout == conv_layout::nhwc; }
 
   template <class T>
   void launch_epilogue_as(const fused_conv_tensors& t, cudaStream_t stream) const {
     const std::int64_t count = std::int64_t(m_problem.y_elements());
     const unsigned blocks = unsigned(std::min<std::int64_t>((count + 255) / 256, 132 * 16));
+    const std::int64_t plane = nhwc() ? 1 : m_problem.p() * m_problem.q();
     detail::bias_residual_relu_kernel<T><<<blocks, 256, 0, stream>>>(
         static_cast<T*>(t.y), static_cast<const T*>(t.bias),
-        m_epilogue.residual ? static_cast<const T*>(t.residual) : nullptr, count, m_problem.k, m_epilogue.relu);
+        m_epilogue.residual ? static_cast<const T*>(t.residual) : nullptr, count, m_problem.k, plane, m_epilogue.relu);
     GPUCMP_CUDA_CHECK_LAST("bias_residual_relu_kernel");
   }
   void launch_epilogue(const fused_conv_tensors& t, cudaStream_t stream) const {
@@ -358,10 +363,11 @@ class fused_conv_candidates {
     cudnnConvolutionDescriptor_t c = nullptr;
     GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
     m_conv = conv_desc_t(c);
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, data_type(), int(p.n), int(p.c), int(p.h), int(p.w)));
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, data_type(), int(p.n), int(p.k), int(p.p()), int(p.q())));
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, CUDNN_TENSOR_NHWC, data_type(), 1, int(p.k), 1, 1));
-    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), CUDNN_TENSOR_NHWC, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)));
+    const cudnnTensorFormat_t format = nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, data_type(), int(p.n), int(p.c), int(p.h), int(p.w)));
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, data_type(), int(p.n), int(p.k), int(p.p()), int(p.q())));
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, format, data_type(), 1, int(p.k), 1, 1));
+    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), format, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)));
     GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
                                                        int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
                                                        CUDNN_DATA_FLOAT));
@@ -451,16 +457,17 @@ class fused_conv_candidates {
   detail::backend_descriptor build_graph(bool fused) {
     const conv_problem& p = m_problem;
     const cudnnDataType_t type = data_type();
-    auto nhwc = [](std::int64_t c, std::int64_t h, std::int64_t w) {  // strides of N, C, H, W
-      return std::vector<std::int64_t>{h * w * c, 1, w * c, c};
+    // Strides of dimensions N, C, H, W (the filter's K, C, R, S) in this layout.
+    auto strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) {
+      return nhwc() ? std::vector<std::int64_t>{h * w * c, 1, w * c, c} : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
     };
     const std::int64_t cg = p.c / p.groups;
-    const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = nhwc(p.k, p.p(), p.q());
+    const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = strides(p.k, p.p(), p.q());
     auto& keep = fused ? m_fused_descriptors : m_plain_descriptors;
     keep.clear();
-    keep.push_back(detail::make_backend_tensor(uid_x, type, {p.n, p.c, p.h, p.w}, nhwc(p.c, p.h, p.w), false));
+    keep.push_back(detail::make_backend_tensor(uid_x, type, {p.n, p.c, p.h, p.w}, strides(p.c, p.h, p.w), false));
     const cudnnBackendDescriptor_t x = keep.back().get();
-    keep.push_back(detail::make_backend_tensor(uid_w, type, {p.k, cg, p.r, p.s}, {p.r * p.s * cg, 1, p.s * cg, cg}, false));
+    keep.push_back(detail::make_backend_tensor(uid_w, type, {p.k, cg, p.r, p.s}, strides(cg, p.r, p.s), false));
     const cudnnBackendDescriptor_t w = keep.back().get();
     keep.push_back(detail::make_backend_tensor(uid_y, type, y_dims, y_strides, false));
     const cudnnBackendDescriptor_t y = keep.back().get();
@@ -487,7 +494,7 @@ class fused_conv_candidates {
     ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
     ops.back().finalize("convolution operation");
     if (fused) {
-      keep.push_back(detail::make_backend_tensor(uid_bias, type, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}, false));
+      keep.push_back(detail::make_backend_tensor(uid_bias, type, {1, p.k, 1, 1}, strides(p.k, 1, 1), false));
       const cudnnBackendDescriptor_t bias = keep.back().get();
       keep.push_back(detail::make_backend_tensor(uid_z, type, y_dims, y_strides, false));
       const cudnnBackendDescriptor_t z = keep.back().get();
@@ -714,7 +721,7 @@ class fused_conv {
   verification check_all(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
     const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
-                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, true};
+                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout == conv_layout::nhwc};
     device_buffer<unsigned long long> counters(3, initial_fill::uninitialized());
     counters.copy_from_host({0ull, 0ull, 0ull});
     const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
@@ -745,7 +752,7 @@ class fused_conv {
   verification compare(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
     const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
-                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, true};
+                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout == conv_layout::nhwc};
     const std::int64_t outputs = std::int64_t(p.y_elements());
     std::vector<std::int64_t> picked;
     if (outputs <= 16384) {

@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A network_definition made runnable for one batch size and precision (components
-// gpucmp::cudnn and gpucmp::cublas): it owns its weights, activations (NHWC; buffers reused
-// once a tensor is dead, models/network_memory.hpp), workspace and cuDNN/cuBLASLt handles, runs on any stream, and can
-// be captured into a CUDA graph. Building it checks that everything fits first (a typed
+// gpucmp::cudnn and gpucmp::cublas): it owns its weights, activations (NHWC by default, NCHW
+// on request; buffers reused once a tensor is dead, models/network_memory.hpp), workspace and
+// cuDNN/cuBLASLt handles, runs on any stream, and can be captured into a CUDA graph. Building it checks that everything fits first (a typed
 // out_of_memory saying needed vs free), then searches each convolution shape's algorithms
 // and verifies every layer on random input against an FP64 reference before anything is
 // timed: a layer that fails is a verification_failed naming it.
@@ -54,6 +54,11 @@ namespace gpucmp {
 struct network_options {
   std::int64_t batch = 32;                              ///< images per forward pass
   conv_dtype dtype = conv_dtype::fp16;                  ///< activations' and weights' type and math
+  /// Activations' and filters' layout. NHWC suits tensor cores; for FP32 without them cuDNN
+  /// has only implicit-GEMM algorithms in NHWC, and Winograd and FFT in NCHW (on the H200,
+  /// ResNet-50's 64->64 3x3 convolution at batch 32 in FP32: 269 us in NHWC with PyTorch's
+  /// cudnn.benchmark, 119 us in NCHW with gpucmp's search).
+  conv_layout layout = conv_layout::nhwc;
   algorithm_choice choice = algorithm_choice::search;   ///< per convolution shape
   search_options search = fast_search();                ///< how candidates are timed
   int candidates_per_path = 4;                          ///< per fusion path and shape
@@ -87,7 +92,7 @@ struct network_options {
 struct layer_report {
   std::string name;            ///< the definition's layer name
   std::string kind;            ///< "conv", "max_pool", ...
-  std::string shape;           ///< e.g. "fp16_nhwc/n64_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu"
+  std::string shape;           ///< e.g. "fp16_nhwc/n64_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu" (conv)
   std::string algorithm;       ///< what runs (conv and linear)
   double searched_seconds = 0; ///< median per call in its search (0 when not searched)
   double flops = 0;            ///< per forward pass
@@ -154,23 +159,12 @@ class network {
   /// Enqueues layer `index` alone (layers in order make a forward pass; with activation_values
   /// after each, a layer-by-layer trace).
   void run_layer(std::size_t index, cudaStream_t stream) const { m_steps.at(index)(stream); }
-  /// Tensor `t` as it is now, as FP32, batch x C x H x W flattened in NHWC order (valid for a
-  /// layer's output right after the layer ran: buffers are reused once a tensor is dead).
+  /// Tensor `t` as it is now, as FP32, batch x C x H x W flattened in NHWC order whatever the
+  /// network's layout (valid for a layer's output right after the layer ran: buffers are
+  /// reused once a tensor is dead).
   std::vector<float> activation_values(tensor_ref t, cudaStream_t stream) const {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const std::size_t count = std::size_t(m_options.batch * m_definition.shape(t).elements());
-    std::vector<float> values(count);
-    if (m_definition.float_from(t) || element_bytes(m_options.dtype) == sizeof(float)) {
-      GPUCMP_CUDA_CHECK(cudaMemcpy(values.data(), tensor(t), count * sizeof(float), cudaMemcpyDeviceToHost));
-      return values;
-    }
-    dispatch([&](auto zero) {
-      using T = decltype(zero);
-      std::vector<T> raw(count);
-      GPUCMP_CUDA_CHECK(cudaMemcpy(raw.data(), tensor(t), count * sizeof(T), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < count; ++i) values[i] = float(to_double(raw[i]));
-    });
-    return values;
+    return values_in_nhwc_order(t);
   }
   /// The definition it runs.
   const network_definition& definition() const noexcept { return m_definition; }
@@ -203,37 +197,30 @@ class network {
     staging.copy_from_host(images);
     dispatch([&](auto zero) {
       using T = decltype(zero);
-      detail::nchw_float_to_nhwc_kernel<T><<<detail::grid_for(std::int64_t(images.size())), 256, 0, stream>>>(
-          staging.data(), static_cast<T*>(tensor(m_definition.input())), m_options.batch, in.c, in.h * in.w);
+      T* input = static_cast<T*>(tensor(m_definition.input()));
+      const unsigned blocks = detail::grid_for(std::int64_t(images.size()));
+      if (m_options.layout == conv_layout::nhwc) {
+        detail::nchw_float_to_nhwc_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, m_options.batch, in.c, in.h * in.w);
+      } else {
+        detail::float_to_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, std::int64_t(images.size()));
+      }
     });
-    GPUCMP_CUDA_CHECK_LAST("nchw_float_to_nhwc_kernel");
+    GPUCMP_CUDA_CHECK_LAST("set_input conversion kernel");
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     m_input_fingerprint = detail::device_fingerprint(tensor(m_definition.input()), tensor_bytes(m_definition.input()));
   }
 
-  /// The output tensor after the last forward pass as FP32, batch x C x H x W flattened
-  /// (logits: batch x classes). Synchronizes `stream`.
+  /// The output tensor after the last forward pass as FP32, batch x C x H x W flattened in
+  /// NHWC order (logits: batch x classes). Synchronizes `stream`.
   std::vector<float> output(cudaStream_t stream) const {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const tensor_ref out = m_definition.output();
-    const std::size_t count = std::size_t(m_options.batch * m_definition.shape(out).elements());
-    std::vector<float> values(count);
-    if (m_definition.float_from(out)) {
-      GPUCMP_CUDA_CHECK(cudaMemcpy(values.data(), tensor(out), count * sizeof(float), cudaMemcpyDeviceToHost));
-      return values;
-    }
-    dispatch([&](auto zero) {
-      using T = decltype(zero);
-      std::vector<T> raw(count);
-      GPUCMP_CUDA_CHECK(cudaMemcpy(raw.data(), tensor(out), count * sizeof(T), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < count; ++i) values[i] = float(to_double(raw[i]));
-    });
-    return values;
+    return values_in_nhwc_order(m_definition.output());
   }
 
-  /// "resnet50/fp16/bs64".
+  /// "resnet50/fp16/bs64"; "resnet50/fp32_nchw/bs64" in NCHW.
   std::string name() const {
-    return m_definition.name() + "/" + to_string(m_options.dtype) + "/bs" + std::to_string(m_options.batch);
+    const std::string layout = m_options.layout == conv_layout::nhwc ? "" : std::string("_") + to_string(m_options.layout);
+    return m_definition.name() + "/" + to_string(m_options.dtype) + layout + "/bs" + std::to_string(m_options.batch);
   }
   /// The options it was built with.
   const network_options& options() const noexcept { return m_options; }
@@ -339,6 +326,32 @@ class network {
   std::size_t tensor_bytes(tensor_ref t) const { return gpucmp::tensor_bytes(m_definition, t, m_options.batch, m_options.dtype); }
   void* tensor(tensor_ref t) const { return m_slot_data[m_plan.slot_of[std::size_t(t.id)]]; }
 
+  // Tensor t's values as FP32 (after the stream is synchronized), reordered to NHWC when the
+  // network runs NCHW, so callers see one order whatever the layout.
+  std::vector<float> values_in_nhwc_order(tensor_ref t) const {
+    const image_shape& shape = m_definition.shape(t);
+    const std::size_t count = std::size_t(m_options.batch * shape.elements());
+    std::vector<float> values(count);
+    if (m_definition.float_from(t) || element_bytes(m_options.dtype) == sizeof(float)) {
+      GPUCMP_CUDA_CHECK(cudaMemcpy(values.data(), tensor(t), count * sizeof(float), cudaMemcpyDeviceToHost));
+    } else {
+      dispatch([&](auto zero) {
+        using T = decltype(zero);
+        std::vector<T> raw(count);
+        GPUCMP_CUDA_CHECK(cudaMemcpy(raw.data(), tensor(t), count * sizeof(T), cudaMemcpyDeviceToHost));
+        for (std::size_t i = 0; i < count; ++i) values[i] = float(to_double(raw[i]));
+      });
+    }
+    const std::int64_t pixels = shape.h * shape.w;
+    if (m_options.layout == conv_layout::nhwc || pixels == 1) return values;
+    std::vector<float> nhwc(count);
+    for (std::int64_t n = 0; n < m_options.batch; ++n)
+      for (std::int64_t c = 0; c < shape.c; ++c)
+        for (std::int64_t p = 0; p < pixels; ++p)
+          nhwc[std::size_t((n * pixels + p) * shape.c + c)] = values[std::size_t((n * shape.c + c) * pixels + p)];
+    return nhwc;
+  }
+
   void check_fits() const {
     const double needed = double(m_plan.total(network_workspace_reserve) + m_plan.slot_bytes.size() * m_options.guard_bytes);
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -351,7 +364,8 @@ class network {
     }
   }
 
-  // Parameters to the device in the network's type: conv filters reordered K,C,R,S -> K,R,S,C.
+  // Parameters to the device in the network's type: conv filters K,C,R,S as defined, reordered
+  // to K,R,S,C in NHWC.
   void allocate_and_upload(cudaStream_t stream) {
     for (std::size_t b : m_plan.slot_bytes) {
       m_slots.emplace_back(b + m_options.guard_bytes, initial_fill::uninitialized());
@@ -364,7 +378,7 @@ class network {
       const layer_definition& l = layers[i];
       if (l.kind != layer_kind::conv && l.kind != layer_kind::linear) continue;
       std::vector<float> weight = l.weight;
-      if (l.kind == layer_kind::conv) {
+      if (l.kind == layer_kind::conv && m_options.layout == conv_layout::nhwc) {
         const std::int64_t k = l.conv.out_channels, r = l.conv.kernel, c = std::int64_t(weight.size()) / (k * r * r);
         weight = kcrs_to_krsc(l.weight, k, c, r, r);
       }
@@ -411,7 +425,7 @@ class network {
     p.r = p.s = l.conv.kernel;
     p.pad_h = p.pad_w = l.conv.pad;
     p.stride_h = p.stride_w = l.conv.stride;
-    p.layout = conv_layout::nhwc;
+    p.layout = m_options.layout;
     p.dtype = m_options.dtype;
     return p;
   }
@@ -468,7 +482,7 @@ class network {
         }
         case layer_kind::max_pool:
         case layer_kind::average_pool: {
-          const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad};
+          const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
           const pool_kind kind = l.kind == layer_kind::max_pool ? pool_kind::max : pool_kind::average;
           dispatch([&](auto zero) {
             using T = decltype(zero);
@@ -480,8 +494,9 @@ class network {
           dispatch([&](auto zero) {
             using T = decltype(zero);
             const std::int64_t pixels = in.h * in.w, c = in.c;
-            m_steps.push_back([n, pixels, c, x, y](cudaStream_t st) {
-              global_average_pool_forward(n, pixels, c, static_cast<const T*>(x), static_cast<T*>(y), st);
+            const conv_layout layout = m_options.layout;
+            m_steps.push_back([n, pixels, c, layout, x, y](cudaStream_t st) {
+              global_average_pool_forward(n, pixels, c, static_cast<const T*>(x), static_cast<T*>(y), st, layout);
             });
           });
           break;
@@ -607,9 +622,9 @@ class network {
       GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), tensor(l.output), tensor_bytes(l.output), cudaMemcpyDeviceToHost));
       const tolerance tol = tolerance_for(m_options.dtype);
       if (l.kind == layer_kind::global_average_pool) {
-        v = check_global_average_pool(n, in.h * in.w, in.c, x, y, tol);
+        v = check_global_average_pool(n, in.h * in.w, in.c, x, y, tol, m_options.layout);
       } else {
-        const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad};
+        const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
         v = check_pool(l.kind == layer_kind::max_pool ? pool_kind::max : pool_kind::average, s, x, y, tol);
       }
     });

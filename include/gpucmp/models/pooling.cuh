@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Pooling layers for NHWC inference: max and average pooling over square windows (torch's
-// MaxPool2d, and AvgPool2d with count_include_pad=True) and global average pooling to N x C.
-// Threads run along C, so every warp reads consecutive channels (coalesced in NHWC). Each has
-// a host reference for its verification.
+// Pooling layers for inference: max and average pooling over square windows (torch's
+// MaxPool2d, and AvgPool2d with count_include_pad=True) and global average pooling to N x C,
+// in NHWC (threads run along C, so a warp reads consecutive channels; 16-byte loads where C
+// allows) or NCHW (threads run along W). Each has a host reference for its verification.
 #pragma once
 
 #include <gpucmp/error.hpp>
@@ -31,13 +31,22 @@ enum class pool_kind {
 /// "max" or "average".
 inline const char* to_string(pool_kind k) noexcept { return k == pool_kind::max ? "max" : "average"; }
 
-/// One pooling layer's shape (square windows).
+/// One pooling layer's shape (square windows) and its tensors' layout.
 struct pool_shape {
   std::int64_t n = 0, c = 0, h = 0, w = 0;  ///< input
   std::int64_t kernel = 1, stride = 1, pad = 0;
+  conv_layout layout = conv_layout::nhwc;   ///< of input and output
 
   __host__ __device__ std::int64_t p() const noexcept { return (h + 2 * pad - kernel) / stride + 1; }  ///< output height
   __host__ __device__ std::int64_t q() const noexcept { return (w + 2 * pad - kernel) / stride + 1; }  ///< output width
+  /// Offset of input element (ni, ci, hi, wi).
+  __host__ __device__ std::int64_t x_at(std::int64_t ni, std::int64_t ci, std::int64_t hi, std::int64_t wi) const noexcept {
+    return layout == conv_layout::nhwc ? ((ni * h + hi) * w + wi) * c + ci : ((ni * c + ci) * h + hi) * w + wi;
+  }
+  /// Offset of output element (ni, ci, pi, qi).
+  __host__ __device__ std::int64_t y_at(std::int64_t ni, std::int64_t ci, std::int64_t pi, std::int64_t qi) const noexcept {
+    return layout == conv_layout::nhwc ? ((ni * p() + pi) * q() + qi) * c + ci : ((ni * c + ci) * p() + pi) * q() + qi;
+  }
   /// Throws invalid_argument naming what is wrong.
   void validate() const {
     if (n <= 0 || c <= 0 || h <= 0 || w <= 0) throw invalid_argument("pool_shape: n, c, h and w must be positive");
@@ -61,7 +70,7 @@ __host__ __device__ inline double pool_window(pool_kind kind, const pool_shape& 
     for (std::int64_t t = 0; t < s.kernel; ++t) {
       const std::int64_t wi = qi * s.stride - s.pad + t;
       if (wi < 0 || wi >= s.w) continue;
-      const double v = to_double(x[((ni * s.h + hi) * s.w + wi) * s.c + ci]);
+      const double v = to_double(x[s.x_at(ni, ci, hi, wi)]);
       best = v > best ? v : best;
       sum += v;
       absolute += v < 0 ? -v : v;
@@ -71,12 +80,18 @@ __host__ __device__ inline double pool_window(pool_kind kind, const pool_shape& 
   return kind == pool_kind::max ? best : sum / double(s.kernel * s.kernel);
 }
 
+// One thread per output, consecutive threads on consecutive outputs in memory order (along C
+// in NHWC, along W in NCHW).
 template <class T>
 __global__ void pool_kernel(pool_kind kind, pool_shape s, const T* x, T* y) {
-  const std::int64_t count = s.n * s.p() * s.q() * s.c;
+  const std::int64_t p = s.p(), q = s.q(), count = s.n * p * q * s.c;
+  const bool nhwc = s.layout == conv_layout::nhwc;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t ci = i % s.c, qi = (i / s.c) % s.q(), pi = (i / (s.c * s.q())) % s.p(), ni = i / (s.c * s.q() * s.p());
+    const std::int64_t ci = nhwc ? i % s.c : (i / (q * p)) % s.c;
+    const std::int64_t qi = nhwc ? (i / s.c) % q : i % q;
+    const std::int64_t pi = nhwc ? (i / (s.c * q)) % p : (i / q) % p;
+    const std::int64_t ni = i / (s.c * q * p);
     y[i] = from_double<T>(pool_window(kind, s, x, ni, pi, qi, ci));
   }
 }
@@ -118,13 +133,20 @@ __global__ void pool_vector_kernel(pool_kind kind, pool_shape s, const T* x, T* 
   }
 }
 
+// Offset of pixel `p` of channel `ci` of image `ni` in an N x pixels x C (NHWC) or
+// N x C x pixels (NCHW) tensor.
+__host__ __device__ inline std::int64_t pixel_at(conv_layout layout, std::int64_t pixels, std::int64_t c, std::int64_t ni,
+                                                 std::int64_t ci, std::int64_t p) {
+  return layout == conv_layout::nhwc ? (ni * pixels + p) * c + ci : (ni * c + ci) * pixels + p;
+}
+
 template <class T>
-__global__ void global_average_pool_kernel(std::int64_t n, std::int64_t pixels, std::int64_t c, const T* x, T* y) {
+__global__ void global_average_pool_kernel(std::int64_t n, std::int64_t pixels, std::int64_t c, conv_layout layout, const T* x, T* y) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n * c;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t ci = i % c, ni = i / c;
     float sum = 0;
-    for (std::int64_t p = 0; p < pixels; ++p) sum += float(to_double(x[(ni * pixels + p) * c + ci]));
+    for (std::int64_t p = 0; p < pixels; ++p) sum += float(to_double(x[pixel_at(layout, pixels, c, ni, ci, p)]));
     y[i] = from_double<T>(sum / float(pixels));
   }
 }
@@ -133,12 +155,13 @@ inline unsigned grid_for(std::int64_t count) { return unsigned(std::min<std::int
 
 }  // namespace detail
 
-/// Enqueues a pooling layer: x is N x H x W x C, y is N x P x Q x C.
+/// Enqueues a pooling layer: x is N x H x W x C and y N x P x Q x C (NHWC), or N x C x H x W
+/// and N x C x P x Q (NCHW).
 template <class T>
 void pool_forward(pool_kind kind, const pool_shape& s, const T* x, T* y, cudaStream_t stream) {
   constexpr std::int64_t vector = 16 / sizeof(T);
   const bool aligned = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
-  if (s.c % vector == 0 && aligned) {
+  if (s.layout == conv_layout::nhwc && s.c % vector == 0 && aligned) {
     detail::pool_vector_kernel<T><<<detail::grid_for(s.n * s.p() * s.q() * s.c / vector), 256, 0, stream>>>(kind, s, x, y);
     GPUCMP_CUDA_CHECK_LAST("pool_vector_kernel");
     return;
@@ -147,15 +170,17 @@ void pool_forward(pool_kind kind, const pool_shape& s, const T* x, T* y, cudaStr
   GPUCMP_CUDA_CHECK_LAST("pool_kernel");
 }
 
-/// Enqueues global average pooling: x is N x pixels x C (NHWC), y is N x C; sums in FP32.
+/// Enqueues global average pooling: x is N x pixels x C (NHWC) or N x C x pixels (NCHW), y
+/// is N x C; sums in FP32.
 template <class T>
-void global_average_pool_forward(std::int64_t n, std::int64_t pixels, std::int64_t c, const T* x, T* y, cudaStream_t stream) {
-  detail::global_average_pool_kernel<T><<<detail::grid_for(n * c), 256, 0, stream>>>(n, pixels, c, x, y);
+void global_average_pool_forward(std::int64_t n, std::int64_t pixels, std::int64_t c, const T* x, T* y, cudaStream_t stream,
+                                 conv_layout layout = conv_layout::nhwc) {
+  detail::global_average_pool_kernel<T><<<detail::grid_for(n * c), 256, 0, stream>>>(n, pixels, c, layout, x, y);
   GPUCMP_CUDA_CHECK_LAST("global_average_pool_kernel");
 }
 
 /// Compares a pooling layer's output `y` with a double reference computed from `x` (both on
-/// the host, NHWC): exact for max (a max rounds nothing), the FP32 sum's rounding plus one
+/// the host, in s.layout): exact for max (a max rounds nothing), the FP32 sum's rounding plus one
 /// rounding of the stored result for averages, with `tol` the storage type's (tolerance_for).
 template <class T>
 verification check_pool(pool_kind kind, const pool_shape& s, const std::vector<T>& x, const std::vector<T>& y, const tolerance& tol) {
@@ -169,26 +194,27 @@ verification check_pool(pool_kind kind, const pool_shape& s, const std::vector<T
         for (std::int64_t ci = 0; ci < s.c; ++ci) {
           double magnitude = 0;
           const double ref = detail::pool_window(kind, s, x.data(), ni, pi, qi, ci, &magnitude);
-          const std::size_t at = std::size_t(((ni * p + pi) * q + qi) * s.c + ci);
+          const std::size_t at = std::size_t(s.y_at(ni, ci, pi, qi));
           // A max rounds nothing; an average sums in FP32 (errors scale with the terms'
           // magnitudes, not with a cancelled sum) and rounds once to T.
           const double bound = kind == pool_kind::max ? 1e-300 : tol.bound(ref, magnitude, terms) + 0x1p-24 * magnitude;
-          v.add(to_double(y[at]), ref, bound, "output " + std::to_string(at) + " (NHWC)");
+          v.add(to_double(y[at]), ref, bound, "output " + std::to_string(at) + (s.layout == conv_layout::nhwc ? " (NHWC)" : " (NCHW)"));
         }
   return v;
 }
 
-/// Compares global average pooling's `y` (N x C) with a double reference from `x` (N x pixels x C).
+/// Compares global average pooling's `y` (N x C) with a double reference from `x` (N x pixels
+/// x C in NHWC, N x C x pixels in NCHW).
 template <class T>
 verification check_global_average_pool(std::int64_t n, std::int64_t pixels, std::int64_t c, const std::vector<T>& x,
-                                       const std::vector<T>& y, const tolerance& tol) {
+                                       const std::vector<T>& y, const tolerance& tol, conv_layout layout = conv_layout::nhwc) {
   verification v;
   v.method = "FP64 CPU reference of global average pooling, every output";
   for (std::int64_t ni = 0; ni < n; ++ni)
     for (std::int64_t ci = 0; ci < c; ++ci) {
       double sum = 0, magnitude = 0;
       for (std::int64_t p = 0; p < pixels; ++p) {
-        const double e = to_double(x[std::size_t((ni * pixels + p) * c + ci)]);
+        const double e = to_double(x[std::size_t(detail::pixel_at(layout, pixels, c, ni, ci, p))]);
         sum += e;
         magnitude += std::fabs(e);
       }

@@ -70,6 +70,14 @@ inline conv_dtype parse_conv_dtype(const std::string& text) {
   throw invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
 }
 
+/// The conv_layout named "nhwc" or "nchw"; throws invalid_argument otherwise.
+inline conv_layout parse_conv_layout(const std::string& text) {
+  for (conv_layout l : {conv_layout::nhwc, conv_layout::nchw}) {
+    if (text == to_string(l)) return l;
+  }
+  throw invalid_argument("unknown layout '" + text + "' (nhwc, nchw)");
+}
+
 /// Bytes of one tensor element.
 inline std::size_t element_bytes(conv_dtype t) noexcept { return t == conv_dtype::fp16 || t == conv_dtype::bf16 ? 2 : 4; }
 
