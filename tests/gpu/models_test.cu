@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The model API on the GPU: fused convolution layers in every precision and epilogue
-// (including the 3-channel stem) verified; pooling and softmax against host references with
-// a corrupted output caught; a small CNN's logits against a whole-network FP64 reference on
-// the host; eager and CUDA-graph runs bit-identical; ResNet-50 v1.5 built and verified; and
+// The model API on the GPU: fused convolution layers in every precision, epilogue and layout
+// (including the 3-channel stem) verified, and every fusion path in NCHW; pooling and softmax
+// against host references with a corrupted output caught, NCHW pooling against NHWC pooling;
+// a small CNN's logits against a whole-network FP64 reference on the host in both layouts;
+// eager and CUDA-graph runs bit-identical; ResNet-50 v1.5 built and verified; and
 // an impossible batch reported as a typed out-of-memory with the largest batch that fits.
 #include "catch.hpp"
 
@@ -120,53 +121,80 @@ std::vector<float> random_images(std::size_t count, std::uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("fused convolution layers verify in every precision and epilogue", "[gpu][models]") {
-  gpucmp::stream s;
+namespace {
+
+using cudnn_handle = gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
+
+cudnn_handle make_cudnn_handle() {
   cudnnHandle_t raw = nullptr;
   REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
-  gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy> handle(raw);
-  for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::conv_dtype t : all_dtypes) {
-    for (std::int64_t c : {3, 32}) {  // the 3-channel stem has no fused engine: another path must win
-      for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
-                                      gpucmp::conv_epilogue{false, false}}) {
-        gpucmp::conv_problem p;
-        p.layout = layout;
-        p.n = 2;  // small enough that every output is checked
-        p.c = c;
-        p.h = p.w = 10;
-        p.k = 32;
-        p.r = p.s = 3;
-        p.pad_h = p.pad_w = 1;
-        p.dtype = t;
-        const std::size_t e_bytes = gpucmp::element_bytes(t);
-        gpucmp::device_buffer<unsigned char> x(std::size_t(p.x_elements()) * e_bytes), w(std::size_t(p.w_elements()) * e_bytes),
-            b(std::size_t(p.k) * e_bytes), z(std::size_t(p.y_elements()) * e_bytes), y(std::size_t(p.y_elements()) * e_bytes),
-            ws(std::size_t{64} << 20);
-        auto fill = [&](gpucmp::device_buffer<unsigned char>& buf, std::uint64_t seed) {
-          if (e_bytes == 4) gpucmp::fill_uniform(reinterpret_cast<float*>(buf.data()), buf.bytes() / 4, seed, -1, 1, s.get());
-          else if (t == gpucmp::conv_dtype::fp16) gpucmp::fill_uniform(reinterpret_cast<__half*>(buf.data()), buf.bytes() / 2, seed, -1, 1, s.get());
-          else gpucmp::fill_uniform(reinterpret_cast<__nv_bfloat16*>(buf.data()), buf.bytes() / 2, seed, -1, 1, s.get());
-        };
-        fill(x, 1);
-        fill(w, 2);
-        fill(b, 3);
-        fill(z, 4);
-        auto set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, ws.bytes());
-        gpucmp::fused_conv layer(set, {x.data(), w.data(), b.data(), e.residual ? z.data() : nullptr, y.data()}, ws.data(), ws.bytes());
-        std::vector<gpucmp::candidate_time> log;
-        layer.search(s.get(), gpucmp::network_options::fast_search(), log);
-        const gpucmp::verification v = layer.verify(s.get());
-        INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
-        CHECK(v.passed());
-        CHECK(v.checked == std::size_t(p.y_elements()));
-        const gpucmp::verification all = layer.verify_every_output(s.get());  // the same, compared on the GPU
-        INFO(all.summary());
-        CHECK(all.passed());
-        CHECK(all.checked == std::size_t(p.y_elements()));
-        CHECK(layer.algorithm().conv.searched_seconds > 0);
-        // Every path that ran was verified or rejected: nothing slower than the choice is unverified.
-        CHECK(!log.empty());
+  return cudnn_handle(raw);
+}
+
+// One fused layer's tensors for problem p, random in [-1, 1) (z too), and a 64 MiB workspace.
+struct layer_buffers {
+  gpucmp::device_buffer<unsigned char> x, w, b, z, y, ws;
+
+  layer_buffers(const gpucmp::conv_problem& p, cudaStream_t stream)
+      : x(bytes(p, p.x_elements())), w(bytes(p, p.w_elements())), b(bytes(p, p.k)), z(bytes(p, p.y_elements())),
+        y(bytes(p, p.y_elements())), ws(std::size_t{64} << 20) {
+    std::uint64_t seed = 1;
+    for (auto* buf : {&x, &w, &b, &z}) {
+      switch (p.dtype) {
+        case gpucmp::conv_dtype::fp16: fill<__half>(*buf, seed++, stream); break;
+        case gpucmp::conv_dtype::bf16: fill<__nv_bfloat16>(*buf, seed++, stream); break;
+        default: fill<float>(*buf, seed++, stream); break;
+      }
+    }
+  }
+  gpucmp::fused_conv_tensors tensors(bool residual) { return {x.data(), w.data(), b.data(), residual ? z.data() : nullptr, y.data()}; }
+
+ private:
+  static std::size_t bytes(const gpucmp::conv_problem& p, std::int64_t elements) {
+    return std::size_t(elements) * gpucmp::element_bytes(p.dtype);
+  }
+  template <class T>
+  static void fill(gpucmp::device_buffer<unsigned char>& buf, std::uint64_t seed, cudaStream_t stream) {
+    gpucmp::fill_uniform(reinterpret_cast<T*>(buf.data()), buf.bytes() / sizeof(T), seed, -1, 1, stream);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fused convolution layers verify in every precision, epilogue and layout", "[gpu][models]") {
+  gpucmp::stream s;
+  const cudnn_handle handle = make_cudnn_handle();
+  for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw}) {
+    for (gpucmp::conv_dtype t : all_dtypes) {
+      for (std::int64_t c : {3, 32}) {  // the 3-channel stem has no fused engine: another path must win
+        for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
+                                        gpucmp::conv_epilogue{false, false}}) {
+          gpucmp::conv_problem p;
+          p.layout = layout;
+          p.n = 2;  // small enough that every output is checked
+          p.c = c;
+          p.h = p.w = 10;
+          p.k = 32;
+          p.r = p.s = 3;
+          p.pad_h = p.pad_w = 1;
+          p.dtype = t;
+          layer_buffers buf(p, s.get());
+          auto set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, buf.ws.bytes());
+          gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
+          std::vector<gpucmp::candidate_time> log;
+          layer.search(s.get(), gpucmp::network_options::fast_search(), log);
+          const gpucmp::verification v = layer.verify(s.get());
+          INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
+          CHECK(v.passed());
+          CHECK(v.checked == std::size_t(p.y_elements()));
+          const gpucmp::verification all = layer.verify_every_output(s.get());  // the same, compared on the GPU
+          INFO(all.summary());
+          CHECK(all.passed());
+          CHECK(all.checked == std::size_t(p.y_elements()));
+          CHECK(layer.algorithm().conv.searched_seconds > 0);
+          // Every path that ran was verified or rejected: nothing slower than the choice is unverified.
+          CHECK(!log.empty());
+        }
       }
     }
   }
@@ -174,9 +202,7 @@ TEST_CASE("fused convolution layers verify in every precision and epilogue", "[g
 
 TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu][models]") {
   gpucmp::stream s;
-  cudnnHandle_t raw = nullptr;
-  REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
-  gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy> handle(raw);
+  const cudnn_handle handle = make_cudnn_handle();
   gpucmp::conv_problem p;
   p.n = 2;
   p.c = 32;
@@ -187,20 +213,12 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
   p.layout = gpucmp::conv_layout::nchw;
   for (gpucmp::conv_dtype t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16}) {
     p.dtype = t;
-    const std::size_t e_bytes = gpucmp::element_bytes(t);
-    gpucmp::device_buffer<unsigned char> x(std::size_t(p.x_elements()) * e_bytes), w(std::size_t(p.w_elements()) * e_bytes),
-        b(std::size_t(p.k) * e_bytes), z(std::size_t(p.y_elements()) * e_bytes), y(std::size_t(p.y_elements()) * e_bytes),
-        ws(std::size_t{64} << 20);
-    std::uint64_t seed = 1;
-    for (auto* buf : {&x, &w, &b, &z}) {
-      if (e_bytes == 4) gpucmp::fill_uniform(reinterpret_cast<float*>(buf->data()), buf->bytes() / 4, seed++, -1, 1, s.get());
-      else gpucmp::fill_uniform(reinterpret_cast<__half*>(buf->data()), buf->bytes() / 2, seed++, -1, 1, s.get());
-    }
+    layer_buffers buf(p, s.get());
     for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{true, true}, gpucmp::conv_epilogue{false, false}}) {
       for (gpucmp::fusion_path path : gpucmp::all_fusion_paths()) {
         std::shared_ptr<gpucmp::fused_conv_candidates> set;
         try {
-          set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, ws.bytes(), true,
+          set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, buf.ws.bytes(), true,
                                                                 std::vector<gpucmp::fusion_path>{path});
         } catch (const gpucmp::unsupported& u) {
           // Only the fused graph may be missing (no engine fuses it); the other two always exist.
@@ -208,7 +226,7 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
           CHECK(path == gpucmp::fusion_path::fused_graph);
           continue;
         }
-        gpucmp::fused_conv layer(set, {x.data(), w.data(), b.data(), e.residual ? z.data() : nullptr, y.data()}, ws.data(), ws.bytes());
+        gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
         std::vector<gpucmp::candidate_time> log;
         layer.search(s.get(), gpucmp::network_options::fast_search(), log);
         const gpucmp::verification v = layer.verify_every_output(s.get());
