@@ -24,6 +24,7 @@
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/cudnn_legacy.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
@@ -282,23 +283,23 @@ class fused_conv_candidates {
         GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.fused->get()));
         return;
       case fusion_path::legacy_fused: {
-        GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv.get(), c.math));
+        GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
         // Without a residual z is y with alpha2 = 0 (cuDNN allows z == y).
         const void* z = m_epilogue.residual ? t.residual : t.y;
         GPUCMP_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
-            m_handle, &one, m_x.get(), t.x, m_w.get(), t.w, m_conv.get(), cudnnConvolutionFwdAlgo_t(c.info.conv.algo),
-            workspace, workspace_bytes, m_epilogue.residual ? &one : &zero, m_y.get(), z, m_bias.get(), t.bias,
-            c.identity ? m_identity.get() : m_relu.get(), m_y.get(), t.y));
+            m_handle, &one, m_legacy.x.get(), t.x, m_legacy.w.get(), t.w, m_legacy.conv.get(),
+            cudnnConvolutionFwdAlgo_t(c.info.conv.algo), workspace, workspace_bytes, m_epilogue.residual ? &one : &zero,
+            m_legacy.y.get(), z, m_bias.get(), t.bias, c.identity ? m_identity.get() : m_relu.get(), m_legacy.y.get(), t.y));
         return;
       }
       case fusion_path::conv_then_kernel:
         if (c.info.conv.api == conv_api::backend) {
           GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.plain->get()));
         } else {
-          GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv.get(), c.math));
-          GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle, &one, m_x.get(), t.x, m_w.get(), t.w, m_conv.get(),
-                                                     cudnnConvolutionFwdAlgo_t(c.info.conv.algo), workspace,
-                                                     workspace_bytes, &zero, m_y.get(), t.y));
+          GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
+          GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle, &one, m_legacy.x.get(), t.x, m_legacy.w.get(), t.w,
+                                                     m_legacy.conv.get(), cudnnConvolutionFwdAlgo_t(c.info.conv.algo),
+                                                     workspace, workspace_bytes, &zero, m_legacy.y.get(), t.y));
         }
         launch_epilogue(t, stream);
         return;
@@ -316,17 +317,9 @@ class fused_conv_candidates {
   };
 
   using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
-  using filter_t = detail::unique_handle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-  using conv_desc_t = detail::unique_handle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
   using activation_t = detail::unique_handle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
-  cudnnDataType_t data_type() const noexcept {
-    switch (m_problem.dtype) {
-      case conv_dtype::fp16: return CUDNN_DATA_HALF;
-      case conv_dtype::bf16: return CUDNN_DATA_BFLOAT16;
-      default: return CUDNN_DATA_FLOAT;
-    }
-  }
+  cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
   bool fp32_strict() const noexcept { return m_problem.dtype == conv_dtype::fp32; }
   bool nhwc() const noexcept { return m_problem.layout == conv_layout::nhwc; }
 
@@ -348,36 +341,15 @@ class fused_conv_candidates {
     }
   }
 
+  // The legacy API's descriptors (as ops/conv.cuh describes a problem), the bias's, and the
+  // two activations the fused call may end with.
   void create_legacy_descriptors() {
-    const conv_problem& p = m_problem;
-    cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    m_x = tensor_t(x);
-    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    m_y = tensor_t(y);
+    m_legacy = detail::make_legacy_conv_descriptors(m_problem, "fused conv " + name());
+    cudnnTensorDescriptor_t b = nullptr;
     GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
     m_bias = tensor_t(b);
-    cudnnFilterDescriptor_t w = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    m_w = filter_t(w);
-    cudnnConvolutionDescriptor_t c = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
-    m_conv = conv_desc_t(c);
-    const cudnnTensorFormat_t format = nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, data_type(), int(p.n), int(p.c), int(p.h), int(p.w)));
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, data_type(), int(p.n), int(p.k), int(p.p()), int(p.q())));
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, format, data_type(), 1, int(p.k), 1, 1));
-    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), format, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)));
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
-                                                       int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
-                                                       CUDNN_DATA_FLOAT));
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, int(p.groups)));
-    // As ops/conv.cuh: FP32 without tensor cores, TF32 cuDNN's default, FP16/BF16 tensor ops (with
-    // DEFAULT the legacy heuristic offered FP16 algorithms without tensor cores: the 3-channel
-    // stem ran 3.1 ms at batch 256 instead of the 0.55 ms measured with TENSOR_OP in the ops sweep).
-    const cudnnMathType_t math = fp32_strict() ? CUDNN_FMA_MATH
-                                 : m_problem.dtype == conv_dtype::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(c, math));
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, data_type(), 1,
+                                                  int(m_problem.k), 1, 1));
     for (auto [mode, out] : {std::pair{CUDNN_ACTIVATION_RELU, &m_relu}, std::pair{CUDNN_ACTIVATION_IDENTITY, &m_identity}}) {
       cudnnActivationDescriptor_t a = nullptr;
       GPUCMP_CUDNN_CHECK(cudnnCreateActivationDescriptor(&a));
@@ -391,8 +363,8 @@ class fused_conv_candidates {
     constexpr int max_algos = 16;
     cudnnConvolutionFwdAlgoPerf_t perf[max_algos];
     int returned = 0;
-    GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle, m_x.get(), m_w.get(), m_conv.get(), m_y.get(),
-                                                              max_algos, &returned, perf));
+    GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle, m_legacy.x.get(), m_legacy.w.get(), m_legacy.conv.get(),
+                                                              m_legacy.y.get(), max_algos, &returned, perf));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> out;
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > m_workspace_limit) continue;
@@ -583,9 +555,8 @@ class fused_conv_candidates {
   conv_epilogue m_epilogue;
   std::size_t m_workspace_limit;
   bool m_allow_transform;
-  tensor_t m_x, m_y, m_bias;
-  filter_t m_w;
-  conv_desc_t m_conv;
+  detail::legacy_conv_descriptors m_legacy;
+  tensor_t m_bias;
   activation_t m_relu, m_identity;
   std::vector<detail::backend_descriptor> m_fused_descriptors, m_plain_descriptors;
   detail::backend_descriptor m_fused_graph, m_plain_graph;

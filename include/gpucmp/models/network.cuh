@@ -4,10 +4,11 @@
 // A network_definition made runnable for one batch size and precision (components
 // gpucmp::cudnn and gpucmp::cublas): it owns its weights, activations (NHWC by default, NCHW
 // on request; buffers reused once a tensor is dead, models/network_memory.hpp), workspace and
-// cuDNN/cuBLASLt handles, runs on any stream, and can be captured into a CUDA graph. Building it checks that everything fits first (a typed
-// out_of_memory saying needed vs free), then searches each convolution shape's algorithms
-// and verifies every layer on random input against an FP64 reference before anything is
-// timed: a layer that fails is a verification_failed naming it.
+// cuDNN/cuBLASLt handles, runs on any stream, and can be captured into a CUDA graph. Building
+// it checks that everything fits first (a typed out_of_memory saying needed vs free), then
+// searches each convolution shape's algorithms and verifies every layer on random input
+// against an FP64 reference before anything is timed: a layer that fails is a
+// verification_failed naming it.
 //
 //   gpucmp::network_options options;      // batch 32, FP16 by default
 //   gpucmp::network net(def, options, stream);

@@ -40,11 +40,13 @@ struct pool_shape {
   __host__ __device__ std::int64_t p() const noexcept { return (h + 2 * pad - kernel) / stride + 1; }  ///< output height
   __host__ __device__ std::int64_t q() const noexcept { return (w + 2 * pad - kernel) / stride + 1; }  ///< output width
   /// Offset of input element (ni, ci, hi, wi).
-  __host__ __device__ std::int64_t x_at(std::int64_t ni, std::int64_t ci, std::int64_t hi, std::int64_t wi) const noexcept {
+  __host__ __device__ std::int64_t x_at(std::int64_t ni, std::int64_t ci, std::int64_t hi,
+                                        std::int64_t wi) const noexcept {
     return layout == conv_layout::nhwc ? ((ni * h + hi) * w + wi) * c + ci : ((ni * c + ci) * h + hi) * w + wi;
   }
   /// Offset of output element (ni, ci, pi, qi).
-  __host__ __device__ std::int64_t y_at(std::int64_t ni, std::int64_t ci, std::int64_t pi, std::int64_t qi) const noexcept {
+  __host__ __device__ std::int64_t y_at(std::int64_t ni, std::int64_t ci, std::int64_t pi,
+                                        std::int64_t qi) const noexcept {
     return layout == conv_layout::nhwc ? ((ni * p() + pi) * q() + qi) * c + ci : ((ni * c + ci) * p() + pi) * q() + qi;
   }
   /// Throws invalid_argument naming what is wrong.

@@ -19,6 +19,7 @@
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/cudnn_legacy.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
@@ -30,7 +31,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -303,25 +303,8 @@ class conv {
 
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
-  using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
-  using filter_t = detail::unique_handle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-  using conv_desc_t = detail::unique_handle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
-  cudnnDataType_t data_type() const noexcept {
-    switch (m_problem.dtype) {
-      case conv_dtype::fp16: return CUDNN_DATA_HALF;
-      case conv_dtype::bf16: return CUDNN_DATA_BFLOAT16;
-      default: return CUDNN_DATA_FLOAT;
-    }
-  }
-  // FP32 forbids tensor cores (FMA); TF32 is cuDNN's default for FP32 data; FP16/BF16 use them.
-  cudnnMathType_t requested_math() const noexcept {
-    switch (m_problem.dtype) {
-      case conv_dtype::fp32: return CUDNN_FMA_MATH;
-      case conv_dtype::tf32: return CUDNN_DEFAULT_MATH;
-      default: return CUDNN_TENSOR_OP_MATH;
-    }
-  }
+  cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
   bool math_allowed(cudnnMathType_t m) const noexcept {
     return m_problem.dtype != conv_dtype::fp32 || m == CUDNN_FMA_MATH;
   }
@@ -335,42 +318,10 @@ class conv {
   }
 
   void create_descriptors() {
-    const conv_problem& p = m_problem;
-    const cudnnTensorFormat_t format = p.layout == conv_layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    auto narrow = [](std::int64_t v, const char* what) {
-      if (v > std::numeric_limits<int>::max()) throw unsupported(std::string("cuDNN's 4-D descriptors take int sizes; ") + what + " is too large");
-      return int(v);
-    };
     cudnnHandle_t h = nullptr;
     GPUCMP_CUDNN_CHECK(cudnnCreate(&h));
     m_handle = handle_t(h);
-    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
-    m_x_desc = tensor_t(x);
-    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
-    m_y_desc = tensor_t(y);
-    cudnnFilterDescriptor_t w = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    m_w_desc = filter_t(w);
-    cudnnConvolutionDescriptor_t c = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
-    m_conv_desc = conv_desc_t(c);
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, data_type(), narrow(p.n, "n"), narrow(p.c, "c"),
-                                                  narrow(p.h, "h"), narrow(p.w, "w")));
-    GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, data_type(), format, narrow(p.k, "k"), narrow(p.c / p.groups, "c"),
-                                                  narrow(p.r, "r"), narrow(p.s, "s")));
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
-                                                       int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
-                                                       CUDNN_DATA_FLOAT));
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, int(p.groups)));
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(c, requested_math()));
-    int n = 0, k = 0, pp = 0, q = 0;
-    GPUCMP_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c, x, w, &n, &k, &pp, &q));
-    if (n != p.n || k != p.k || pp != p.p() || q != p.q()) {
-      throw library_error("cuDNN's output size " + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(pp) +
-                          "x" + std::to_string(q) + " differs from conv_problem's for " + name());
-    }
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, data_type(), n, k, pp, q));
+    m_legacy = detail::make_legacy_conv_descriptors(m_problem, name());
   }
 
   void allocate_and_fill(cudaStream_t stream) {
@@ -419,28 +370,28 @@ class conv {
       GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), c.pack->get()));
       return;
     }
-    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_conv_desc.get(), c.math));
+    GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
     const float alpha = 1.0f, beta = 0.0f;
     const int algo = c.info.algo;
     void* ws = m_workspace.data();
     const std::size_t ws_bytes = m_workspace.bytes();
     switch (m_options.direction) {
       case conv_direction::forward:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle.get(), &alpha, m_x_desc.get(), m_x.data(), m_w_desc.get(),
-                                                   m_w.data(), m_conv_desc.get(), cudnnConvolutionFwdAlgo_t(algo), ws,
-                                                   ws_bytes, &beta, m_y_desc.get(), m_y.data()));
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle.get(), &alpha, m_legacy.x.get(), m_x.data(), m_legacy.w.get(),
+                                                   m_w.data(), m_legacy.conv.get(), cudnnConvolutionFwdAlgo_t(algo), ws,
+                                                   ws_bytes, &beta, m_legacy.y.get(), m_y.data()));
         break;
       case conv_direction::backward_data:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardData(m_handle.get(), &alpha, m_w_desc.get(), m_w.data(),
-                                                        m_y_desc.get(), m_y.data(), m_conv_desc.get(),
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardData(m_handle.get(), &alpha, m_legacy.w.get(), m_w.data(),
+                                                        m_legacy.y.get(), m_y.data(), m_legacy.conv.get(),
                                                         cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, &beta,
-                                                        m_x_desc.get(), m_x.data()));
+                                                        m_legacy.x.get(), m_x.data()));
         break;
       case conv_direction::backward_filter:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_handle.get(), &alpha, m_x_desc.get(), m_x.data(),
-                                                          m_y_desc.get(), m_y.data(), m_conv_desc.get(),
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_handle.get(), &alpha, m_legacy.x.get(), m_x.data(),
+                                                          m_legacy.y.get(), m_y.data(), m_legacy.conv.get(),
                                                           cudnnConvolutionBwdFilterAlgo_t(algo), ws, ws_bytes, &beta,
-                                                          m_w_desc.get(), m_w.data()));
+                                                          m_legacy.w.get(), m_w.data()));
         break;
     }
   }
@@ -483,25 +434,25 @@ class conv {
     switch (m_options.direction) {
       case conv_direction::forward: {
         cudnnConvolutionFwdAlgoPerf_t perf[max_algos];
-        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle.get(), m_x_desc.get(), m_w_desc.get(),
-                                                                  m_conv_desc.get(), m_y_desc.get(), max_algos,
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(m_handle.get(), m_legacy.x.get(), m_legacy.w.get(),
+                                                                  m_legacy.conv.get(), m_legacy.y.get(), max_algos,
                                                                   &returned, perf));
         take(perf, returned);
         break;
       }
       case conv_direction::backward_data: {
         cudnnConvolutionBwdDataAlgoPerf_t perf[max_algos];
-        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_handle.get(), m_w_desc.get(), m_y_desc.get(),
-                                                                       m_conv_desc.get(), m_x_desc.get(), max_algos,
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_handle.get(), m_legacy.w.get(), m_legacy.y.get(),
+                                                                       m_legacy.conv.get(), m_legacy.x.get(), max_algos,
                                                                        &returned, perf));
         take(perf, returned);
         break;
       }
       case conv_direction::backward_filter: {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[max_algos];
-        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_handle.get(), m_x_desc.get(),
-                                                                         m_y_desc.get(), m_conv_desc.get(),
-                                                                         m_w_desc.get(), max_algos, &returned, perf));
+        GPUCMP_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_handle.get(), m_legacy.x.get(),
+                                                                         m_legacy.y.get(), m_legacy.conv.get(),
+                                                                         m_legacy.w.get(), max_algos, &returned, perf));
         take(perf, returned);
         break;
       }
@@ -708,9 +659,7 @@ class conv {
   conv_problem m_problem;
   conv_options m_options;
   handle_t m_handle;
-  tensor_t m_x_desc, m_y_desc;
-  filter_t m_w_desc;
-  conv_desc_t m_conv_desc;
+  detail::legacy_conv_descriptors m_legacy;
   device_buffer<unsigned char> m_x, m_w, m_y, m_workspace;
   detail::backend_descriptor m_bx, m_bw, m_by, m_bconv, m_bop, m_bgraph;
   std::vector<candidate> m_all;
