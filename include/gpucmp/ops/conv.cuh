@@ -475,36 +475,37 @@ class conv {
                                             : std::vector<std::int64_t>{cg * p.r * p.s, p.r * p.s, p.s, 1});
     m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, activation_strides(p.k, p.p(), p.q()));
     m_bconv = detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
+    // The same operation in each direction, under its own attribute names (x, w and y are
+    // dx, w and dy backward-data, x, dw and dy backward-filter).
+    struct operation_attributes {
+      cudnnBackendDescriptorType_t type;
+      cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+    };
+    const operation_attributes a =
+        m_options.direction == conv_direction::forward
+            ? operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
+        : m_options.direction == conv_direction::backward_data
+            ? operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+            : operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
     const float alpha = 1.0f, beta = 0.0f;
-    switch (m_options.direction) {
-      case conv_direction::forward:
-        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, m_bx);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, m_bw);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, m_by);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, m_bconv);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-        break;
-      case conv_direction::backward_data:
-        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, m_bx);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, m_bw);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, m_by);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, m_bconv);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-        break;
-      case conv_direction::backward_filter:
-        m_bop = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, m_bx);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, m_bw);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, m_by);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, m_bconv);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-        m_bop.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-        break;
-    }
+    m_bop = detail::backend_descriptor(a.type);
+    m_bop.set(a.x, m_bx);
+    m_bop.set(a.w, m_bw);
+    m_bop.set(a.y, m_by);
+    m_bop.set(a.conv, m_bconv);
+    m_bop.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+    m_bop.set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
     m_bop.finalize("convolution operation");
     m_bgraph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     cudnnBackendDescriptor_t op = m_bop.get();
