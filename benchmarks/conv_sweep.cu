@@ -9,6 +9,7 @@
 // algorithms), "cudnn_heuristic" the backend heuristic's first choice, "cudnn_backend" and
 // "cudnn_legacy" the search restricted to one API (the last three for forward FP16 only).
 #include "search_log.hpp"
+#include "verified_run.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/ops/conv.cuh>
@@ -26,13 +27,7 @@ void run_conv(gpucmp::state& st, const gpucmp::conv_problem& problem, gpucmp::co
   options.choice = choice;
   options.api = api;
   gpucmp::conv op(problem, options, st.stream());
-  const gpucmp::verification checked = op.verify(st.stream());
-  gpucmp::require_passed(op.name(), checked);  // a wrong answer is never timed
-  st.set_work(op.work());
-  st.add_note(op.algorithm().describe());
-  st.add_note("verified " + std::to_string(checked.checked) + " outputs");
-  gpucmp_bench::log_search(st.name(), op.algorithm().describe(), op.candidates());
-  st.run(op);
+  gpucmp_bench::verify_then_run(st, op);
 }
 
 void register_conv(const gpucmp::conv_problem& p, gpucmp::conv_direction d, gpucmp::algorithm_choice choice,

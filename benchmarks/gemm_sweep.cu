@@ -8,6 +8,7 @@
 // run transposed-A ("_tn"), the layout cuBLASLt requires for them. Select rows with
 // --benchmark_filter; unsupported precisions are skipped with the reason.
 #include "search_log.hpp"
+#include "verified_run.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/ops/gemm.cuh>
@@ -22,13 +23,7 @@ void run_gemm(gpucmp::state& st, const gpucmp::gemm_problem& problem, gpucmp::al
   gpucmp::gemm_options options;
   options.choice = choice;
   gpucmp::gemm op(problem, options, st.stream());
-  const gpucmp::verification checked = op.verify(st.stream());
-  gpucmp::require_passed(op.name(), checked);  // a wrong answer is never timed
-  st.set_work(op.work());
-  st.add_note(op.algorithm().describe());
-  st.add_note("verified " + std::to_string(checked.checked) + " outputs");
-  gpucmp_bench::log_search(st.name(), op.algorithm().describe(), op.candidates());
-  st.run(op);
+  gpucmp_bench::verify_then_run(st, op);
 }
 
 void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choice) {
