@@ -563,7 +563,7 @@ class network {
   // needs (plus a guard band), and cuBLASLt keeps its own. Engines 39 and 41 keep a few bytes
   // of state in their workspace between calls; with one buffer shared by every layer and
   // cuBLASLt, any of them could overwrite another's. (It was not the cause of the FP16 logits
-  // discrepancy under investigation: docs/models.md.)
+  // failures of 2026-11-30; an unwaited host copy was: docs/models.md.)
   void give_layers_private_workspaces(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
     m_layer_workspaces.clear();
