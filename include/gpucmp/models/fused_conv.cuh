@@ -321,13 +321,12 @@ class fused_conv_candidates {
 
   cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
   bool fp32_strict() const noexcept { return m_problem.dtype == conv_dtype::fp32; }
-  bool nhwc() const noexcept { return m_problem.layout == conv_layout::nhwc; }
 
   template <class T>
   void launch_epilogue_as(const fused_conv_tensors& t, cudaStream_t stream) const {
     const std::int64_t count = std::int64_t(m_problem.y_elements());
     const unsigned blocks = unsigned(std::min<std::int64_t>((count + 255) / 256, 132 * 16));
-    const std::int64_t plane = nhwc() ? 1 : m_problem.p() * m_problem.q();
+    const std::int64_t plane = m_problem.layout == conv_layout::nhwc ? 1 : m_problem.p() * m_problem.q();
     detail::bias_residual_relu_kernel<T><<<blocks, 256, 0, stream>>>(
         static_cast<T*>(t.y), static_cast<const T*>(t.bias),
         m_epilogue.residual ? static_cast<const T*>(t.residual) : nullptr, count, m_problem.k, plane, m_epilogue.relu);
@@ -348,8 +347,8 @@ class fused_conv_candidates {
     cudnnTensorDescriptor_t b = nullptr;
     GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
     m_bias = tensor_t(b);
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b, nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, data_type(), 1,
-                                                  int(m_problem.k), 1, 1));
+    GPUCMP_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(b, detail::cudnn_format(m_problem.layout), data_type(), 1, int(m_problem.k), 1, 1));
     for (auto [mode, out] : {std::pair{CUDNN_ACTIVATION_RELU, &m_relu}, std::pair{CUDNN_ACTIVATION_IDENTITY, &m_identity}}) {
       cudnnActivationDescriptor_t a = nullptr;
       GPUCMP_CUDNN_CHECK(cudnnCreateActivationDescriptor(&a));
@@ -429,10 +428,7 @@ class fused_conv_candidates {
   detail::backend_descriptor build_graph(bool fused) {
     const conv_problem& p = m_problem;
     const cudnnDataType_t type = data_type();
-    // Strides of dimensions N, C, H, W (the filter's K, C, R, S) in this layout.
-    auto strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) {
-      return nhwc() ? std::vector<std::int64_t>{h * w * c, 1, w * c, c} : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
-    };
+    auto strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) { return layout_strides(p.layout, c, h, w); };
     const std::int64_t cg = p.c / p.groups;
     const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = strides(p.k, p.p(), p.q());
     auto& keep = fused ? m_fused_descriptors : m_plain_descriptors;

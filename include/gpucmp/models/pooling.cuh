@@ -119,7 +119,7 @@ __global__ void pool_vector_kernel(pool_kind kind, pool_shape s, const T* x, T* 
       for (std::int64_t t = 0; t < s.kernel; ++t) {
         const std::int64_t wi = qi * s.stride - s.pad + t;
         if (wi < 0 || wi >= s.w) continue;
-        const uint4 raw = *reinterpret_cast<const uint4*>(x + ((ni * s.h + hi) * s.w + wi) * s.c + g * V);
+        const uint4 raw = *reinterpret_cast<const uint4*>(x + s.x_at(ni, g * V, hi, wi));
         const T* e = reinterpret_cast<const T*>(&raw);
         for (int v = 0; v < V; ++v) {
           const float f = float(to_double(e[v]));

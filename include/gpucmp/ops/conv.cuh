@@ -463,17 +463,11 @@ class conv {
   // The backend operation graph of this pass: x (uid 1), w (uid 2), y (uid 3).
   void create_backend_graph() {
     const conv_problem& p = m_problem;
-    const bool nhwc = p.layout == conv_layout::nhwc;
     const cudnnDataType_t type = data_type();
-    auto activation_strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) {
-      return nhwc ? std::vector<std::int64_t>{h * w * c, 1, w * c, c} : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
-    };
     const std::int64_t cg = p.c / p.groups;
-    m_bx = detail::make_backend_tensor(1, type, {p.n, p.c, p.h, p.w}, activation_strides(p.c, p.h, p.w));
-    m_bw = detail::make_backend_tensor(2, type, {p.k, cg, p.r, p.s},
-                                       nhwc ? std::vector<std::int64_t>{p.r * p.s * cg, 1, p.s * cg, cg}
-                                            : std::vector<std::int64_t>{cg * p.r * p.s, p.r * p.s, p.s, 1});
-    m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, activation_strides(p.k, p.p(), p.q()));
+    m_bx = detail::make_backend_tensor(1, type, {p.n, p.c, p.h, p.w}, layout_strides(p.layout, p.c, p.h, p.w));
+    m_bw = detail::make_backend_tensor(2, type, {p.k, cg, p.r, p.s}, layout_strides(p.layout, cg, p.r, p.s));
+    m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, layout_strides(p.layout, p.k, p.p(), p.q()));
     m_bconv = detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
     // The same operation in each direction, under its own attribute names (x, w and y are
     // dx, w and dy backward-data, x, dw and dy backward-filter).

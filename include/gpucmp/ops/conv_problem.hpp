@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpucmp {
 
@@ -68,6 +69,13 @@ inline conv_dtype parse_conv_dtype(const std::string& text) {
     if (text == to_string(t)) return t;
   }
   throw invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
+}
+
+/// Element strides of a 4-D tensor's dimensions N, C, H, W (a filter's K, C, R, S) with C
+/// channels of H x W in `layout`: NHWC {HWC, 1, WC, C}, NCHW {CHW, HW, W, 1}.
+inline std::vector<std::int64_t> layout_strides(conv_layout layout, std::int64_t c, std::int64_t h, std::int64_t w) {
+  return layout == conv_layout::nhwc ? std::vector<std::int64_t>{h * w * c, 1, w * c, c}
+                                     : std::vector<std::int64_t>{c * h * w, h * w, w, 1};
 }
 
 /// The conv_layout named "nhwc" or "nchw"; throws invalid_argument otherwise.

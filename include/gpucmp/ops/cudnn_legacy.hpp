@@ -29,6 +29,11 @@ inline cudnnDataType_t cudnn_data_type(conv_dtype t) noexcept {
   }
 }
 
+/// cuDNN's 4-D tensor format for a layout.
+inline cudnnTensorFormat_t cudnn_format(conv_layout layout) noexcept {
+  return layout == conv_layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 /// The math a precision asks of the legacy API: FP32 forbids tensor cores (FMA), TF32 is
 /// cuDNN's default for FP32 data, FP16 and BF16 ask for tensor ops (with the default, the
 /// legacy heuristic offered FP16 algorithms without them: the 3-channel stem ran 3.1 ms at
@@ -58,7 +63,7 @@ inline legacy_conv_descriptors make_legacy_conv_descriptors(const conv_problem& 
     }
     return int(v);
   };
-  const cudnnTensorFormat_t format = p.layout == conv_layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const cudnnTensorFormat_t format = cudnn_format(p.layout);
   const cudnnDataType_t type = cudnn_data_type(p.dtype);
   legacy_conv_descriptors d;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
