@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -73,6 +74,55 @@ inline bool& power_everywhere() {
   return on;
 }
 
+/// --gpucmp_batch=N: every sample of every benchmark of this process times N launches (0 =
+/// each benchmark chooses from its warm-up). A peer comparison sets it to the peer's calls per
+/// event pair, so both sides average over the same number of back-to-back launches.
+inline std::size_t& batch_everywhere() {
+  static std::size_t launches = 0;
+  return launches;
+}
+
+/// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it.
+struct gpucmp_flags {
+  std::string kernels_out;  ///< --gpucmp_kernels_out=FILE
+  bool power = false;       ///< --gpucmp_power
+  std::size_t batch = 0;    ///< --gpucmp_batch=N
+  std::string error;        ///< the first bad flag, named, or "" when all were good
+};
+
+/// Removes the --gpucmp_* flags from argv (keeping argv[0] and every other argument in
+/// order) and returns them; a malformed value is reported in `error`, never thrown.
+inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
+  gpucmp_flags flags;
+  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind(kernels_out_flag, 0) == 0) {
+      flags.kernels_out = arg.substr(kernels_out_flag.size());
+    } else if (arg == "--gpucmp_power") {
+      flags.power = true;
+    } else if (arg.rfind(batch_flag, 0) == 0) {
+      const std::string value = arg.substr(batch_flag.size());
+      const bool digits = !value.empty() && value.size() <= 6 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+      const unsigned long launches = digits ? std::stoul(value) : 0;
+      if (launches < 1 || launches > measure_options{}.max_batch) {
+        if (flags.error.empty()) {
+          flags.error = arg + ": expected a whole number of launches per sample, 1 to " +
+                        std::to_string(measure_options{}.max_batch) + " (the launch queue is finite)";
+        }
+      } else {
+        flags.batch = launches;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return flags;
+}
+
 /// The no-device reason, looked up once per process ("" when a device exists).
 inline const std::string& cached_no_device_reason() {
   static const std::string reason = no_device_reason();
@@ -113,6 +163,7 @@ class state {
       : m_gb(gb), m_name(std::move(name)), m_mode(timing_mode), m_engine(eng), m_options(defaults) {
     if (m_options.name.empty()) m_options.name = m_name;
     if (detail::power_everywhere()) m_options.power = true;
+    if (detail::batch_everywhere() > 0) m_options.batch = detail::batch_everywhere();
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -543,24 +594,18 @@ inline bool write_kernel_breakdowns(const std::string& path) {
 }  // namespace detail
 
 /// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
-/// energy and perf/W for every benchmark, and --gpucmp_kernels_out=FILE, which
-/// writes every kernel-mode breakdown as JSON), adds the context, runs the registered
-/// benchmarks and returns an exit_status (77 when there is no CUDA device).
+/// energy and perf/W for every benchmark, --gpucmp_batch=N, which times N launches per
+/// sample everywhere, and --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown
+/// as JSON), adds the context, runs the registered benchmarks and returns an exit_status (77
+/// when there is no CUDA device).
 inline int benchmark_main(int argc, char** argv) {
-  std::string kernels_out;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const std::string flag = "--gpucmp_kernels_out=";
-    if (arg.rfind(flag, 0) == 0) {
-      kernels_out = arg.substr(flag.size());
-    } else if (arg == "--gpucmp_power") {
-      detail::power_everywhere() = true;
-    } else {
-      argv[kept++] = argv[i];
-    }
+  const detail::gpucmp_flags flags = detail::take_gpucmp_flags(argc, argv);
+  if (!flags.error.empty()) {
+    std::fprintf(stderr, "gpucmp: %s\n", flags.error.c_str());
+    return exit_failures;
   }
-  argc = kept;
+  detail::power_everywhere() = flags.power;
+  detail::batch_everywhere() = flags.batch;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();
@@ -568,8 +613,8 @@ inline int benchmark_main(int argc, char** argv) {
   if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  if (!kernels_out.empty() && !detail::write_kernel_breakdowns(kernels_out)) {
-    std::fprintf(stderr, "gpucmp: cannot write kernel breakdowns to %s\n", kernels_out.c_str());
+  if (!flags.kernels_out.empty() && !detail::write_kernel_breakdowns(flags.kernels_out)) {
+    std::fprintf(stderr, "gpucmp: cannot write kernel breakdowns to %s\n", flags.kernels_out.c_str());
     return exit_failures;
   }
   if (detail::tally().no_device) return exit_no_device;

@@ -116,6 +116,26 @@ TEST_CASE("a registered benchmark reports the engine's per-launch time and rates
   }
 }
 
+TEST_CASE("the --gpucmp_batch flag fixes the launches per sample of every benchmark", "[gpu][gbench]") {
+  struct restore_batch {  // the flag is process-wide: later tests must choose their own batch again
+    ~restore_batch() { gpucmp::detail::batch_everywhere() = 0; }
+  } restore;
+  for (std::size_t launches : {std::size_t{7}, std::size_t{40}}) {
+    gpucmp::detail::batch_everywhere() = launches;
+    const std::string name = "adapter_batch_" + std::to_string(launches);
+    gpucmp::register_benchmark(name, spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(100);
+    const auto runs = run_matching("^" + name + "/");
+    REQUIRE(runs.size() == 2);
+    for (const auto& [run_name, r] : runs) {
+      INFO(run_name);
+      CHECK(r.error.empty());
+      CHECK(r.counters.at("batch") == static_cast<double>(launches));
+      CHECK(r.seconds_per_iteration >= 100e-6);
+      CHECK(r.seconds_per_iteration <= 103e-6);
+    }
+  }
+}
+
 TEST_CASE("errors become skipped runs with their message and the run goes on", "[gpu][gbench]") {
   const int failed_before = gpucmp::detail::tally().failed;
   gpucmp::register_benchmark("adapter_errors/throwing", throwing_benchmark);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The Google Benchmark adapter's output that needs no GPU: the kernel-breakdown companion
-// file (--gpucmp_kernels_out), read back with gpucmp's JSON reader.
+// The Google Benchmark adapter's parts that need no GPU: the kernel-breakdown companion
+// file (--gpucmp_kernels_out), read back with gpucmp's JSON reader, and gpucmp's own flags.
 #include "catch.hpp"
 
 #include <gpucmp/detail/json.hpp>
@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 TEST_CASE("kernel breakdowns are written as valid JSON with names escaped", "[gbench]") {
   gpucmp::kernel_stat gemm;
@@ -52,4 +54,40 @@ TEST_CASE("kernel breakdowns are written as valid JSON with names escaped", "[gb
 
 TEST_CASE("an unwritable breakdown path is reported, not ignored", "[gbench]") {
   CHECK_FALSE(gpucmp::detail::write_kernel_breakdowns("/nonexistent-dir/kernels.json"));
+}
+
+namespace {
+
+// Runs take_gpucmp_flags over a command line; returns the flags and what is left of argv.
+std::pair<gpucmp::detail::gpucmp_flags, std::vector<std::string>> take(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  const auto flags = gpucmp::detail::take_gpucmp_flags(argc, argv.data());
+  return {flags, std::vector<std::string>(argv.begin(), argv.begin() + argc)};
+}
+
+}  // namespace
+
+TEST_CASE("gpucmp's flags are taken out of argv and Google Benchmark's are kept in order", "[gbench]") {
+  const auto [flags, rest] = take({"sweep", "--benchmark_filter=gemm", "--gpucmp_batch=10", "--gpucmp_power",
+                                   "--gpucmp_kernels_out=k.json", "--benchmark_out=x.json"});
+  CHECK(flags.error.empty());
+  CHECK(flags.batch == 10);
+  CHECK(flags.power);
+  CHECK(flags.kernels_out == "k.json");
+  CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=gemm", "--benchmark_out=x.json"});
+  CHECK(take({"sweep"}).first.batch == 0);  // not given: each benchmark chooses its batch
+}
+
+TEST_CASE("a malformed --gpucmp_batch is an error naming the flag", "[gbench]") {
+  for (const char* bad : {"--gpucmp_batch=", "--gpucmp_batch=0", "--gpucmp_batch=-3", "--gpucmp_batch=ten",
+                          "--gpucmp_batch=2.5", "--gpucmp_batch=257", "--gpucmp_batch=99999999999"}) {
+    INFO(bad);
+    const auto [flags, rest] = take({"sweep", bad});
+    CHECK(flags.error == std::string(bad) + ": expected a whole number of launches per sample, 1 to 256 (the launch queue is finite)");
+    CHECK(flags.batch == 0);
+    CHECK(rest.size() == 1);
+  }
+  CHECK(take({"sweep", "--gpucmp_batch=256"}).first.batch == 256);
 }
