@@ -13,21 +13,32 @@ status=0
 source "$here/same-libraries.sh"
 export GPUCMP_SEARCH_LOG="$out_dir/search_log.jsonl"
 rm -f "$GPUCMP_SEARCH_LOG"
-run() {  # name, binary, filter
-  "$build_dir/benchmarks/$2" --benchmark_filter="$3" --benchmark_out="$out_dir/$1.json" \
+# Both sides time the same number of back-to-back calls per event pair (PyTorch: graph
+# replays of that many calls; gpucmp: --gpucmp_batch), so each sample averages the GPU's
+# clock and power swings over the same window. With a batch of its own choosing gpucmp's
+# 8192^3 FP8 samples were 1.8 ms long and split into two clock states (753 vs 976 us), and
+# their median landed on either side; PyTorch's 9 ms samples did not.
+calls=20            # per event pair: DeepBench GEMMs and convolutions
+large_gemm_calls=10 # per event pair: 8192^3 GEMMs
+run() {  # name, binary, calls per sample, filter
+  "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
 }
+deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
 gpucmp_round() {  # round number
-  # 8192^3 in every precision; square sizes and DeepBench shapes in FP16 and TF32, searched
-  # and heuristic.
-  run "gemm_$1" gemm_sweep '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192|^gemm/cublaslt[a-z_]*/(fp16|tf32)/[0-9]+x[0-9]+x[0-9]+(_tn)?/'
+  # 8192^3 in every precision; DeepBench shapes in FP16 and TF32, searched and heuristic.
+  run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192'
+  run "deepbench_$1" gemm_sweep "$calls" "^gemm/cublaslt[a-z_]*/(fp16|tf32)/$deepbench/"
   # ResNet-50 (and DeepBench) FP16 NHWC forward convolutions at batch 32 and 256.
-  run "conv_$1" conv_sweep '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
-  run "bandwidth_$1" bandwidth_sweep '.'
-  gpucmp_files+=("$out_dir/gemm_$1.json" "$out_dir/conv_$1.json" "$out_dir/bandwidth_$1.json")
+  run "conv_$1" conv_sweep "$calls" '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
+  # The copy check compares two gpucmp rows of the same batch; the sweep chooses its own.
+  "$build_dir/benchmarks/bandwidth_sweep" --benchmark_out="$out_dir/bandwidth_$1.json" --benchmark_out_format=json \
+    > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
+  gpucmp_files+=("$out_dir/gemm_$1.json" "$out_dir/deepbench_$1.json" "$out_dir/conv_$1.json" "$out_dir/bandwidth_$1.json")
 }
 torch_round() {  # round number
-  python3 "$here/torch_ops.py" --out "$out_dir/torch_ops_$1.json" > "$out_dir/torch_ops_$1.log" 2>&1 ||
+  python3 "$here/torch_ops.py" --calls "$calls" --large-gemm-calls "$large_gemm_calls" --out "$out_dir/torch_ops_$1.json" \
+    > "$out_dir/torch_ops_$1.log" 2>&1 ||
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_ops_$1.json")
 }

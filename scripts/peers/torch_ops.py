@@ -177,6 +177,7 @@ def main():
     parser.add_argument("--only", default="gemm,deepbench,conv,copy")
     parser.add_argument("--fp32-conv-batches", default="16,32,64", help="batches of --only conv_fp32")
     parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
+    parser.add_argument("--large-gemm-calls", type=int, default=10, help="calls per graph replay for 8192^3")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -185,8 +186,9 @@ def main():
     only = set(args.only.split(","))
     rows = []
     if "gemm" in only:
-        rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], 10, args.repetitions)
-        rows += fp8_rows(8192, 10, args.repetitions)
+        rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], args.large_gemm_calls,
+                          args.repetitions)
+        rows += fp8_rows(8192, args.large_gemm_calls, args.repetitions)
     if "deepbench" in only:
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
@@ -197,7 +199,8 @@ def main():
     if "copy" in only:
         rows += copy_rows([1 << 30, 4 << 30], 5, args.repetitions)
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-            "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls, "repetitions": args.repetitions}
+            "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls,
+            "large_gemm_calls_per_replay": args.large_gemm_calls, "repetitions": args.repetitions}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(f"torch_ops: {len(rows)} rows -> {args.out}")
