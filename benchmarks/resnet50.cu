@@ -12,9 +12,14 @@
 //            [--paths=fused_graph,legacy_fused,conv_then_kernel] [benchmark flags]
 // Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
 // resnet50/<dtype>_nchw/bs<N>/... in NCHW.
+// --layers_out appends each network's layers: algorithm, searched time, verification and,
+// where CUPTI is available, each layer's kernels and time inside the pass (kernel mode).
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
 // batch that fits is printed at the end for each precision.
 #include <gpucmp/bench.hpp>
+#if GPUCMP_WITH_KERNEL_MODE
+#include <gpucmp/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
+#endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
 #include <gpucmp/models/resnet50.hpp>
@@ -24,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,20 +62,73 @@ std::unique_ptr<gpucmp::network>& current() {
   return net;
 }
 
-void write_layers(const gpucmp::network& net) {
+// The network's layers traced in kernel mode (CUPTI), or why they could not be.
+struct layer_times {
+  std::optional<gpucmp::network_trace> trace;
+  std::string unavailable;  // the reason when there is no trace
+};
+
+layer_times traced_layer_times(const gpucmp::network& net, cudaStream_t stream) {
+  layer_times times;
+  try {
+    const auto tracer = gpucmp::make_activity_tracer();
+    times.trace = net.trace_layers(*tracer, stream, 20);
+  } catch (const gpucmp::unsupported& e) {
+    times.unavailable = e.what();
+  }
+  return times;
+}
+
+// "name (2/pass), other (1/pass)", with the markdown table's separator escaped.
+std::string kernels_cell(const gpucmp::layer_trace& layer) {
+  std::string cell;
+  for (const auto& k : layer.kernels) {
+    if (!cell.empty()) cell += ", ";
+    char count[32];
+    std::snprintf(count, sizeof count, " (%g/pass)", k.per_launch);
+    cell += k.name + count;
+  }
+  std::string escaped;
+  for (char c : cell) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+  return escaped;
+}
+
+void write_layers(const gpucmp::network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
+  const layer_times times = traced_layer_times(net, stream);
   std::ofstream out(config().layers_out, std::ios::app);
   out << "\n## " << net.name() << "\n\nalgorithm search " << net.search_seconds() << " s, device memory "
       << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
       << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n"
-      << "| layer | shape | algorithm | searched us | verification |\n|---|---|---|---|---|\n";
+      << "Searched: each layer alone, replayed in a graph during the algorithm search. In the pass: the layer's "
+         "kernels inside whole forward passes, on the GPU's clock (kernel mode: CUPTI timestamps, median of "
+      << (times.trace ? times.trace->passes : 0) << " passes launched layer by layer).\n\n"
+      << "| layer | shape | algorithm | searched us | in the pass us | share | kernels in the pass | verification |\n"
+         "|---|---|---|---|---|---|---|---|\n";
   double total = 0;
-  for (const auto& l : net.layers()) {
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    const auto& l = net.layers()[i];
     total += l.searched_seconds;
-    out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | "
-        << l.check.summary() << " |\n";
+    out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | ";
+    if (times.trace) {
+      const gpucmp::layer_trace& traced = times.trace->layers.at(i);
+      out << traced.busy_s * 1e6 << " | " << 100.0 * traced.share << " % | " << kernels_cell(traced) << " | ";
+    } else {
+      out << "– | – | – | ";
+    }
+    out << l.check.summary() << " |\n";
   }
-  out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n\n<details><summary>every candidate timed</summary>\n\n";
+  out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n";
+  if (times.trace) {
+    out << "\nkernel mode: the pass's kernels take " << times.trace->busy_s * 1e6 << " us (median pass); launched layer "
+        << "by layer from the host the pass spans " << times.trace->eager_span_s * 1e6
+        << " us; the graph row's time is the pass replayed without host gaps";
+    if (times.trace->dropped_records > 0) out << "; " << times.trace->dropped_records << " activity records were dropped";
+    out << "\n";
+  } else {
+    out << "\nkernel mode: " << times.unavailable << "\n";
+  }
+  out << "\n<details><summary>every candidate timed</summary>\n\n";
   for (const auto& c : net.candidate_log()) {
     out << "- " << c.description << ": " << (c.failure.empty() ? std::to_string(c.seconds * 1e6) + " us" : c.failure) << "\n";
   }
@@ -86,7 +145,7 @@ gpucmp::network& network_for(gpucmp::conv_dtype dtype, gpucmp::conv_layout layou
   o.layout = layout;
   o.fusion_paths = config().paths;
   net = std::make_unique<gpucmp::network>(definition(), o, stream);
-  write_layers(*net);
+  write_layers(*net, stream);
   return *net;
 }
 

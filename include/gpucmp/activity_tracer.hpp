@@ -7,6 +7,7 @@
 // program that does not include it (or a machine without CUPTI) still runs every other mode.
 #pragma once
 
+#include <gpucmp/error.hpp>
 #include <gpucmp/kernel_profile.hpp>
 
 #include <cstdint>
@@ -45,6 +46,18 @@ inline activity_tracer_factory& registered_tracer_factory() noexcept {
   return factory;
 }
 }  // namespace detail
+
+/// A tracer from the registered factory; throws unsupported naming what to include and link
+/// when none is registered (the program did not include <gpucmp/kernel_trace.hpp>).
+inline std::unique_ptr<activity_tracer> make_activity_tracer() {
+  const activity_tracer_factory factory = detail::registered_tracer_factory();
+  if (factory == nullptr) {
+    throw unsupported(
+        "kernel mode unavailable: no activity tracer is registered (include <gpucmp/kernel_trace.hpp> and link "
+        "gpucmp::cupti)");
+  }
+  return factory();
+}
 
 /// Registers the factory kernel mode uses (kernel_trace.hpp does this for CUPTI; tests may
 /// register a fake). Returns true so it can initialise a variable at static-init time.

@@ -319,13 +319,7 @@ class engine {
   // of each batch is kept as the traced event time, which shows the tracing overhead.
   template <class Launch>
   void sample_kernels(Launch& launch, const measure_options& options, measurement& record, bool hold) {
-    const activity_tracer_factory factory = detail::registered_tracer_factory();
-    if (factory == nullptr) {
-      throw unsupported(
-          "kernel mode unavailable: no activity tracer is registered (include <gpucmp/kernel_trace.hpp> and link "
-          "gpucmp::cupti)");
-    }
-    if (!m_tracer) m_tracer = factory();
+    if (!m_tracer) m_tracer = make_activity_tracer();
     m_tracer->start();
     struct stop_tracing {
       activity_tracer* tracer;

@@ -5,10 +5,15 @@
 // (including the 3-channel stem) verified, and every fusion path in NCHW; pooling and softmax
 // against host references with a corrupted output caught, NCHW pooling against NHWC pooling;
 // a small CNN's logits against a whole-network FP64 reference on the host in both layouts;
-// eager and CUDA-graph runs bit-identical; ResNet-50 v1.5 built and verified; and
-// an impossible batch reported as a typed out-of-memory with the largest batch that fits.
+// eager and CUDA-graph runs bit-identical; ResNet-50 v1.5 built and verified, and traced
+// layer by layer in kernel mode; and an impossible batch reported as a typed out-of-memory
+// with the largest batch that fits.
 #include "catch.hpp"
 
+#include <gpucmp/engine.hpp>
+#if GPUCMP_TEST_KERNEL_MODE
+#include <gpucmp/kernel_trace.hpp>
+#endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
 #include <gpucmp/models/resnet50.hpp>
@@ -395,6 +400,44 @@ TEST_CASE("ResNet-50 v1.5 builds, verifies every layer and reuses activation mem
   CHECK(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
   CHECK(*std::max_element(logits.begin(), logits.end()) > *std::min_element(logits.begin(), logits.end()));
 }
+
+#if GPUCMP_TEST_KERNEL_MODE
+TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to the whole pass", "[gpu][models][resnet50]") {
+  gpucmp::engine eng;
+  const gpucmp::network_definition def = gpucmp::resnet50_random(1);
+  gpucmp::network_options o;
+  o.batch = 16;
+  o.dtype = gpucmp::conv_dtype::fp16;
+  gpucmp::network net(def, o, eng.stream());
+  const auto tracer = gpucmp::make_activity_tracer();
+  const gpucmp::network_trace t = net.trace_layers(*tracer, eng.stream(), 10);
+  CHECK(t.passes == 10);
+  CHECK(t.dropped_records == 0);
+  REQUIRE(t.layers.size() == 56);
+  CHECK(t.layers.front().layer == "conv1");
+  CHECK(t.layers.back().layer == "fc");
+  double sum = 0, shares = 0;
+  for (const auto& l : t.layers) {
+    INFO(l.layer);
+    CHECK_FALSE(l.kernels.empty());  // every layer launches at least one kernel
+    CHECK(l.busy_s > 0);
+    CHECK(l.busy_s < 2e-3);  // no layer of a batch-16 FP16 pass takes milliseconds on a datacentre GPU
+    sum += l.busy_s;
+    shares += l.share;
+  }
+  // The layers' medians add up to about the median pass; the pass launched eagerly spans at
+  // least its busy time (one stream: no overlap).
+  CHECK(sum == Approx(t.busy_s).epsilon(0.05));
+  CHECK(shares == Approx(sum / t.busy_s));
+  CHECK(t.eager_span_s >= 0.99 * t.busy_s);
+  // The same pass measured whole by the engine: kernel mode sees the same kernels, and a
+  // graph replay cannot run faster than the kernels' busy time.
+  const gpucmp::measurement whole = eng.measure(net, gpucmp::mode::kernel);
+  CHECK(whole.gpu.median == Approx(t.busy_s).epsilon(0.10));
+  const gpucmp::measurement graph = eng.measure(net, gpucmp::mode::graph);
+  CHECK(graph.gpu.median >= 0.95 * t.busy_s);
+}
+#endif
 
 TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch that fits is found", "[gpu][models][resnet50]") {
   gpucmp::stream s;

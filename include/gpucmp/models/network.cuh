@@ -17,12 +17,14 @@
 //   g.launch(stream);
 #pragma once
 
+#include <gpucmp/activity_tracer.hpp>
 #include <gpucmp/buffer.hpp>
 #include <gpucmp/detail/unique_handle.hpp>
 #include <gpucmp/error.hpp>
 #include <gpucmp/graph.hpp>
 #include <gpucmp/models/batch_norm_folding.hpp>
 #include <gpucmp/models/fused_conv.cuh>
+#include <gpucmp/models/layer_trace.hpp>
 #include <gpucmp/models/linear.cuh>
 #include <gpucmp/models/network_definition.hpp>
 #include <gpucmp/models/network_memory.hpp>
@@ -160,6 +162,15 @@ class network {
   /// Enqueues layer `index` alone (layers in order make a forward pass; with activation_values
   /// after each, a layer-by-layer trace).
   void run_layer(std::size_t index, cudaStream_t stream) const { m_steps.at(index)(stream); }
+  /// Kernel mode layer by layer: `passes` forward passes on `stream`, launched layer by layer
+  /// (not as a graph, whose launch CUPTI attributes as one), every kernel attributed to its
+  /// layer (gpucmp/models/layer_trace.hpp). `tracer` comes from make_activity_tracer().
+  network_trace trace_layers(activity_tracer& tracer, cudaStream_t stream, std::size_t passes = 20) const {
+    return gpucmp::trace_layers(
+        tracer, m_steps.size(), [&](std::size_t i) { run_layer(i, stream); },
+        [&](std::size_t i) { return m_definition.layers().at(i).name; },
+        [&] { GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream)); }, passes);
+  }
   /// Tensor `t` as it is now, as FP32, batch x C x H x W flattened in NHWC order whatever the
   /// network's layout (valid for a layer's output right after the layer ran: buffers are
   /// reused once a tensor is dead).
