@@ -18,7 +18,8 @@
 
 namespace gpucmp_bench {
 
-/// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "failure"}]} to $GPUCMP_SEARCH_LOG.
+/// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "timings", "failure"}]} to
+/// $GPUCMP_SEARCH_LOG ("us": the median of "timings" timings).
 inline void log_search(const std::string& benchmark, const std::string& chosen,
                        const std::vector<gpucmp::candidate_time>& candidates) {
   const char* path = std::getenv("GPUCMP_SEARCH_LOG");
@@ -29,7 +30,8 @@ inline void log_search(const std::string& benchmark, const std::string& chosen,
     char us[32];
     std::snprintf(us, sizeof us, "%.3f", candidates[i].seconds * 1e6);
     line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + gpucmp::detail::json_escape(candidates[i].description) + "\", \"us\": " + us +
-            ", \"failure\": \"" + gpucmp::detail::json_escape(candidates[i].failure) + "\"}";
+            ", \"timings\": " + std::to_string(candidates[i].timings) + ", \"failure\": \"" +
+            gpucmp::detail::json_escape(candidates[i].failure) + "\"}";
   }
   line += "]}\n";
   if (FILE* f = std::fopen(path, "a")) {

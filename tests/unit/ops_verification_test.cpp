@@ -11,8 +11,10 @@
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/ops/workload_shapes.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -175,6 +177,83 @@ TEST_CASE("the search keeps the fastest candidate whose output verifies", "[ops]
   CHECK(log[3].seconds == 0);
   CHECK(log[0].failure.empty());
   CHECK(log[4].description == "candidate 4");
+}
+
+namespace {
+
+gpucmp::verification verified_ok() {
+  gpucmp::verification v;
+  v.method = "test";
+  v.add(0.5, 1.0, 0.5, "output 0");
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("close contenders are timed again, interleaved, and ranked by their median", "[ops][search]") {
+  // Candidate 0 had a lucky first timing (0.80, then 1.00 twice); 1 is steadily 0.90; 2 is
+  // within the 10 % margin (0.87); 3 is 20 % behind and is not timed again.
+  std::map<std::size_t, std::vector<double>> planned = {
+      {0, {0.80, 1.00, 1.00}}, {1, {0.85, 0.90, 0.90}}, {2, {0.87, 0.95, 0.95}}, {3, {0.96}}};
+  std::vector<std::size_t> calls;
+  auto time = [&](std::size_t i) {
+    const double t = planned[i].at(std::count(calls.begin(), calls.end(), i));
+    calls.push_back(i);
+    return t;
+  };
+  std::vector<gpucmp::candidate_time> log;
+  gpucmp::search_options options;  // defaults: 2 more rounds, 10 % margin, 4 contenders
+  const gpucmp::search_choice chosen = gpucmp::choose_fastest_verified(
+      4, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
+      "op", options);
+  CHECK(chosen.index == 1);
+  CHECK(chosen.seconds == 0.90);
+  // First pass in order, then two rounds over the contenders (fastest first: 0, 1, 2) in
+  // rotating order.
+  CHECK(calls == std::vector<std::size_t>{0, 1, 2, 3, 1, 2, 0, 2, 0, 1});
+  CHECK(log[0].timings == 3);
+  CHECK(log[0].seconds == 1.00);
+  CHECK(log[2].seconds == 0.95);
+  CHECK(log[3].timings == 1);
+  CHECK(log[3].seconds == 0.96);
+}
+
+TEST_CASE("refinement respects its limits and can be turned off", "[ops][search]") {
+  std::vector<gpucmp::candidate_time> log;
+  std::vector<std::size_t> calls;
+  auto constant = [&](std::size_t i) {
+    calls.push_back(i);
+    return 1.0 + 0.01 * double(i);
+  };
+  auto describe = [](std::size_t i) { return "c" + std::to_string(i); };
+  auto ok = [](std::size_t) { return verified_ok(); };
+  gpucmp::search_options two;
+  two.refine_contenders = 2;
+  two.refine_rounds = 1;
+  gpucmp::choose_fastest_verified(6, describe, constant, ok, log, "op", two);
+  CHECK(calls == std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 1, 0});
+  calls.clear();
+  gpucmp::search_options off;
+  off.refine_rounds = 0;
+  const auto chosen = gpucmp::choose_fastest_verified(6, describe, constant, ok, log, "op", off);
+  CHECK(calls.size() == 6);
+  CHECK(chosen.index == 0);
+}
+
+TEST_CASE("a contender that fails when timed again drops out with its reason", "[ops][search]") {
+  std::vector<gpucmp::candidate_time> log;
+  int timings_of_0 = 0;
+  auto time = [&](std::size_t i) -> double {
+    if (i == 0 && ++timings_of_0 > 1) throw gpucmp::unsupported("workspace gone");
+    return i == 0 ? 1.0 : 1.05;
+  };
+  const auto chosen = gpucmp::choose_fastest_verified(
+      2, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
+      "op");
+  CHECK(chosen.index == 1);
+  CHECK(log[0].failure == "unsupported: workspace gone");
+  CHECK(log[0].timings == 0);
+  CHECK(log[0].seconds == 0);
 }
 
 TEST_CASE("a search where nothing verifies, or the context is lost, stops with the reason", "[ops][search]") {

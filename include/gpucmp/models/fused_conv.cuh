@@ -596,7 +596,7 @@ class fused_conv {
           zero_workspace(stream);
           return verify(stream);
         },
-        log, "fused conv " + m_set->name());
+        log, "fused conv " + m_set->name(), options);
     m_current = usable[chosen.index];
     m_chosen = m_set->info(m_current);
     m_chosen.conv.chosen_by = algorithm_choice::search;

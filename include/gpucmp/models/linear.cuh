@@ -108,7 +108,7 @@ class linear_layer {
           zero_workspace(stream);
           return verify(stream);
         },
-        log, name());
+        log, name(), options);
     m_current = chosen.index;
     m_searched_seconds = chosen.seconds;
   }

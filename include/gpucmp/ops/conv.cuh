@@ -580,7 +580,7 @@ class conv {
           m_chosen = m_all[i].info;  // the tolerance depends on the algorithm
           return verify(stream);
         },
-        m_candidates, "cuDNN " + name());
+        m_candidates, "cuDNN " + name(), m_options.search);
     m_current = chosen.index;
     m_chosen = m_all[chosen.index].info;
     m_chosen.chosen_by = algorithm_choice::search;

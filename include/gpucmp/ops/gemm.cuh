@@ -419,7 +419,7 @@ class gemm {
           m_algo = results[i].algo;
           return verify(stream);
         },
-        m_candidates, "cuBLASLt " + name());
+        m_candidates, "cuBLASLt " + name(), m_options.search);
     m_algo = results[chosen.index].algo;
     m_chosen = described[chosen.index];
     m_chosen.chosen_by = algorithm_choice::search;
