@@ -26,14 +26,22 @@ run() {  # name, binary, calls per sample, filter
 }
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
 gpucmp_round() {  # round number
-  # 8192^3 in every precision; DeepBench shapes in FP16 and TF32, searched and heuristic.
-  run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/[a-z0-9_]+/8192x8192x8192'
-  run "deepbench_$1" gemm_sweep "$calls" "^gemm/cublaslt[a-z_]*/(fp16|tf32)/$deepbench/"
-  # ResNet-50 (and DeepBench) FP16 NHWC forward convolutions at batch 32 and 256.
-  run "conv_$1" conv_sweep "$calls" '^conv_fwd/cudnn[a-z_]*/fp16_nhwc/n(32|256)_'
+  # Round 1 also runs gpucmp's own comparisons (the heuristic's choice, each cuDNN API alone,
+  # the whole bandwidth sweep); later rounds only the rows compared with PyTorch, so two
+  # rounds fit one 10-minute device call.
+  local gemm_providers='cublaslt[a-z_]*' conv_providers='cudnn[a-z_]*' bandwidth='.'
+  if (($1 > 1)); then
+    gemm_providers='cublaslt' conv_providers='cudnn'
+    bandwidth='^copy/(kernel|cudaMemcpyAsync_d2d)/none/(1073741824|4294967296)/hot/'
+  fi
+  # 8192^3 in the compared precisions; DeepBench shapes in FP16 and TF32.
+  run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
+  run "deepbench_$1" gemm_sweep "$calls" "^gemm/$gemm_providers/(fp16|tf32)/$deepbench/"
+  # ResNet-50 FP16 NHWC forward convolutions at batch 32 and 256.
+  run "conv_$1" conv_sweep "$calls" "^conv_fwd/$conv_providers/fp16_nhwc/n(32|256)_"
   # The copy check compares two gpucmp rows of the same batch; the sweep chooses its own.
-  "$build_dir/benchmarks/bandwidth_sweep" --benchmark_out="$out_dir/bandwidth_$1.json" --benchmark_out_format=json \
-    > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
+  "$build_dir/benchmarks/bandwidth_sweep" --benchmark_filter="$bandwidth" --benchmark_out="$out_dir/bandwidth_$1.json" \
+    --benchmark_out_format=json > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
   gpucmp_files+=("$out_dir/gemm_$1.json" "$out_dir/deepbench_$1.json" "$out_dir/conv_$1.json" "$out_dir/bandwidth_$1.json")
 }
 torch_round() {  # round number
