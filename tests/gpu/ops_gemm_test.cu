@@ -173,6 +173,62 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
   CHECK(variants(gpucmp::gemm(large, {}, s.get())) == 0);
 }
 
+TEST_CASE("misaligned operands get staged candidates that verify; aligned ones get none", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  auto staged = [](const gpucmp::gemm& g) {
+    std::size_t n = 0;
+    for (const auto& c : g.candidates()) {
+      if (c.description.find("staged aligned") == std::string::npos) continue;
+      ++n;
+      INFO(c.description << ": " << c.failure);
+      CHECK((c.seconds > 0 || !c.failure.empty()));  // each one ran, or says why not
+    }
+    return n;
+  };
+  struct shape {
+    std::int64_t m, n, k;
+    bool transpose_a;
+    gpucmp::gemm_dtype dtype;
+    const char* operands;
+  };
+  // DeepBench's misaligned FP16 5124x9124x2560 (C) and 35x8457x2560 (A, C) at smaller n and k;
+  // FP64 7x9x11 stages all three and is checked on the CPU, every output.
+  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "C"},
+                          shape{35, 1000, 512, false, gpucmp::gemm_dtype::tf32, "A, C"},
+                          shape{7, 9, 11, false, gpucmp::gemm_dtype::fp64, "A, B, C"}}) {
+    gpucmp::gemm_problem p;
+    p.m = sh.m;
+    p.n = sh.n;
+    p.k = sh.k;
+    p.transpose_a = sh.transpose_a;
+    p.dtype = sh.dtype;
+    INFO(p.shape_name() << " " << gpucmp::to_string(sh.dtype));
+    REQUIRE(gpucmp::staging_plan(p).operands() == sh.operands);
+    gpucmp::gemm_options only;
+    only.staging = gpucmp::operand_staging::only;  // the staged path must run, and verify
+    gpucmp::gemm forced(p, only, s.get());
+    CHECK(forced.algorithm().staged == sh.operands);
+    CHECK(staged(forced) == forced.candidates().size());
+    CHECK(forced.verify(s.get()).passed());
+    gpucmp::gemm searched(p, {}, s.get());  // default: both kinds compete
+    CHECK(staged(searched) > 0);
+    CHECK(staged(searched) < searched.candidates().size());
+    CHECK(searched.verify(s.get()).passed());
+    gpucmp::gemm_options off;
+    off.staging = gpucmp::operand_staging::off;
+    CHECK(staged(gpucmp::gemm(p, off, s.get())) == 0);
+  }
+  gpucmp::gemm_problem aligned;  // nothing to stage: "only" leaves the plain candidates
+  aligned.m = aligned.n = 1024;
+  aligned.k = 256;
+  aligned.dtype = gpucmp::gemm_dtype::fp16;
+  gpucmp::gemm_options only;
+  only.staging = gpucmp::operand_staging::only;
+  gpucmp::gemm plain(aligned, only, s.get());
+  CHECK(staged(plain) == 0);
+  CHECK(plain.algorithm().staged.empty());
+}
+
 TEST_CASE("the search times its close contenders again and keeps the fastest median", "[gpu][ops][gemm]") {
   gpucmp::stream s;
   gpucmp::gemm_problem p;  // many near-equal candidates of one kernel family

@@ -56,6 +56,42 @@ TEST_CASE("precisions a GPU cannot run are typed unsupported", "[ops][gemm]") {
   CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp64, 6, 0));
 }
 
+TEST_CASE("the staging plan names every operand whose columns are not 16-byte aligned", "[ops][gemm]") {
+  auto problem = [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, gpucmp::gemm_dtype t) {
+    gpucmp::gemm_problem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.transpose_a = ta;
+    p.dtype = t;
+    return p;
+  };
+  // DeepBench's FP16 5124x9124x2560 with A transposed: only C (10,248-byte columns).
+  const auto c_only = gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::fp16));
+  CHECK(c_only.operands() == "C");
+  CHECK(c_only.ldc == 5128);
+  CHECK(c_only.lda == 2560);
+  CHECK(c_only.ldb == 2560);
+  // In FP32 the same columns are 20,496 bytes: aligned, nothing to stage.
+  CHECK_FALSE(gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::tf32)).any());
+  // 35x8457x2560: A (35 rows) and C; in TF32 padded to 36 rows, in FP16 to 40.
+  const auto tf32 = gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::tf32));
+  CHECK(tf32.operands() == "A, C");
+  CHECK(tf32.lda == 36);
+  CHECK(tf32.ldc == 36);
+  CHECK(gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::fp16)).lda == 40);
+  // FP64 7x9x11: every operand, padded to even rows.
+  const auto fp64 = gpucmp::staging_plan(problem(7, 9, 11, false, gpucmp::gemm_dtype::fp64));
+  CHECK(fp64.operands() == "A, B, C");
+  CHECK(fp64.ldb == 12);
+  // A loose leading dimension that is aligned needs nothing; FP8 and INT8 are never staged.
+  auto loose = problem(35, 64, 64, false, gpucmp::gemm_dtype::fp16);
+  loose.lda = loose.ldc = 48;
+  CHECK_FALSE(gpucmp::staging_plan(loose).any());
+  CHECK_FALSE(gpucmp::staging_plan(problem(8192, 8192, 8192, false, gpucmp::gemm_dtype::fp16)).any());
+  CHECK_FALSE(gpucmp::staging_plan(problem(35, 8457, 2560, true, gpucmp::gemm_dtype::int8)).any());
+}
+
 TEST_CASE("convolution output size, FLOPs and bytes", "[ops][conv]") {
   gpucmp::conv_problem c;  // ResNet-50's 64->64 3x3 at 56x56, batch 32, FP16 NHWC
   c.n = 32;

@@ -17,6 +17,7 @@
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm_problem.hpp>
+#include <gpucmp/ops/matrix_copy.cuh>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/random.hpp>
 #include <gpucmp/work.hpp>
@@ -84,6 +85,14 @@ inline cublaslt_types cublaslt_types_for(gemm_dtype t) {
   throw invalid_argument("gemm: unknown gemm_dtype");
 }
 
+/// Whether the search also times candidates that copy misaligned operands into aligned
+/// buffers (staging_plan()).
+enum class operand_staging {
+  off,   ///< never
+  also,  ///< staged candidates compete with the unstaged ones (the default)
+  only,  ///< only staged candidates, when there is anything to stage (to compare, or test, the staged path)
+};
+
 /// Settings of a gemm.
 struct gemm_options {
   algorithm_choice choice = algorithm_choice::search;  ///< heuristic's first choice, or timed search
@@ -94,6 +103,11 @@ struct gemm_options {
   /// of the heuristic's first `split_k_bases` candidates; cuBLASLt checks each variant.
   bool split_k_variants = true;
   int split_k_bases = 4;     ///< how many heuristic candidates get split-K variants
+  /// Search only: when a leading dimension is not a multiple of 16 bytes (staging_plan()),
+  /// also time the heuristic's first `staging_candidates` for the problem with those operands
+  /// copied into aligned buffers (and C copied back), copies included in the time.
+  operand_staging staging = operand_staging::also;
+  int staging_candidates = 4;  ///< how many staged candidates are timed
   float fp8_scale_a = 0.5f;  ///< FP8 only: A's per-tensor scale (not 1, so the scale path is checked)
   float fp8_scale_b = 2.0f;  ///< FP8 only: B's per-tensor scale
   std::uint64_t seed = 1;    ///< operands' random stream
@@ -112,6 +126,7 @@ struct gemm_algorithm {
   std::size_t workspace = 0;    ///< workspace it needs
   int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
   bool split_k_variant = false; ///< the search's split-K variant of that candidate
+  std::string staged;           ///< operands it copies into aligned buffers ("A, C"), or empty
   algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
   double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
 
@@ -122,7 +137,7 @@ struct gemm_algorithm {
     s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
       << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
       << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << (split_k_variant ? ", split-K variant" : "")
-      << ")";
+      << (staged.empty() ? "" : ", " + staged + " staged aligned") << ")";
     return s.str();
   }
 };
@@ -201,8 +216,8 @@ class gemm {
     choose_algorithm(stream);
   }
 
-  /// Enqueues the GEMM on `stream` with the chosen algorithm.
-  void operator()(cudaStream_t stream) { launch(m_algo, stream); }
+  /// Enqueues the GEMM on `stream` with the chosen algorithm (and its staging copies, if any).
+  void operator()(cudaStream_t stream) { launch(m_algo, m_run_staged, stream); }
 
   /// Runs the GEMM once on a poisoned output and compares it with a double reference.
   verification verify(cudaStream_t stream) {
@@ -344,10 +359,34 @@ class gemm {
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
   }
 
-  void launch(const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
-    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, m_a.data(), m_layout_a.get(), m_b.data(),
-                                       m_layout_b.get(), m_beta, m_c.data(), m_layout_c.get(), m_c.data(),
-                                       m_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
+  void launch(const cublasLtMatmulAlgo_t& algo, bool staged, cudaStream_t stream) {
+    if (!staged) {
+      GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, m_a.data(), m_layout_a.get(), m_b.data(),
+                                         m_layout_b.get(), m_beta, m_c.data(), m_layout_c.get(), m_c.data(),
+                                         m_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
+      return;
+    }
+    const gemm_problem& p = m_problem;
+    const gemm_staging_plan& plan = m_staging;
+    const std::size_t in = input_bytes(p.dtype), out = output_bytes(p.dtype);
+    if (plan.a) {
+      copy_matrix_columns({m_staged_a.data(), plan.lda, plan.lda * a_cols()},
+                          {m_a.data(), p.lda_or_tight(), p.lda_or_tight() * a_cols()}, p.a_rows(), a_cols(), p.batch, in, stream);
+    }
+    if (plan.b) {
+      copy_matrix_columns({m_staged_b.data(), plan.ldb, plan.ldb * b_cols()},
+                          {m_b.data(), p.ldb_or_tight(), p.ldb_or_tight() * b_cols()}, p.b_rows(), b_cols(), p.batch, in, stream);
+    }
+    void* a = plan.a ? m_staged_a.data() : m_a.data();
+    void* b = plan.b ? m_staged_b.data() : m_b.data();
+    void* c = plan.c ? m_staged_c.data() : m_c.data();
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, a, m_staged_layout_a.get(), b,
+                                       m_staged_layout_b.get(), m_beta, c, m_staged_layout_c.get(), c,
+                                       m_staged_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
+    if (plan.c) {
+      copy_matrix_columns({m_c.data(), p.ldc_or_tight(), p.ldc_or_tight() * p.n}, {m_staged_c.data(), plan.ldc, plan.ldc * p.n},
+                          p.m, p.n, p.batch, out, stream);
+    }
   }
 
   std::string no_algorithm_hint() const {
@@ -408,22 +447,79 @@ class gemm {
     std::vector<gemm_algorithm> described;
     for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
     if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
+    std::size_t unstaged = results.size();  // candidates from here on run staged
+    if (m_options.staging != operand_staging::off) add_staged_candidates(results, described);
+    if (m_options.staging == operand_staging::only && results.size() > unstaged) {
+      results.erase(results.begin(), results.begin() + std::ptrdiff_t(unstaged));
+      described.erase(described.begin(), described.begin() + std::ptrdiff_t(unstaged));
+      unstaged = 0;
+    }
     const search_choice chosen = choose_fastest_verified(
         results.size(), [&](std::size_t i) { return described[i].describe(); },
         [&](std::size_t i) {
           const auto& r = results[i];
           if (r.state != CUBLAS_STATUS_SUCCESS) throw unsupported(std::string("heuristic state ") + cublasLtGetStatusName(r.state));
-          return time_back_to_back([&](cudaStream_t s) { launch(r.algo, s); }, stream, m_options.search);
+          return time_back_to_back([&](cudaStream_t s) { launch(r.algo, i >= unstaged, s); }, stream, m_options.search);
         },
         [&](std::size_t i) {
           m_algo = results[i].algo;
+          m_run_staged = i >= unstaged;
           return verify(stream);
         },
         m_candidates, "cuBLASLt " + name(), m_options.search);
     m_algo = results[chosen.index].algo;
+    m_run_staged = chosen.index >= unstaged;
     m_chosen = described[chosen.index];
     m_chosen.chosen_by = algorithm_choice::search;
     m_chosen.searched_seconds = chosen.seconds;
+    if (!m_run_staged) release_staging();
+  }
+
+  // When a leading dimension is not a multiple of 16 bytes: the aligned buffers and layouts
+  // of staging_plan(), and the heuristic's first staging_candidates for them. Staging that does
+  // not fit in memory, or that cuBLASLt has no algorithm for, adds nothing.
+  void add_staged_candidates(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described) {
+    m_staging = staging_plan(m_problem);
+    if (!m_staging.any() || m_options.staging_candidates <= 0) return;
+    const gemm_problem& p = m_problem;
+    const std::size_t in = input_bytes(p.dtype), out = output_bytes(p.dtype);
+    try {
+      auto bytes = [&](std::int64_t ld, std::int64_t cols, std::size_t element) {
+        return std::size_t(p.batch * ld * cols) * element;
+      };
+      if (m_staging.a) m_staged_a = device_buffer<unsigned char>(bytes(m_staging.lda, a_cols(), in), initial_fill::uninitialized());
+      if (m_staging.b) m_staged_b = device_buffer<unsigned char>(bytes(m_staging.ldb, b_cols(), in), initial_fill::uninitialized());
+      if (m_staging.c) m_staged_c = device_buffer<unsigned char>(bytes(m_staging.ldc, p.n, out), initial_fill::uninitialized());
+    } catch (const out_of_memory&) {
+      release_staging();
+      return;
+    }
+    m_staged_layout_a = make_layout(m_types.a, p.a_rows(), a_cols(), m_staging.lda);
+    m_staged_layout_b = make_layout(m_types.b, p.b_rows(), b_cols(), m_staging.ldb);
+    m_staged_layout_c = make_layout(m_types.c, p.m, p.n, m_staging.ldc);
+    std::vector<cublasLtMatmulHeuristicResult_t> staged(std::size_t(m_options.staging_candidates));
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        m_handle.get(), m_desc.get(), m_staged_layout_a.get(), m_staged_layout_b.get(), m_staged_layout_c.get(),
+        m_staged_layout_c.get(), m_pref.get(), m_options.staging_candidates, staged.data(), &returned);
+    if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {  // no algorithm is an answer, not an error
+      release_staging();
+      return;
+    }
+    for (int i = 0; i < returned; ++i) {
+      results.push_back(staged[std::size_t(i)]);
+      described.push_back(describe(staged[std::size_t(i)], i));
+      described.back().staged = m_staging.operands();
+    }
+  }
+
+  void release_staging() {
+    m_staged_a = {};
+    m_staged_b = {};
+    m_staged_c = {};
+    m_staged_layout_a = {};
+    m_staged_layout_b = {};
+    m_staged_layout_c = {};
   }
 
   // Fewer outputs than one wave of 128x128 tiles on this GPU's SMs: splitting K is how such a
@@ -574,6 +670,11 @@ class gemm {
   desc_handle m_desc;
   layout_handle m_layout_a, m_layout_b, m_layout_c;
   pref_handle m_pref;
+  // Staging (add_staged_candidates): aligned copies of the operands staging_plan() names.
+  gemm_staging_plan m_staging;
+  device_buffer<unsigned char> m_staged_a, m_staged_b, m_staged_c;
+  layout_handle m_staged_layout_a, m_staged_layout_b, m_staged_layout_c;
+  bool m_run_staged = false;  // the chosen algorithm runs on the staged operands
   cublasLtMatmulAlgo_t m_algo{};
   gemm_algorithm m_chosen;
   std::vector<candidate_time> m_candidates;

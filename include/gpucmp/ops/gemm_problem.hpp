@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace gpucmp {
 
@@ -201,5 +202,61 @@ struct gemm_problem {
     return s;
   }
 };
+
+/// Which operands a GEMM copies into 16-byte-aligned buffers of its own, and the leading
+/// dimensions it then runs with. Hopper's fastest cuBLASLt kernels load and store through TMA,
+/// which needs every leading dimension to be a multiple of 16 bytes: with an FP16 C of 5124
+/// rows (10,248-byte columns) cuBLASLt offers only its Ampere-style kernels (258 TFLOP/s on the
+/// H200, where aligned FP16 GEMMs of that size reach 670). Staging costs a copy of each staged
+/// operand per call, which the search weighs like any other candidate's time.
+struct gemm_staging_plan {
+  bool a = false;          ///< A is copied in first
+  bool b = false;          ///< B is copied in first
+  bool c = false;          ///< the GEMM writes a staged C, which is then copied out
+  std::int64_t lda = 0;    ///< leading dimension of A in the GEMM (staged or the problem's)
+  std::int64_t ldb = 0;    ///< see lda
+  std::int64_t ldc = 0;    ///< see lda
+
+  /// Whether any operand is staged.
+  bool any() const noexcept { return a || b || c; }
+  /// "A, C": the staged operands.
+  std::string operands() const {
+    std::string s;
+    for (auto [staged, name] : {std::pair{a, "A"}, std::pair{b, "B"}, std::pair{c, "C"}}) {
+      if (staged) s += (s.empty() ? "" : ", ") + std::string(name);
+    }
+    return s;
+  }
+};
+
+/// The staging `p` would need: every operand whose leading dimension is not a multiple of 16
+/// bytes, padded to the next one. None for FP8 and INT8, whose layouts cuBLASLt constrains
+/// further (their dimensions must be multiples of 16 and 4).
+inline gemm_staging_plan staging_plan(const gemm_problem& p) {
+  gemm_staging_plan plan;
+  plan.lda = p.lda_or_tight();
+  plan.ldb = p.ldb_or_tight();
+  plan.ldc = p.ldc_or_tight();
+  if (p.dtype == gemm_dtype::fp8_e4m3 || p.dtype == gemm_dtype::fp8_e5m2 || p.dtype == gemm_dtype::int8) return plan;
+  const auto in = static_cast<std::int64_t>(input_bytes(p.dtype)), out = static_cast<std::int64_t>(output_bytes(p.dtype));
+  auto aligned = [](std::int64_t ld, std::int64_t bytes) { return (ld * bytes) % 16 == 0; };
+  auto padded = [](std::int64_t rows, std::int64_t bytes) {  // element sizes here divide 16
+    const std::int64_t per_16 = 16 / bytes;
+    return (rows + per_16 - 1) / per_16 * per_16;
+  };
+  if (!aligned(plan.lda, in)) {
+    plan.a = true;
+    plan.lda = padded(p.a_rows(), in);
+  }
+  if (!aligned(plan.ldb, in)) {
+    plan.b = true;
+    plan.ldb = padded(p.b_rows(), in);
+  }
+  if (!aligned(plan.ldc, out)) {
+    plan.c = true;
+    plan.ldc = padded(p.m, out);
+  }
+  return plan;
+}
 
 }  // namespace gpucmp
