@@ -190,18 +190,20 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     bool transpose_a;
     gpucmp::gemm_dtype dtype;
     const char* operands;
+    std::int64_t batch;
   };
   // DeepBench's misaligned FP16 5124x9124x2560 (C) and 35x8457x2560 (A, C) at smaller n and k;
-  // FP64 7x9x11 stages all three and is checked on the CPU, every output.
-  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "C"},
-                          shape{35, 1000, 512, false, gpucmp::gemm_dtype::tf32, "A, C"},
-                          shape{7, 9, 11, false, gpucmp::gemm_dtype::fp64, "A, B, C"}}) {
+  // FP64 7x9x11 stages all three and is checked on the CPU, every output, in a batch of 3.
+  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "C", 1},
+                          shape{35, 1000, 512, false, gpucmp::gemm_dtype::tf32, "A, C", 1},
+                          shape{7, 9, 11, false, gpucmp::gemm_dtype::fp64, "A, B, C", 3}}) {
     gpucmp::gemm_problem p;
     p.m = sh.m;
     p.n = sh.n;
     p.k = sh.k;
     p.transpose_a = sh.transpose_a;
     p.dtype = sh.dtype;
+    p.batch = sh.batch;
     INFO(p.shape_name() << " " << gpucmp::to_string(sh.dtype));
     REQUIRE(gpucmp::staging_plan(p).operands() == sh.operands);
     gpucmp::gemm_options only;
