@@ -24,8 +24,13 @@ status=0
 # The browser test is host-only (CI runs it); GPU machines have no Chromium.
 # Host-only tests (header compiles, packaging, units: CI runs them too) on every core; the GPU
 # tests and examples one at a time, so no timing shares the GPU or the CPU with another test.
-(cd "$build_dir" && ctest --output-on-failure --no-tests=error --parallel "$(nproc)" -LE 'browser|gpu|example' \
-  --output-junit "$out_dir/ctest_host.xml") > "$out_dir/ctest_host.log" 2>&1 || status=1
+# GPUCMP_CHECK_HOST_TESTS=0 leaves them to CI (they took ~170 s of a ~500 s check on the H200).
+if [ "${GPUCMP_CHECK_HOST_TESTS:-1}" = 1 ]; then
+  (cd "$build_dir" && ctest --output-on-failure --no-tests=error --parallel "$(nproc)" -LE 'browser|gpu|example' \
+    --output-junit "$out_dir/ctest_host.xml") > "$out_dir/ctest_host.log" 2>&1 || status=1
+else
+  echo "host-only tests skipped (GPUCMP_CHECK_HOST_TESTS=0): CI runs them" > "$out_dir/ctest_host.log"
+fi
 (cd "$build_dir" && ctest --output-on-failure --no-tests=error --parallel 1 -L 'gpu|example' \
   --output-junit "$out_dir/ctest.xml") > "$out_dir/ctest.log" 2>&1 || status=1
 # On a GPU machine nothing may be skipped.
