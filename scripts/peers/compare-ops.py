@@ -9,16 +9,31 @@ Inputs: Google Benchmark JSON from gemm_sweep / conv_sweep / bandwidth_sweep (gp
 per-launch medians) and torch_ops.py's rows. The ratio is PyTorch time / gpucmp time
 (> 1: gpucmp is faster). Also: the timed search against cuBLASLt's heuristic (gpucmp's own
 rows), and the device copy kernel against cudaMemcpyAsync. Prints the acceptance checks of
-the operations issue; exits 1 when a row is missing, 0 otherwise (the bars are reported,
-not enforced, because they are performance claims about one machine).
+the operations issue; exits 1 when a row is missing or an input could not be read (a run
+cut off while writing its JSON: the other files still make the table), 0 otherwise (the bars
+are reported, not enforced, because they are performance claims about one machine).
 """
 import argparse
 import json
 import math
+import os
 import sys
 
 
 CONTEXT = {}
+SKIPPED = []  # input files that could not be read (e.g. a run cut off while writing its JSON)
+
+
+def load(path):
+    """The JSON document in `path`, or None (recorded in SKIPPED, with a warning) when it is
+    missing or unreadable: the rows of the other files still make a table."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"compare-ops: skipping {path}: {e}", file=sys.stderr)
+        SKIPPED.append(path)
+        return None
 
 
 def median(values):
@@ -32,8 +47,9 @@ def gpucmp_rows(paths):
     several files hold (repeated rounds) gets the median of its times."""
     rounds = {}
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
+        doc = load(path)
+        if doc is None:
+            continue
         for key in ("cublasLt_version", "cudnn_version", "gpu_name", "gpu_driver_version"):
             if key in doc.get("context", {}):
                 CONTEXT[key] = doc["context"][key]
@@ -53,8 +69,9 @@ def torch_rows(paths):
     """{key: row} from torch_ops.py files; repeated rounds get the median time."""
     rounds, meta = {}, None
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
+        doc = load(path)
+        if doc is None:
+            continue
         meta = meta or doc["meta"]
         for r in doc["rows"]:
             rounds.setdefault(r["key"], []).append(r)
@@ -63,7 +80,7 @@ def torch_rows(paths):
         row = dict(runs[0])
         row["seconds"] = median([r["seconds"] for r in runs])
         rows[key] = row
-    return rows, meta, len(paths)
+    return rows, meta, len(paths) - sum(1 for p in paths if p in SKIPPED)
 
 
 def geomean(values):
@@ -79,6 +96,9 @@ def main():
     args = p.parse_args()
     ours = gpucmp_rows(args.gpucmp)
     peer, peer_meta, peer_rounds = torch_rows(args.torch)
+    if peer_meta is None:
+        print("compare-ops: none of the PyTorch files could be read: " + ", ".join(args.torch), file=sys.stderr)
+        return 2
     peer_doc = {"meta": peer_meta}
 
     md = [f"# gpucmp operations vs PyTorch ({peer_doc['meta']['gpu']})", "",
@@ -218,15 +238,18 @@ def main():
         md.append(f"- {'PASS' if passed else 'FAIL'}: {name} (measured {value:.3f})")
     if missing:
         md.extend(["", f"Missing rows: {', '.join(missing)}"])
+    if SKIPPED:
+        md.extend(["", f"Unreadable inputs, left out: {', '.join(os.path.basename(p_) for p_ in SKIPPED)}"])
     out["checks"] = [{"check": n, "passed": p_, "value": v} for n, p_, v in checks]
     out["missing"] = missing
+    out["skipped_inputs"] = SKIPPED
     with open(args.out_md, "w") as f:
         f.write("\n".join(md) + "\n")
     with open(args.out_json, "w") as f:
         json.dump(out, f, indent=1)
     for name, passed, value in checks:
         print(f"{'PASS' if passed else 'FAIL'}: {name} (measured {value:.3f})")
-    return 1 if missing else 0
+    return 1 if missing or SKIPPED else 0
 
 
 if __name__ == "__main__":

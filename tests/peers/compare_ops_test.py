@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
 """Host test of scripts/peers/compare-ops.py on synthetic inputs: ratios, the median over
-interleaved rounds, acceptance lines, and missing rows reported (exit status 1)."""
+interleaved rounds, acceptance lines, missing rows reported (exit status 1), and a truncated
+input (a run cut off while writing) left out with a warning while the rest makes the table."""
 import json
 import os
 import subprocess
@@ -59,8 +60,25 @@ with tempfile.TemporaryDirectory() as d:
     expect(any(c["check"].startswith("device copy >= 0.98") and c["passed"] for c in out["checks"]),
            "copy 2000 us vs memcpy 2010 us passes the 0.98 bar")
     expect("FAIL: GEMM 8192^3" in run.stdout or "PASS: GEMM 8192^3" in run.stdout, "acceptance lines are printed")
+
+    # A second gpucmp round cut off mid-write: left out, named, and the table uses round 1 alone.
+    cut = os.path.join(d, "g2_cut.json")
+    with open(cut, "w") as f:
+        f.write(json.dumps(gbench([("gemm/cublaslt/fp16/8192x8192x8192/graph", 1200.0)]))[:60])
+    run = subprocess.run([sys.executable, script, "--gpucmp", g1, cut, "--torch", t1, "--out-md", md, "--out-json", js],
+                         capture_output=True, text=True)
+    text = open(md).read()
+    expect(run.returncode == 1, f"an unreadable input gives exit status 1, got {run.returncode}")
+    expect("skipping " + cut in run.stderr, "the unreadable file is named on stderr")
+    expect("Unreadable inputs, left out: g2_cut.json" in text, "the table says which input was left out")
+    expect("| fp16/8192x8192x8192 | 1000.0 | 1210.0 |" in text, "round 1's rows still make the table")
+    expect(json.load(open(js))["skipped_inputs"] == [cut], "the JSON lists the skipped input")
+    unreadable_torch = subprocess.run([sys.executable, script, "--gpucmp", g1, "--torch", cut, "--out-md", md,
+                                       "--out-json", js], capture_output=True, text=True)
+    expect(unreadable_torch.returncode == 2 and "none of the PyTorch files could be read" in unreadable_torch.stderr,
+           "no readable PyTorch file is an error naming the files")
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)
         sys.exit(1)
-print("compare-ops: ratios, medians over rounds, missing rows and checks as expected")
+print("compare-ops: ratios, medians over rounds, missing rows, unreadable inputs and checks as expected")
