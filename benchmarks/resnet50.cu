@@ -101,8 +101,8 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
       << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
       << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n"
       << "Searched: each layer alone, replayed in a graph during the algorithm search. In the pass: the layer's "
-         "kernels inside whole forward passes, on the GPU's clock (kernel mode: CUPTI timestamps, median of "
-      << (times.trace ? times.trace->passes : 0) << " passes launched layer by layer).\n\n"
+         "kernels inside whole forward passes, on the GPU's clock (kernel mode: CUPTI timestamps, median over "
+         "passes launched layer by layer; unavailable without CUPTI, see below).\n\n"
       << "| layer | shape | algorithm | searched us | in the pass us | share | kernels in the pass | verification |\n"
          "|---|---|---|---|---|---|---|---|\n";
   double total = 0;
@@ -120,7 +120,8 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
   }
   out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n";
   if (times.trace) {
-    out << "\nkernel mode: the pass's kernels take " << times.trace->busy_s * 1e6 << " us (median pass); launched layer "
+    out << "\nkernel mode, " << times.trace->passes << " passes: the pass's kernels take " << times.trace->busy_s * 1e6
+        << " us (median pass); launched layer "
         << "by layer from the host the pass spans " << times.trace->eager_span_s * 1e6
         << " us; the graph row's time is the pass replayed without host gaps";
     if (times.trace->dropped_records > 0) out << "; " << times.trace->dropped_records << " activity records were dropped";

@@ -67,11 +67,12 @@ def gpucmp_rows(paths):
 
 def torch_rows(paths):
     """{key: row} from torch_ops.py files; repeated rounds get the median time."""
-    rounds, meta = {}, None
+    rounds, meta, loaded = {}, None, 0
     for path in paths:
         doc = load(path)
         if doc is None:
             continue
+        loaded += 1
         meta = meta or doc["meta"]
         for r in doc["rows"]:
             rounds.setdefault(r["key"], []).append(r)
@@ -80,7 +81,7 @@ def torch_rows(paths):
         row = dict(runs[0])
         row["seconds"] = median([r["seconds"] for r in runs])
         rows[key] = row
-    return rows, meta, len(paths) - sum(1 for p in paths if p in SKIPPED)
+    return rows, meta, loaded
 
 
 def geomean(values):

@@ -134,18 +134,26 @@ TEST_CASE("the heuristic choice records its algorithm without timing candidates"
   CHECK(g.verify(s.get()).passed());
 }
 
+namespace {
+
+// How many of a search's candidates carry `marker` in their description; checks that each of
+// them ran, or says why not.
+std::size_t candidates_marked(const gpucmp::gemm& g, const char* marker) {
+  std::size_t n = 0;
+  for (const auto& c : g.candidates()) {
+    if (c.description.find(marker) == std::string::npos) continue;
+    ++n;
+    INFO(c.description << ": " << c.failure);
+    CHECK((c.seconds > 0 || !c.failure.empty()));
+  }
+  return n;
+}
+
+}  // namespace
+
 TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's does not", "[gpu][ops][gemm]") {
   gpucmp::stream s;
-  auto variants = [](const gpucmp::gemm& g) {
-    std::size_t n = 0;
-    for (const auto& c : g.candidates()) {
-      if (c.description.find("split-K variant") == std::string::npos) continue;
-      ++n;
-      INFO(c.description << ": " << c.failure);
-      CHECK((c.seconds > 0 || !c.failure.empty()));  // each one ran, or says why not
-    }
-    return n;
-  };
+  auto variants = [](const gpucmp::gemm& g) { return candidates_marked(g, "split-K variant"); };
   // Shapes whose leading candidates cuBLASLt lets split K on the H200 (its TF32 Hopper kernels
   // at 4096x128x4096 take no split-K setting: no variant there, which is fine).
   struct shape {
@@ -175,16 +183,7 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
 
 TEST_CASE("misaligned operands get staged candidates that verify; aligned ones get none", "[gpu][ops][gemm]") {
   gpucmp::stream s;
-  auto staged = [](const gpucmp::gemm& g) {
-    std::size_t n = 0;
-    for (const auto& c : g.candidates()) {
-      if (c.description.find("staged aligned") == std::string::npos) continue;
-      ++n;
-      INFO(c.description << ": " << c.failure);
-      CHECK((c.seconds > 0 || !c.failure.empty()));  // each one ran, or says why not
-    }
-    return n;
-  };
+  auto staged = [](const gpucmp::gemm& g) { return candidates_marked(g, "staged aligned"); };
   struct shape {
     std::int64_t m, n, k;
     bool transpose_a;
