@@ -191,10 +191,13 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     const char* operands;
     std::int64_t batch;
   };
-  // DeepBench's misaligned FP16 5124x9124x2560 (C) and 35x8457x2560 (A, C) at smaller n and k;
-  // FP64 7x9x11 stages all three and is checked on the CPU, every output, in a batch of 3.
-  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "C", 1},
+  // DeepBench's misaligned FP16 5124x9124x2560 and 35x8457x2560 at smaller n and k (M padded:
+  // A and C staged); K padded to 256 with zeros in a batch of 2 (A and B staged: nonzero
+  // padding would change every output); FP64 7x9x11 stages all three and is checked on the
+  // CPU, every output, in a batch of 3.
+  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "A, C", 1},
                           shape{35, 1000, 512, false, gpucmp::gemm_dtype::tf32, "A, C", 1},
+                          shape{256, 384, 250, false, gpucmp::gemm_dtype::bf16, "A, B", 2},
                           shape{7, 9, 11, false, gpucmp::gemm_dtype::fp64, "A, B, C", 3}}) {
     gpucmp::gemm_problem p;
     p.m = sh.m;
@@ -209,6 +212,7 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     only.staging = gpucmp::operand_staging::only;  // the staged path must run, and verify
     gpucmp::gemm forced(p, only, s.get());
     CHECK(forced.algorithm().staged == sh.operands);
+    CHECK_FALSE(forced.algorithm().staged_as.empty());  // each of these runs padded
     CHECK(staged(forced) == forced.candidates().size());
     CHECK(forced.verify(s.get()).passed());
     gpucmp::gemm searched(p, {}, s.get());  // default: both kinds compete

@@ -61,12 +61,15 @@ TEST_CASE("bad sizes get typed errors", "[gpu][ops][memory]") {
 TEST_CASE("copy_matrix_columns moves every column of a batch and leaves the rest alone", "[gpu][ops][memory]") {
   gpucmp::stream s;
   struct layout {
-    std::int64_t rows, src_ld, dst_ld;
+    std::int64_t rows, src_ld, dst_ld, cols, batch;
   };
-  // Staging in (35 -> 40 rows), staging out (5128 -> 5124), odd everything, and aligned.
-  for (const layout& l : {layout{35, 35, 40}, layout{5124, 5128, 5124}, layout{7, 9, 7}, layout{16, 16, 16}}) {
+  // Staging in (35 -> 40 rows), staging out (5128 -> 5124), odd everything, and aligned; the
+  // last has more words (2.8 million) than the copy has threads, so each thread steps across
+  // columns and matrices.
+  for (const layout& l : {layout{35, 35, 40, 5, 2}, layout{5124, 5128, 5124, 5, 2}, layout{7, 9, 7, 5, 2},
+                          layout{16, 16, 16, 5, 2}, layout{7, 9, 7, 1000, 400}}) {
     for (std::size_t element : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
-      const std::int64_t cols = 5, batch = 2;
+      const std::int64_t cols = l.cols, batch = l.batch;
       const std::int64_t src_stride = l.src_ld * cols + 3, dst_stride = l.dst_ld * cols + 1;  // odd strides too
       std::vector<unsigned char> src_h(std::size_t(src_stride * batch) * element);
       for (std::size_t i = 0; i < src_h.size(); ++i) src_h[i] = static_cast<unsigned char>(i * 31 + 7);
@@ -90,7 +93,8 @@ TEST_CASE("copy_matrix_columns moves every column of a batch and leaves the rest
                 touched_padding += dst_h[at] != 0xAB;
               }
             }
-      INFO("rows " << l.rows << ", ld " << l.src_ld << " -> " << l.dst_ld << ", " << element << "-byte elements");
+      INFO("rows " << l.rows << ", ld " << l.src_ld << " -> " << l.dst_ld << ", " << cols << " columns, batch " << batch << ", "
+                   << element << "-byte elements");
       CHECK(wrong == 0);
       CHECK(touched_padding == 0);
     }

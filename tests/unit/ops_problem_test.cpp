@@ -56,7 +56,7 @@ TEST_CASE("precisions a GPU cannot run are typed unsupported", "[ops][gemm]") {
   CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp64, 6, 0));
 }
 
-TEST_CASE("the staging plan names every operand whose columns are not 16-byte aligned", "[ops][gemm]") {
+TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand that needs copying", "[ops][gemm]") {
   auto problem = [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, gpucmp::gemm_dtype t) {
     gpucmp::gemm_problem p;
     p.m = m;
@@ -66,26 +66,49 @@ TEST_CASE("the staging plan names every operand whose columns are not 16-byte al
     p.dtype = t;
     return p;
   };
-  // DeepBench's FP16 5124x9124x2560 with A transposed: only C (10,248-byte columns).
-  const auto c_only = gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::fp16));
-  CHECK(c_only.operands() == "C");
-  CHECK(c_only.ldc == 5128);
-  CHECK(c_only.lda == 2560);
-  CHECK(c_only.ldb == 2560);
+  // DeepBench's FP16 5124x9124x2560 with A transposed: C's 5124 rows (10,248-byte columns)
+  // pad M to 5128, so A (K x M stored) gains 4 zero columns; K and N are aligned.
+  const auto c_rows = gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::fp16));
+  CHECK(c_rows.operands() == "A, C");
+  CHECK(c_rows.m == 5128);
+  CHECK(c_rows.n == 9124);
+  CHECK(c_rows.k == 2560);
+  CHECK(c_rows.ldc == 5128);
+  CHECK(c_rows.lda == 2560);
+  CHECK(c_rows.ldb == 2560);
   // In FP32 the same columns are 20,496 bytes: aligned, nothing to stage.
   CHECK_FALSE(gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::tf32)).any());
   // 35x8457x2560: A (35 rows) and C; in TF32 padded to 36 rows, in FP16 to 40.
   const auto tf32 = gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::tf32));
   CHECK(tf32.operands() == "A, C");
+  CHECK(tf32.m == 36);
   CHECK(tf32.lda == 36);
   CHECK(tf32.ldc == 36);
   CHECK(gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::fp16)).lda == 40);
-  // FP64 7x9x11: every operand, padded to even rows.
+  // FP64 7x9x11: every operand, M and K padded to even counts (N is no matrix's row count).
   const auto fp64 = gpucmp::staging_plan(problem(7, 9, 11, false, gpucmp::gemm_dtype::fp64));
   CHECK(fp64.operands() == "A, B, C");
+  CHECK(fp64.m == 8);
+  CHECK(fp64.n == 9);
+  CHECK(fp64.k == 12);
+  CHECK(fp64.lda == 8);
   CHECK(fp64.ldb == 12);
-  // A loose leading dimension that is aligned needs nothing; FP8 and INT8 are never staged.
-  auto loose = problem(35, 64, 64, false, gpucmp::gemm_dtype::fp16);
+  // Aligned leading dimensions but a K of 8190 rows of B: A and B padded, C untouched.
+  const auto k_rows = gpucmp::staging_plan(problem(8192, 8192, 8190, false, gpucmp::gemm_dtype::fp16));
+  CHECK(k_rows.operands() == "A, B");
+  CHECK(k_rows.k == 8192);
+  CHECK(k_rows.ldc == 8192);
+  // B transposed (N x K stored): N is B's row count, so it is padded, and C, which gains the
+  // padded N's columns, is staged too; A is untouched.
+  auto n_rows = problem(64, 1001, 64, false, gpucmp::gemm_dtype::fp16);
+  n_rows.transpose_b = true;
+  const auto n_plan = gpucmp::staging_plan(n_rows);
+  CHECK(n_plan.operands() == "B, C");
+  CHECK(n_plan.n == 1008);
+  CHECK(n_plan.ldb == 1008);
+  // A loose leading dimension that is aligned, with aligned extents, needs nothing; FP8 and
+  // INT8 are never staged.
+  auto loose = problem(40, 64, 64, false, gpucmp::gemm_dtype::fp16);
   loose.lda = loose.ldc = 48;
   CHECK_FALSE(gpucmp::staging_plan(loose).any());
   CHECK_FALSE(gpucmp::staging_plan(problem(8192, 8192, 8192, false, gpucmp::gemm_dtype::fp16)).any());

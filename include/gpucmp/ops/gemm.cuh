@@ -103,9 +103,10 @@ struct gemm_options {
   /// of the heuristic's first `split_k_bases` candidates; cuBLASLt checks each variant.
   bool split_k_variants = true;
   int split_k_bases = 4;     ///< how many heuristic candidates get split-K variants
-  /// Search only: when a leading dimension is not a multiple of 16 bytes (staging_plan()),
-  /// also time the heuristic's first `staging_candidates` for the problem with those operands
-  /// copied into aligned buffers (and C copied back), copies included in the time.
+  /// Search only: when a leading dimension or a row count is not a multiple of 16 bytes
+  /// (staging_plan()), also time the heuristic's first `staging_candidates` for the problem
+  /// padded, with those operands copied into zero-padded aligned buffers (and C copied back),
+  /// copies included in the time.
   operand_staging staging = operand_staging::also;
   int staging_candidates = 4;  ///< how many staged candidates are timed
   float fp8_scale_a = 0.5f;  ///< FP8 only: A's per-tensor scale (not 1, so the scale path is checked)
@@ -127,6 +128,7 @@ struct gemm_algorithm {
   int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
   bool split_k_variant = false; ///< the search's split-K variant of that candidate
   std::string staged;           ///< operands it copies into aligned buffers ("A, C"), or empty
+  std::string staged_as;        ///< the padded extents it runs as ("5128x9124x2560"), when staging pads them
   algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
   double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
 
@@ -137,7 +139,7 @@ struct gemm_algorithm {
     s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
       << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
       << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << (split_k_variant ? ", split-K variant" : "")
-      << (staged.empty() ? "" : ", " + staged + " staged aligned") << ")";
+      << (staged.empty() ? "" : ", " + staged + " staged aligned") << (staged_as.empty() ? "" : " as " + staged_as) << ")";
     return s.str();
   }
 };
@@ -369,12 +371,13 @@ class gemm {
     const gemm_problem& p = m_problem;
     const gemm_staging_plan& plan = m_staging;
     const std::size_t in = input_bytes(p.dtype), out = output_bytes(p.dtype);
+    // Only the problem's part is copied: the padding of a staged operand stays as zeroed.
     if (plan.a) {
-      copy_matrix_columns({m_staged_a.data(), plan.lda, plan.lda * a_cols()},
+      copy_matrix_columns({m_staged_a.data(), plan.lda, plan.lda * staged_a_cols()},
                           {m_a.data(), p.lda_or_tight(), p.lda_or_tight() * a_cols()}, p.a_rows(), a_cols(), p.batch, in, stream);
     }
     if (plan.b) {
-      copy_matrix_columns({m_staged_b.data(), plan.ldb, plan.ldb * b_cols()},
+      copy_matrix_columns({m_staged_b.data(), plan.ldb, plan.ldb * staged_b_cols()},
                           {m_b.data(), p.ldb_or_tight(), p.ldb_or_tight() * b_cols()}, p.b_rows(), b_cols(), p.batch, in, stream);
     }
     void* a = plan.a ? m_staged_a.data() : m_a.data();
@@ -384,10 +387,16 @@ class gemm {
                                        m_staged_layout_b.get(), m_beta, c, m_staged_layout_c.get(), c,
                                        m_staged_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
     if (plan.c) {
-      copy_matrix_columns({m_c.data(), p.ldc_or_tight(), p.ldc_or_tight() * p.n}, {m_staged_c.data(), plan.ldc, plan.ldc * p.n},
-                          p.m, p.n, p.batch, out, stream);
+      copy_matrix_columns({m_c.data(), p.ldc_or_tight(), p.ldc_or_tight() * p.n},
+                          {m_staged_c.data(), plan.ldc, plan.ldc * plan.n}, p.m, p.n, p.batch, out, stream);
     }
   }
+
+  // Extents of the staged operands (staging_plan() may pad M, N and K).
+  std::int64_t staged_a_rows() const noexcept { return m_problem.transpose_a ? m_staging.k : m_staging.m; }
+  std::int64_t staged_a_cols() const noexcept { return m_problem.transpose_a ? m_staging.m : m_staging.k; }
+  std::int64_t staged_b_rows() const noexcept { return m_problem.transpose_b ? m_staging.n : m_staging.k; }
+  std::int64_t staged_b_cols() const noexcept { return m_problem.transpose_b ? m_staging.k : m_staging.n; }
 
   std::string no_algorithm_hint() const {
     if (is_fp8()) return " (cuBLASLt FP8 needs A transposed, B not (\"_tn\"), and m, n, k multiples of 16)";
@@ -448,7 +457,7 @@ class gemm {
     for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
     if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
     std::size_t unstaged = results.size();  // candidates from here on run staged
-    if (m_options.staging != operand_staging::off) add_staged_candidates(results, described);
+    if (m_options.staging != operand_staging::off) add_staged_candidates(results, described, stream);
     if (m_options.staging == operand_staging::only && results.size() > unstaged) {
       results.erase(results.begin(), results.begin() + std::ptrdiff_t(unstaged));
       described.erase(described.begin(), described.begin() + std::ptrdiff_t(unstaged));
@@ -475,28 +484,34 @@ class gemm {
     if (!m_run_staged) release_staging();
   }
 
-  // When a leading dimension is not a multiple of 16 bytes: the aligned buffers and layouts
-  // of staging_plan(), and the heuristic's first staging_candidates for them. Staging that does
+  // When a leading dimension or row count is not a multiple of 16 bytes: the aligned buffers
+  // and layouts of staging_plan(), and the heuristic's first staging_candidates for them. Staging that does
   // not fit in memory, or that cuBLASLt has no algorithm for, adds nothing.
-  void add_staged_candidates(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described) {
+  void add_staged_candidates(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described,
+                             cudaStream_t stream) {
     m_staging = staging_plan(m_problem);
     if (!m_staging.any() || m_options.staging_candidates <= 0) return;
     const gemm_problem& p = m_problem;
     const std::size_t in = input_bytes(p.dtype), out = output_bytes(p.dtype);
     try {
-      auto bytes = [&](std::int64_t ld, std::int64_t cols, std::size_t element) {
-        return std::size_t(p.batch * ld * cols) * element;
+      // Inputs zeroed once: the per-call copies never touch their padding.
+      auto zeroed_input = [&](std::int64_t ld, std::int64_t cols) {
+        device_buffer<unsigned char> buffer(std::size_t(p.batch * ld * cols) * in, initial_fill::uninitialized());
+        GPUCMP_CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, buffer.bytes(), stream));
+        return buffer;
       };
-      if (m_staging.a) m_staged_a = device_buffer<unsigned char>(bytes(m_staging.lda, a_cols(), in), initial_fill::uninitialized());
-      if (m_staging.b) m_staged_b = device_buffer<unsigned char>(bytes(m_staging.ldb, b_cols(), in), initial_fill::uninitialized());
-      if (m_staging.c) m_staged_c = device_buffer<unsigned char>(bytes(m_staging.ldc, p.n, out), initial_fill::uninitialized());
+      if (m_staging.a) m_staged_a = zeroed_input(m_staging.lda, staged_a_cols());
+      if (m_staging.b) m_staged_b = zeroed_input(m_staging.ldb, staged_b_cols());
+      if (m_staging.c) {
+        m_staged_c = device_buffer<unsigned char>(std::size_t(p.batch * m_staging.ldc * m_staging.n) * out, initial_fill::uninitialized());
+      }
     } catch (const out_of_memory&) {
       release_staging();
       return;
     }
-    m_staged_layout_a = make_layout(m_types.a, p.a_rows(), a_cols(), m_staging.lda);
-    m_staged_layout_b = make_layout(m_types.b, p.b_rows(), b_cols(), m_staging.ldb);
-    m_staged_layout_c = make_layout(m_types.c, p.m, p.n, m_staging.ldc);
+    m_staged_layout_a = make_layout(m_types.a, staged_a_rows(), staged_a_cols(), m_staging.lda);
+    m_staged_layout_b = make_layout(m_types.b, staged_b_rows(), staged_b_cols(), m_staging.ldb);
+    m_staged_layout_c = make_layout(m_types.c, m_staging.m, m_staging.n, m_staging.ldc);
     std::vector<cublasLtMatmulHeuristicResult_t> staged(std::size_t(m_options.staging_candidates));
     int returned = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -510,6 +525,9 @@ class gemm {
       results.push_back(staged[std::size_t(i)]);
       described.push_back(describe(staged[std::size_t(i)], i));
       described.back().staged = m_staging.operands();
+      if (m_staging.m != p.m || m_staging.n != p.n || m_staging.k != p.k) {
+        described.back().staged_as = std::to_string(m_staging.m) + "x" + std::to_string(m_staging.n) + "x" + std::to_string(m_staging.k);
+      }
     }
   }
 

@@ -203,16 +203,23 @@ struct gemm_problem {
   }
 };
 
-/// Which operands a GEMM copies into 16-byte-aligned buffers of its own, and the leading
-/// dimensions it then runs with. Hopper's fastest cuBLASLt kernels load and store through TMA,
-/// which needs every leading dimension to be a multiple of 16 bytes: with an FP16 C of 5124
-/// rows (10,248-byte columns) cuBLASLt offers only its Ampere-style kernels (258 TFLOP/s on the
-/// H200, where aligned FP16 GEMMs of that size reach 670). Staging costs a copy of each staged
-/// operand per call, which the search weighs like any other candidate's time.
+/// How a GEMM runs on 16-byte-aligned copies of its operands. Hopper's fastest cuBLASLt
+/// kernels load and store through TMA, and the heuristic offers them only when every
+/// leading dimension *and* every matrix's row count is a multiple of 16 bytes: with an FP16
+/// C of 5124 rows cuBLASLt offers only its Ampere-style kernels (258 TFLOP/s on the H200,
+/// where aligned FP16 GEMMs of that size reach 670), and padding just C's leading dimension
+/// to 5128 did not change that (H200, search log of 2026-11-30). So a misaligned problem runs
+/// as a padded one: M (and K, N where they are row counts) rounded up, the staged operands
+/// zero-padded (zeros in K add nothing; extra rows of A and columns of B make outputs that are
+/// never copied out). Staging costs a copy of each staged operand per call, which the search
+/// weighs like any other candidate's time.
 struct gemm_staging_plan {
   bool a = false;          ///< A is copied in first
   bool b = false;          ///< B is copied in first
   bool c = false;          ///< the GEMM writes a staged C, which is then copied out
+  std::int64_t m = 0;      ///< the extents the GEMM runs with (the problem's, or padded)
+  std::int64_t n = 0;      ///< see m
+  std::int64_t k = 0;      ///< see m
   std::int64_t lda = 0;    ///< leading dimension of A in the GEMM (staged or the problem's)
   std::int64_t ldb = 0;    ///< see lda
   std::int64_t ldc = 0;    ///< see lda
@@ -229,33 +236,35 @@ struct gemm_staging_plan {
   }
 };
 
-/// The staging `p` would need: every operand whose leading dimension is not a multiple of 16
-/// bytes, padded to the next one. None for FP8 and INT8, whose layouts cuBLASLt constrains
-/// further (their dimensions must be multiples of 16 and 4).
+/// The staging `p` would need. Row counts that are not a multiple of 16 bytes are padded (M
+/// always, as C's rows; K where it is A's or B's rows; N where it is B's), and every operand
+/// whose extents change or whose leading dimension is not a multiple of 16 bytes is staged,
+/// tightly packed. None for FP8 and INT8, whose layouts cuBLASLt constrains further (their
+/// dimensions must be multiples of 16 and 4).
 inline gemm_staging_plan staging_plan(const gemm_problem& p) {
   gemm_staging_plan plan;
+  plan.m = p.m;
+  plan.n = p.n;
+  plan.k = p.k;
   plan.lda = p.lda_or_tight();
   plan.ldb = p.ldb_or_tight();
   plan.ldc = p.ldc_or_tight();
   if (p.dtype == gemm_dtype::fp8_e4m3 || p.dtype == gemm_dtype::fp8_e5m2 || p.dtype == gemm_dtype::int8) return plan;
   const auto in = static_cast<std::int64_t>(input_bytes(p.dtype)), out = static_cast<std::int64_t>(output_bytes(p.dtype));
-  auto aligned = [](std::int64_t ld, std::int64_t bytes) { return (ld * bytes) % 16 == 0; };
-  auto padded = [](std::int64_t rows, std::int64_t bytes) {  // element sizes here divide 16
+  auto aligned = [](std::int64_t elements, std::int64_t bytes) { return (elements * bytes) % 16 == 0; };
+  auto padded = [](std::int64_t elements, std::int64_t bytes) {  // element sizes here divide 16
     const std::int64_t per_16 = 16 / bytes;
-    return (rows + per_16 - 1) / per_16 * per_16;
+    return (elements + per_16 - 1) / per_16 * per_16;
   };
-  if (!aligned(plan.lda, in)) {
-    plan.a = true;
-    plan.lda = padded(p.a_rows(), in);
-  }
-  if (!aligned(plan.ldb, in)) {
-    plan.b = true;
-    plan.ldb = padded(p.b_rows(), in);
-  }
-  if (!aligned(plan.ldc, out)) {
-    plan.c = true;
-    plan.ldc = padded(p.m, out);
-  }
+  plan.m = padded(padded(p.m, in), out);  // rows of C, and of A unless A is transposed
+  if (p.transpose_a || !p.transpose_b) plan.k = padded(p.k, in);
+  if (p.transpose_b) plan.n = padded(p.n, in);
+  plan.a = plan.m != p.m || plan.k != p.k || !aligned(plan.lda, in);
+  plan.b = plan.n != p.n || plan.k != p.k || !aligned(plan.ldb, in);
+  plan.c = plan.m != p.m || plan.n != p.n || !aligned(plan.ldc, out);
+  if (plan.a) plan.lda = p.transpose_a ? plan.k : plan.m;
+  if (plan.b) plan.ldb = p.transpose_b ? plan.n : plan.k;
+  if (plan.c) plan.ldc = plan.m;
   return plan;
 }
 

@@ -26,18 +26,31 @@ struct matrix_place {
 
 namespace detail {
 
-// Grid y walks the columns of every matrix of the batch, grid x the words of one column.
+// One flat walk over every word of every column of the batch, so short columns (35 FP16
+// rows: 70 bytes) keep as many threads busy as long ones. Each thread steps a fixed number of
+// columns and words ahead per iteration, so no division runs inside the loop.
 template <class Word>
 __global__ void copy_columns_kernel(const Word* src, std::int64_t src_ld, std::int64_t src_stride, Word* dst,
                                     std::int64_t dst_ld, std::int64_t dst_stride, std::int64_t column_words,
-                                    std::int64_t cols, std::int64_t columns) {
-  for (std::int64_t column = blockIdx.y; column < columns; column += gridDim.y) {
-    const std::int64_t matrix = column / cols, j = column % cols;
-    const Word* from = src + matrix * src_stride + j * src_ld;
-    Word* to = dst + matrix * dst_stride + j * dst_ld;
-    for (std::int64_t r = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; r < column_words;
-         r += std::int64_t(gridDim.x) * blockDim.x) {
-      to[r] = from[r];
+                                    std::int64_t cols, std::int64_t batch) {
+  const std::int64_t first = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  const std::int64_t step = std::int64_t(gridDim.x) * blockDim.x;
+  const std::int64_t step_columns = step / column_words, step_words = step % column_words;
+  const std::int64_t step_matrices = step_columns / cols, step_cols = step_columns % cols;
+  const std::int64_t column = first / column_words;
+  std::int64_t r = first % column_words, j = column % cols, matrix = column / cols;
+  while (matrix < batch) {
+    dst[matrix * dst_stride + j * dst_ld + r] = src[matrix * src_stride + j * src_ld + r];
+    r += step_words;
+    j += step_cols;
+    matrix += step_matrices;
+    if (r >= column_words) {  // carried into the next column
+      r -= column_words;
+      ++j;
+    }
+    if (j >= cols) {  // at most 2 * cols - 1 here: one subtraction carries
+      j -= cols;
+      ++matrix;
     }
   }
 }
@@ -47,13 +60,13 @@ void launch_copy_columns(const matrix_place& dst, const matrix_place& src, std::
                          std::int64_t batch, std::size_t element_bytes, cudaStream_t stream) {
   // Exact: copy_word_bytes chose a word that divides every length and offset in bytes.
   const auto words = [&](std::int64_t elements) { return elements * std::int64_t(element_bytes) / std::int64_t(sizeof(Word)); };
-  const std::int64_t column_words = words(rows), columns = cols * batch;
+  const std::int64_t column_words = words(rows);
   const unsigned threads = 256;
-  const unsigned blocks_x = unsigned(std::min<std::int64_t>((column_words + threads - 1) / threads, 64));
-  const unsigned blocks_y = unsigned(std::min<std::int64_t>(columns, 65535));
-  copy_columns_kernel<Word><<<dim3(blocks_x, blocks_y), threads, 0, stream>>>(
-      static_cast<const Word*>(src.data), words(src.ld), words(src.stride), static_cast<Word*>(dst.data), words(dst.ld),
-      words(dst.stride), column_words, cols, columns);
+  // Enough blocks to fill any GPU several times over; the grid-stride loop covers the rest.
+  const unsigned blocks = unsigned(std::min<std::int64_t>((column_words * cols * batch + threads - 1) / threads, 8192));
+  copy_columns_kernel<Word><<<blocks, threads, 0, stream>>>(static_cast<const Word*>(src.data), words(src.ld),
+                                                             words(src.stride), static_cast<Word*>(dst.data), words(dst.ld),
+                                                             words(dst.stride), column_words, cols, batch);
   GPUCMP_CUDA_CHECK_LAST("copy_columns_kernel");
 }
 
