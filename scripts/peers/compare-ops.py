@@ -94,7 +94,10 @@ def main():
     p.add_argument("--torch", nargs="+", required=True)
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-json", required=True)
+    p.add_argument("--parts", default="gemm,deepbench,conv,copy",
+                   help="the parts that ran (run-ops-comparison.sh's GPUCMP_COMPARISON_PARTS); the others are left out")
     args = p.parse_args()
+    parts = set(args.parts.split(","))
     ours = gpucmp_rows(args.gpucmp)
     peer, peer_meta, peer_rounds = torch_rows(args.torch)
     if peer_meta is None:
@@ -113,7 +116,9 @@ def main():
           f"gpucmp ran with cuBLASLt {CONTEXT.get('cublasLt_version', '?')} and cuDNN {CONTEXT.get('cudnn_version', '?')} "
           "(run-ops-comparison.sh loads the builds PyTorch loads unless GPUCMP_SAME_LIBRARIES=0)."
           + (f" Each side ran {peer_rounds} rounds, interleaved (gpucmp, PyTorch, PyTorch, gpucmp, ...); every time is"
-             " the median over the rounds." if peer_rounds > 1 else ""), ""]
+             " the median over the rounds." if peer_rounds > 1 else "")
+          + ("" if parts >= {"gemm", "deepbench", "conv", "copy"} else f" Parts run: {', '.join(sorted(parts))} (the others left out)."),
+          ""]
     out = {"meta": peer_doc["meta"], "sections": {}}
     missing = []
     checks = []
@@ -148,11 +153,12 @@ def main():
         return ratios
 
     big = ["fp32", "tf32", "fp16", "bf16"]
-    section("GEMM 8192^3", [f"gemm/{t}/8192x8192x8192" for t in big] +
-            [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")], "TFLOP/s", 1.0, "each ratio", "cublaslt")
+    if "gemm" in parts:
+        section("GEMM 8192^3", [f"gemm/{t}/8192x8192x8192" for t in big] +
+                [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")], "TFLOP/s", 1.0, "each ratio", "cublaslt")
     deep = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560_tn", "35x8457x2560",
             "7680x128x2560", "3072x128x1024_tn", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
-    for t in ("fp16", "tf32"):
+    for t in ("fp16", "tf32") if "deepbench" in parts else ():
         section(f"DeepBench GEMMs {t.upper()}", [f"gemm/{t}/{s}" for s in deep], "TFLOP/s", 1.05, "geomean", "cublaslt")
     resnet = [(3, 64, 7, 2, 3, 224), (64, 64, 1, 1, 0, 56), (64, 64, 3, 1, 1, 56), (64, 256, 1, 1, 0, 56),
               (256, 64, 1, 1, 0, 56), (256, 128, 1, 1, 0, 56), (128, 128, 3, 2, 1, 56), (128, 512, 1, 1, 0, 28),
@@ -161,59 +167,63 @@ def main():
               (256, 256, 3, 1, 1, 14), (1024, 512, 1, 1, 0, 14), (512, 512, 3, 2, 1, 14), (512, 2048, 1, 1, 0, 7),
               (1024, 2048, 1, 2, 0, 14), (2048, 512, 1, 1, 0, 7), (512, 512, 3, 1, 1, 7)]
     all_conv = []
-    for batch in (32, 256):
+    for batch in (32, 256) if "conv" in parts else ():
         keys = [f"conv_fwd/fp16_nhwc/n{batch}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{s}" for c, k, r, s, pad, h in resnet]
         all_conv += section(f"ResNet-50 convolutions, FP16 NHWC forward, batch {batch}", keys, "TFLOP/s", 0, None, "cudnn")
-    g = geomean(all_conv)
-    md.extend([f"Geometric mean over both batches: **{g:.3f}** ({len(all_conv)} rows).", ""])
-    checks.append(("ResNet-50 convolutions FP16 NHWC forward: geomean >= 1.00", g >= 1.0, g))
+    if "conv" in parts:
+        g = geomean(all_conv)
+        md.extend([f"Geometric mean over both batches: **{g:.3f}** ({len(all_conv)} rows).", ""])
+        checks.append(("ResNet-50 convolutions FP16 NHWC forward: geomean >= 1.00", g >= 1.0, g))
 
     # The timed search against the heuristic, gpucmp's own rows.
-    md.extend(["## Timed algorithm search vs cuBLASLt heuristic (gpucmp, DeepBench shapes)", "",
-               "| shape | heuristic µs | search µs | speed-up |", "|---|---|---|---|"])
-    gains = []
-    for t in ("fp16", "tf32"):
-        for s in deep:
-            h = ours.get(("cublaslt_heuristic", f"gemm/{t}/{s}", "graph"))
-            m = ours.get(("cublaslt", f"gemm/{t}/{s}", "graph"))
-            if h and m:
-                gains.append(h[0] / m[0])
-                md.append(f"| {t} {s} | {h[0]*1e6:.1f} | {m[0]*1e6:.1f} | {h[0]/m[0]:.3f} |")
-    md.extend(["", f"Geometric mean: {geomean(gains):.3f}.", ""])
+    if "deepbench" in parts:
+        md.extend(["## Timed algorithm search vs cuBLASLt heuristic (gpucmp, DeepBench shapes)", "",
+                   "| shape | heuristic µs | search µs | speed-up |", "|---|---|---|---|"])
+        gains = []
+        for t in ("fp16", "tf32"):
+            for s in deep:
+                h = ours.get(("cublaslt_heuristic", f"gemm/{t}/{s}", "graph"))
+                m = ours.get(("cublaslt", f"gemm/{t}/{s}", "graph"))
+                if h and m:
+                    gains.append(h[0] / m[0])
+                    md.append(f"| {t} {s} | {h[0]*1e6:.1f} | {m[0]*1e6:.1f} | {h[0]/m[0]:.3f} |")
+        md.extend(["", f"Geometric mean: {geomean(gains):.3f}.", ""])
 
     # cuDNN's backend engines against its legacy API, gpucmp's own rows.
-    md.extend(["## cuDNN backend engine search vs legacy algorithm search (gpucmp, FP16 NHWC forward)", "",
-               "The default search (`cudnn`) times both lists; these rows restrict it to one API.", "",
-               "| shape | legacy µs | backend µs | speed-up | legacy algorithm | backend engine |", "|---|---|---|---|---|---|"])
-    legacy_gains = []
-    for batch in (32, 256):
-        for c, k, r, s_, pad, h in resnet:
-            key = f"conv_fwd/fp16_nhwc/n{batch}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{s_}"
-            lg = ours.get(("cudnn_legacy", key, "graph"))
-            bk = ours.get(("cudnn_backend", key, "graph"))
-            if lg and bk:
-                legacy_gains.append(lg[0] / bk[0])
-                md.append(f"| {key.split('/', 2)[2]} | {lg[0]*1e6:.1f} | {bk[0]*1e6:.1f} | {lg[0]/bk[0]:.3f} | "
-                          f"{lg[1].split(';')[0]} | {bk[1].split(';')[0]} |")
-    md.extend(["", f"Geometric mean: {geomean(legacy_gains):.3f}.", ""])
+    if "conv" in parts:
+        md.extend(["## cuDNN backend engine search vs legacy algorithm search (gpucmp, FP16 NHWC forward)", "",
+                   "The default search (`cudnn`) times both lists; these rows restrict it to one API.", "",
+                   "| shape | legacy µs | backend µs | speed-up | legacy algorithm | backend engine |", "|---|---|---|---|---|---|"])
+        legacy_gains = []
+        for batch in (32, 256):
+            for c, k, r, s_, pad, h in resnet:
+                key = f"conv_fwd/fp16_nhwc/n{batch}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{s_}"
+                lg = ours.get(("cudnn_legacy", key, "graph"))
+                bk = ours.get(("cudnn_backend", key, "graph"))
+                if lg and bk:
+                    legacy_gains.append(lg[0] / bk[0])
+                    md.append(f"| {key.split('/', 2)[2]} | {lg[0]*1e6:.1f} | {bk[0]*1e6:.1f} | {lg[0]/bk[0]:.3f} | "
+                              f"{lg[1].split(';')[0]} | {bk[1].split(';')[0]} |")
+        md.extend(["", f"Geometric mean: {geomean(legacy_gains):.3f}.", ""])
 
     # Device copy kernel against cudaMemcpyAsync (hot mode; bytes read + written).
-    md.extend(["## Device copy kernel vs cudaMemcpyAsync D2D (hot mode, bytes read + written)", "",
-               "| bytes per buffer | kernel GB/s | cudaMemcpyAsync GB/s | kernel / memcpy | PyTorch copy_ GB/s (graph) | kernel launch |",
-               "|---|---|---|---|---|---|"])
-    for size in (1 << 30, 4 << 30):
-        k = ours.get(("kernel", f"copy/none/{size}", "hot"))
-        m = ours.get(("cudaMemcpyAsync_d2d", f"copy/none/{size}", "hot"))
-        t = peer.get(f"copy/d2d_torch/{size}")
-        if not k or not m:
-            missing.append(f"copy {size}")
-            continue
-        kb, mb = 2 * size / k[0] / 1e9, 2 * size / m[0] / 1e9
-        tb = f"{2 * size / t['seconds'] / 1e9:.0f}" if t else "–"
-        md.append(f"| {size} | {kb:.0f} | {mb:.0f} | {kb/mb:.3f} | {tb} | {k[1].split(';')[0]} |")
-        if size >= 4 << 30:
-            checks.append((f"device copy >= 0.98 x cudaMemcpyAsync at {size >> 30} GiB", kb / mb >= 0.98, kb / mb))
-    md.append("")
+    if "copy" in parts:
+        md.extend(["## Device copy kernel vs cudaMemcpyAsync D2D (hot mode, bytes read + written)", "",
+                   "| bytes per buffer | kernel GB/s | cudaMemcpyAsync GB/s | kernel / memcpy | PyTorch copy_ GB/s (graph) | kernel launch |",
+                   "|---|---|---|---|---|---|"])
+        for size in (1 << 30, 4 << 30):
+            k = ours.get(("kernel", f"copy/none/{size}", "hot"))
+            m = ours.get(("cudaMemcpyAsync_d2d", f"copy/none/{size}", "hot"))
+            t = peer.get(f"copy/d2d_torch/{size}")
+            if not k or not m:
+                missing.append(f"copy {size}")
+                continue
+            kb, mb = 2 * size / k[0] / 1e9, 2 * size / m[0] / 1e9
+            tb = f"{2 * size / t['seconds'] / 1e9:.0f}" if t else "–"
+            md.append(f"| {size} | {kb:.0f} | {mb:.0f} | {kb/mb:.3f} | {tb} | {k[1].split(';')[0]} |")
+            if size >= 4 << 30:
+                checks.append((f"device copy >= 0.98 x cudaMemcpyAsync at {size >> 30} GiB", kb / mb >= 0.98, kb / mb))
+        md.append("")
 
     # The whole bandwidth sweep (gpucmp only).
     sizes = sorted({int(k.split("/")[-1]) for (prov, k, mode) in ours if k.startswith(("copy/", "triad/"))})

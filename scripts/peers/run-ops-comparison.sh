@@ -4,6 +4,8 @@
 # (torch_ops.py), then the table (compare-ops.py). Needs a build with the sweeps and a
 # Python with PyTorch.
 #   scripts/peers/run-ops-comparison.sh BUILD_DIR OUT_DIR
+# GPUCMP_COMPARISON_PARTS (default gemm,deepbench,conv,copy) runs only the parts named, on
+# both sides, when device time is short.
 set -uo pipefail
 build_dir=${1:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
 out_dir=${2:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
@@ -25,6 +27,8 @@ run() {  # name, binary, calls per sample, filter
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
 }
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
+parts=${GPUCMP_COMPARISON_PARTS:-gemm,deepbench,conv,copy}
+part() { [[ ",$parts," == *",$1,"* ]]; }
 gpucmp_round() {  # round number
   # Round 1 also runs gpucmp's own comparisons (the heuristic's choice, each cuDNN API alone,
   # the whole bandwidth sweep); later rounds only the rows compared with PyTorch, so two
@@ -35,17 +39,28 @@ gpucmp_round() {  # round number
     bandwidth='^copy/(kernel|cudaMemcpyAsync_d2d)/none/(1073741824|4294967296)/hot/'
   fi
   # 8192^3 in the compared precisions; DeepBench shapes in FP16 and TF32.
-  run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
-  run "deepbench_$1" gemm_sweep "$calls" "^gemm/$gemm_providers/(fp16|tf32)/$deepbench/"
+  if part gemm; then
+    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
+    gpucmp_files+=("$out_dir/gemm_$1.json")
+  fi
+  if part deepbench; then
+    run "deepbench_$1" gemm_sweep "$calls" "^gemm/$gemm_providers/(fp16|tf32)/$deepbench/"
+    gpucmp_files+=("$out_dir/deepbench_$1.json")
+  fi
   # ResNet-50 FP16 NHWC forward convolutions at batch 32 and 256.
-  run "conv_$1" conv_sweep "$calls" "^conv_fwd/$conv_providers/fp16_nhwc/n(32|256)_"
+  if part conv; then
+    run "conv_$1" conv_sweep "$calls" "^conv_fwd/$conv_providers/fp16_nhwc/n(32|256)_"
+    gpucmp_files+=("$out_dir/conv_$1.json")
+  fi
   # The copy check compares two gpucmp rows of the same batch; the sweep chooses its own.
-  "$build_dir/benchmarks/bandwidth_sweep" --benchmark_filter="$bandwidth" --benchmark_out="$out_dir/bandwidth_$1.json" \
-    --benchmark_out_format=json > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
-  gpucmp_files+=("$out_dir/gemm_$1.json" "$out_dir/deepbench_$1.json" "$out_dir/conv_$1.json" "$out_dir/bandwidth_$1.json")
+  if part copy; then
+    "$build_dir/benchmarks/bandwidth_sweep" --benchmark_filter="$bandwidth" --benchmark_out="$out_dir/bandwidth_$1.json" \
+      --benchmark_out_format=json > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
+    gpucmp_files+=("$out_dir/bandwidth_$1.json")
+  fi
 }
 torch_round() {  # round number
-  python3 "$here/torch_ops.py" --calls "$calls" --large-gemm-calls "$large_gemm_calls" --out "$out_dir/torch_ops_$1.json" \
+  python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_ops_$1.json")
@@ -59,6 +74,6 @@ torch_files=()
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then gpucmp_round "$r"; torch_round "$r"; else torch_round "$r"; gpucmp_round "$r"; fi
 done
-python3 "$here/compare-ops.py" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
+python3 "$here/compare-ops.py" --parts "$parts" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
   --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
 exit $status

@@ -3,7 +3,8 @@
 # SPDX-FileCopyrightText: gpucmp contributors
 """Host test of scripts/peers/compare-ops.py on synthetic inputs: ratios, the median over
 interleaved rounds, acceptance lines, missing rows reported (exit status 1), and a truncated
-input (a run cut off while writing) left out with a warning while the rest makes the table."""
+input (a run cut off while writing) left out with a warning while the rest makes the table,
+and a run of some parts only (--parts)."""
 import json
 import os
 import subprocess
@@ -77,8 +78,27 @@ with tempfile.TemporaryDirectory() as d:
                                        "--out-json", js], capture_output=True, text=True)
     expect(unreadable_torch.returncode == 2 and "none of the PyTorch files could be read" in unreadable_torch.stderr,
            "no readable PyTorch file is an error naming the files")
+
+    # Only the DeepBench part ran (GPUCMP_COMPARISON_PARTS=deepbench): the other parts are left
+    # out, not reported missing, and only the DeepBench checks are made.
+    shapes = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560_tn", "35x8457x2560",
+              "7680x128x2560", "3072x128x1024_tn", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
+    gd = write("gd.json", gbench([(f"gemm/cublaslt/{t}/{s_}/graph", 10.0) for t in ("fp16", "tf32") for s_ in shapes]))
+    td = write("td.json", torch([(f"gemm/{t}/{s_}", 11.0 if t == "fp16" else 10.0) for t in ("fp16", "tf32") for s_ in shapes]))
+    run = subprocess.run([sys.executable, script, "--parts", "deepbench", "--gpucmp", gd, "--torch", td, "--out-md", md,
+                          "--out-json", js], capture_output=True, text=True)
+    text = open(md).read()
+    out = json.load(open(js))
+    expect(run.returncode == 0, f"a complete partial run exits 0, got {run.returncode}: {run.stderr}")
+    expect(out["missing"] == [], f"no rows missing in a DeepBench-only run, got {out['missing']}")
+    expect([c["check"] for c in out["checks"]] == ["DeepBench GEMMs FP16: geomean >= 1.05", "DeepBench GEMMs TF32: geomean >= 1.05"],
+           f"only the DeepBench checks, got {[c['check'] for c in out['checks']]}")
+    expect([c["passed"] for c in out["checks"]] == [True, False], "FP16 1.10 passes, TF32 1.00 does not")
+    expect("GEMM 8192^3" not in text and "ResNet-50 convolutions" not in text and "Device copy" not in text,
+           "parts that did not run have no sections")
+    expect("Parts run: deepbench (the others left out)." in text, "the header names the parts that ran")
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)
         sys.exit(1)
-print("compare-ops: ratios, medians over rounds, missing rows, unreadable inputs and checks as expected")
+print("compare-ops: ratios, medians over rounds, missing rows, unreadable inputs, parts and checks as expected")
