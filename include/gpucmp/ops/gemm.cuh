@@ -485,8 +485,8 @@ class gemm {
   }
 
   // When a leading dimension or row count is not a multiple of 16 bytes: the aligned buffers
-  // and layouts of staging_plan(), and the heuristic's first staging_candidates for them. Staging that does
-  // not fit in memory, or that cuBLASLt has no algorithm for, adds nothing.
+  // and layouts of staging_plan(), and the heuristic's first staging_candidates for them.
+  // Staging that does not fit in memory, or that cuBLASLt has no algorithm for, adds nothing.
   void add_staged_candidates(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described,
                              cudaStream_t stream) {
     m_staging = staging_plan(m_problem);
