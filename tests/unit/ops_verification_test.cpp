@@ -218,6 +218,39 @@ TEST_CASE("close contenders are timed again, interleaved, and ranked by their me
   CHECK(log[3].seconds == 0.96);
 }
 
+TEST_CASE("a candidate timed once does not beat the contenders' medians", "[ops][search]") {
+  // Contenders 0-3 (the fastest four first timings) warm up to medians of 0.93-1.00; candidate
+  // 4 is within the margin but beyond the four, timed once at 0.88, below every median. It
+  // lost to every contender on first timings, so the best median (3, at 0.93) is chosen, and
+  // 4 is only verified after the contenders.
+  std::map<std::size_t, std::vector<double>> planned = {{0, {0.80, 1.00, 1.00}},
+                                                        {1, {0.85, 1.00, 1.00}},
+                                                        {2, {0.87, 0.99, 0.99}},
+                                                        {3, {0.86, 0.93, 0.93}},
+                                                        {4, {0.88}}};
+  std::map<std::size_t, int> timed;
+  auto time = [&](std::size_t i) { return planned[i].at(std::size_t(timed[i]++)); };
+  std::vector<std::size_t> verified;
+  auto verify = [&](std::size_t i) {
+    verified.push_back(i);
+    gpucmp::verification v = verified_ok();
+    if (i != 4) v.add(2.0, 1.0, 0.5, "wrong");  // only candidate 4 is right
+    return v;
+  };
+  std::vector<gpucmp::candidate_time> log;
+  const auto describe = [](std::size_t i) { return "c" + std::to_string(i); };
+  const gpucmp::search_choice chosen =
+      gpucmp::choose_fastest_verified(5, describe, time, [](std::size_t) { return verified_ok(); }, log, "op");
+  CHECK(chosen.index == 3);
+  CHECK(chosen.seconds == 0.93);
+  CHECK(log[4].timings == 1);
+  std::vector<gpucmp::candidate_time> log2;
+  timed.clear();
+  const gpucmp::search_choice fallback = gpucmp::choose_fastest_verified(5, describe, time, verify, log2, "op");
+  CHECK(fallback.index == 4);
+  CHECK(verified == std::vector<std::size_t>{3, 2, 0, 1, 4});  // contenders by median, then the rest
+}
+
 TEST_CASE("refinement respects its limits and can be turned off", "[ops][search]") {
   std::vector<gpucmp::candidate_time> log;
   std::vector<std::size_t> calls;
