@@ -159,19 +159,20 @@ def main():
                 [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")], "TFLOP/s", 1.0, "each ratio", "cublaslt")
     deep = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560_tn", "35x8457x2560",
             "7680x128x2560", "3072x128x1024_tn", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
-    for t in ("fp16", "tf32") if "deepbench" in parts else ():
-        section(f"DeepBench GEMMs {t.upper()}", [f"gemm/{t}/{s}" for s in deep], "TFLOP/s", 1.05, "geomean", "cublaslt")
+    if "deepbench" in parts:
+        for t in ("fp16", "tf32"):
+            section(f"DeepBench GEMMs {t.upper()}", [f"gemm/{t}/{s}" for s in deep], "TFLOP/s", 1.05, "geomean", "cublaslt")
     resnet = [(3, 64, 7, 2, 3, 224), (64, 64, 1, 1, 0, 56), (64, 64, 3, 1, 1, 56), (64, 256, 1, 1, 0, 56),
               (256, 64, 1, 1, 0, 56), (256, 128, 1, 1, 0, 56), (128, 128, 3, 2, 1, 56), (128, 512, 1, 1, 0, 28),
               (256, 512, 1, 2, 0, 56), (512, 128, 1, 1, 0, 28), (128, 128, 3, 1, 1, 28), (512, 256, 1, 1, 0, 28),
               (256, 256, 3, 2, 1, 28), (256, 1024, 1, 1, 0, 14), (512, 1024, 1, 2, 0, 28), (1024, 256, 1, 1, 0, 14),
               (256, 256, 3, 1, 1, 14), (1024, 512, 1, 1, 0, 14), (512, 512, 3, 2, 1, 14), (512, 2048, 1, 1, 0, 7),
               (1024, 2048, 1, 2, 0, 14), (2048, 512, 1, 1, 0, 7), (512, 512, 3, 1, 1, 7)]
-    all_conv = []
-    for batch in (32, 256) if "conv" in parts else ():
-        keys = [f"conv_fwd/fp16_nhwc/n{batch}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{s}" for c, k, r, s, pad, h in resnet]
-        all_conv += section(f"ResNet-50 convolutions, FP16 NHWC forward, batch {batch}", keys, "TFLOP/s", 0, None, "cudnn")
     if "conv" in parts:
+        all_conv = []
+        for batch in (32, 256):
+            keys = [f"conv_fwd/fp16_nhwc/n{batch}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{s}" for c, k, r, s, pad, h in resnet]
+            all_conv += section(f"ResNet-50 convolutions, FP16 NHWC forward, batch {batch}", keys, "TFLOP/s", 0, None, "cudnn")
         g = geomean(all_conv)
         md.extend([f"Geometric mean over both batches: **{g:.3f}** ({len(all_conv)} rows).", ""])
         checks.append(("ResNet-50 convolutions FP16 NHWC forward: geomean >= 1.00", g >= 1.0, g))
