@@ -65,6 +65,12 @@ torch_round() {  # round number
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_ops_$1.json")
 }
+# Which cuBLAS/cuBLASLt call PyTorch makes for each 8192^3 GEMM (types, layout, algorithm),
+# from the libraries' own API logs: whether both sides ran the same call and kernel.
+if part gemm; then
+  python3 "$here/torch_gemm_calls.py" --out "$out_dir/torch_gemm_calls.json" > "$out_dir/torch_gemm_calls.log" 2>&1 ||
+    { echo "run-ops-comparison: torch_gemm_calls.py failed"; tail -5 "$out_dir/torch_gemm_calls.log"; status=1; }
+fi
 # GPUCMP_COMPARISON_ROUNDS=N (default 1) runs each side N times, interleaved A B B A A B ...,
 # so drift of clocks and temperature over the run falls on both sides alike; the table uses
 # each row's median over the rounds.

@@ -101,37 +101,56 @@ def gemm_operands(m, n, k, ta, tb, dtype):
     return x, y
 
 
+GEMM_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def set_matmul_flags(dtype_name):
+    torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+
+
+def gemm_call(m, n, k, ta, tb, dtype_name):
+    """The call timed for gpucmp's gemm/<dtype_name>/<shape> (its operands bound)."""
+    set_matmul_flags(dtype_name)
+    x, y = gemm_operands(m, n, k, ta, tb, GEMM_DTYPES[dtype_name])
+    out = torch.empty((n, m), device="cuda", dtype=x.dtype)
+    return lambda: torch.matmul(x, y, out=out)
+
+
 def gemm_rows(shapes, dtypes, calls, repetitions):
     rows = []
     for dtype_name in dtypes:
-        torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
-        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-        dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
         for m, n, k, ta, tb in shapes:
-            x, y = gemm_operands(m, n, k, ta, tb, dtype)
-            out = torch.empty((n, m), device="cuda", dtype=dtype)
-            seconds = time_graph(lambda: torch.matmul(x, y, out=out), calls, repetitions)
+            fn = gemm_call(m, n, k, ta, tb, dtype_name)
+            seconds = time_graph(fn, calls, repetitions)
             rows.append({"key": f"gemm/{dtype_name}/{gemm_shape_name(m, n, k, ta, tb)}", "seconds": seconds,
                          "flops": 2.0 * m * n * k})
-            del x, y, out
+            del fn
     torch.backends.cuda.matmul.allow_tf32 = False
     return rows
 
 
+def fp8_call(size, name):
+    """The call timed for gpucmp's gemm/<name>/<size>^3_tn: torch._scaled_mm(mat1 row-major
+    M x K, mat2 column-major K x N, BF16 out), cuBLASLt's TN layout. PyTorch hands cuBLASLt
+    mat2 as A and mat1 as B (it computes the row-major result as a column-major transpose),
+    so gpucmp's A = E5M2, B = E4M3 problem is mat1 E4M3, mat2 E5M2 here."""
+    a_type = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e4m3fn}[name]
+    b_type = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}[name]
+    a = uniform((size, size), torch.float32).to(a_type)
+    b = uniform((size, size), torch.float32).to(b_type).t()
+    scale_a = torch.tensor(0.5, device="cuda")
+    scale_b = torch.tensor(2.0, device="cuda")
+    return lambda: torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+
+
 def fp8_rows(size, calls, repetitions):
-    # torch._scaled_mm: A row-major (M x K), B column-major (K x N), BF16 out: cuBLASLt's TN
-    # layout, the same call as gpucmp's fp8 "_tn" problem.
     rows = []
-    for name, a_type in (("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)):
-        a = uniform((size, size), torch.float32).to(a_type)
-        b = uniform((size, size), torch.float32).to(torch.float8_e4m3fn).t()
-        scale_a = torch.tensor(0.5, device="cuda")
-        scale_b = torch.tensor(2.0, device="cuda")
+    for name in ("fp8_e4m3", "fp8_e5m2"):
         try:
-            seconds = time_graph(lambda: torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b,
-                                                          out_dtype=torch.bfloat16), calls, repetitions)
-        except RuntimeError as e:  # e.g. e5m2 x e4m3 not offered by this PyTorch
+            seconds = time_graph(fp8_call(size, name), calls, repetitions)
+        except RuntimeError as e:  # e.g. this operand pair not offered by this PyTorch
             print(f"torch_ops: {name}: {e}", file=sys.stderr)
             continue
         rows.append({"key": f"gemm/{name}/{size}x{size}x{size}_tn", "seconds": seconds, "flops": 2.0 * size**3})

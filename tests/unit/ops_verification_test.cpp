@@ -273,6 +273,27 @@ TEST_CASE("refinement respects its limits and can be turned off", "[ops][search]
   CHECK(chosen.index == 0);
 }
 
+TEST_CASE("a sustained candidate is timed in batches that span the power cap's clock swings", "[ops][search]") {
+  const gpucmp::search_options defaults;
+  // An 8192^3 FP8 GEMM (0.9 ms): six calls, 5.4 ms, not one call that catches one clock state.
+  CHECK(gpucmp::sustained_candidate(9e-4, defaults));
+  CHECK(gpucmp::search_batch_calls(9e-4, defaults, 200) == 6);
+  // Longer than the window: one call. Far shorter and not sustained: the 0.2 ms batch.
+  CHECK(gpucmp::search_batch_calls(2e-2, defaults, 200) == 1);
+  CHECK_FALSE(gpucmp::sustained_candidate(1e-5, defaults));
+  CHECK(gpucmp::search_batch_calls(1e-5, defaults, 200) == 21);
+  // At the threshold (50 us) the long window applies, up to the cap.
+  CHECK(gpucmp::search_batch_calls(5e-5, defaults, 1000) == 101);
+  CHECK(gpucmp::search_batch_calls(5e-5, defaults, 64) == 64);
+  // Sustaining off: the short window for every candidate.
+  gpucmp::search_options unsustained;
+  unsustained.sustain_seconds = 0;
+  CHECK_FALSE(gpucmp::sustained_candidate(9e-4, unsustained));
+  CHECK(gpucmp::search_batch_calls(9e-4, unsustained, 200) == 1);
+  // A zero-length first estimate does not divide by zero.
+  CHECK(gpucmp::search_batch_calls(0.0, defaults, 200) == 200);
+}
+
 TEST_CASE("a contender that fails when timed again drops out with its reason", "[ops][search]") {
   std::vector<gpucmp::candidate_time> log;
   int timings_of_0 = 0;

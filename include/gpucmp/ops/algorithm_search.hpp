@@ -48,6 +48,12 @@ struct search_options {
   /// Only candidates whose one call takes at least this long are sustained (smaller ones do
   /// not reach the power limit within a batch, and a sweep has thousands of them).
   double sustain_min_call_seconds = 5e-5;
+  /// A sustained candidate's batches are at least this long. Under the power cap the H200's
+  /// clocks swing between states on a millisecond scale (8192^3 FP8 samples of 1.8 ms split
+  /// into 753 and 976 us per call), so a batch of one 0.9 ms call samples one state and five
+  /// of them rank candidates by which states they caught; 5 ms spans several swings, as the
+  /// 9 ms samples of the PyTorch comparison do.
+  double sustained_batch_seconds = 5e-3;
   /// Close contenders are timed again: candidates within `refine_margin` of the fastest (the
   /// fastest `refine_contenders` of them) get `refine_rounds` more timings, interleaved and
   /// in rotating order, are ranked by the median of all their timings, and are chosen before
@@ -68,6 +74,22 @@ struct candidate_time {
   int timings = 0;          ///< how often it was timed (more than 1: a close contender, seconds is the median)
 };
 
+/// Whether a candidate whose one call takes `once` seconds is sustained before its trials and
+/// timed in long batches (options.sustain_*).
+inline bool sustained_candidate(double once, const search_options& options) noexcept {
+  return once >= options.sustain_min_call_seconds && options.sustain_seconds > 0;
+}
+
+/// Calls in one timed batch of a search for a candidate whose one call takes `once` seconds:
+/// enough to fill options.min_batch_seconds, or options.sustained_batch_seconds when the
+/// candidate is sustained (options.sustain_*), and at least 1 and at most `cap`.
+inline int search_batch_calls(double once, const search_options& options, int cap) {
+  const double window =
+      sustained_candidate(once, options) ? std::max(options.min_batch_seconds, options.sustained_batch_seconds) : options.min_batch_seconds;
+  const double calls = std::floor(window / std::max(once, 1e-9)) + 1;
+  return int(std::clamp(calls, 1.0, double(std::max(cap, 1))));
+}
+
 /// Median seconds per call of `launch(stream)`, timed in back-to-back batches: replays of a
 /// CUDA graph of the batch (options.in_graph, on a non-default stream), so candidates are
 /// ranked the way graph mode measures them (an algorithm of two kernels does not pay two
@@ -84,7 +106,8 @@ double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_opti
   stop.synchronize();
   const double once = std::max(elapsed_s(start, stop), 1e-7);
   const bool in_graph = options.in_graph && stream != nullptr;
-  const int per_batch = std::clamp(int(options.min_batch_seconds / once) + 1, 1, in_graph ? 200 : 1000);
+  const int per_batch = search_batch_calls(once, options, in_graph ? 200 : 1000);
+  const bool sustained = sustained_candidate(once, options);
   std::vector<double> per_call;
   auto batch = [&](cudaStream_t s) {
     for (int i = 0; i < per_batch; ++i) launch(s);
@@ -94,7 +117,7 @@ double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_opti
     graph_exec exec(g.get());
     exec.upload(stream);
     exec.launch(stream);  // warm
-    if (once >= options.sustain_min_call_seconds && options.sustain_seconds > 0) {
+    if (sustained) {
       const int replays = int(options.sustain_seconds / (once * per_batch)) + 1;
       for (int i = 0; i < replays; ++i) exec.launch(stream);
     }
@@ -106,7 +129,7 @@ double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_opti
       per_call.push_back(elapsed_s(start, stop) / per_batch);
     }
   } else {
-    if (once >= options.sustain_min_call_seconds && options.sustain_seconds > 0) {
+    if (sustained) {
       const int batches = int(options.sustain_seconds / (once * per_batch)) + 1;
       for (int i = 0; i < batches; ++i) batch(stream);
     }

@@ -27,7 +27,7 @@ enum class gemm_dtype {
   fp16_acc16,  ///< FP16 in and out, FP16 accumulate
   bf16,        ///< BF16 in and out, FP32 accumulate
   fp8_e4m3,    ///< FP8 E4M3 in with per-tensor scales, FP32 accumulate, BF16 out
-  fp8_e5m2,    ///< FP8 E5M2 in (B operand E4M3, as cuBLASLt requires), FP32 accumulate, BF16 out
+  fp8_e5m2,    ///< FP8 E5M2 in A (B is E4M3: cuBLASLt has no E5M2 x E5M2), FP32 accumulate, BF16 out
   int8,        ///< INT8 in, INT32 accumulate, INT32 out
 };
 
