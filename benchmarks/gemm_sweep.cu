@@ -4,7 +4,8 @@
 // GEMM sweep: verified cuBLASLt GEMMs in every precision this GPU supports, over square sizes
 // and DeepBench's representative shapes. Names: gemm/<provider>/<dtype>/<shape>/<mode>, where
 // provider "cublaslt" is the timed algorithm search and "cublaslt_heuristic" the heuristic's
-// first choice (DeepBench shapes only), so one run shows what the search gains. FP8 and INT8
+// first choice, so one run shows what the search gains (and, run next to PyTorch, which also
+// takes the heuristic's first choice, the same kernel on both sides). FP8 and INT8
 // run transposed-A ("_tn"), the layout cuBLASLt requires for them. Select rows with
 // --benchmark_filter; unsupported precisions are skipped with the reason.
 #include "search_log.hpp"
@@ -46,6 +47,7 @@ const bool registered = [] {
       p.transpose_a = tn;
       p.dtype = t;
       register_gemm(p, gpucmp::algorithm_choice::search);
+      register_gemm(p, gpucmp::algorithm_choice::heuristic);
     }
   }
   for (gemm_dtype t : {gemm_dtype::fp64, gemm_dtype::fp32, gemm_dtype::tf32, gemm_dtype::fp16, gemm_dtype::bf16}) {

@@ -84,6 +84,34 @@ def torch_rows(paths):
     return rows, meta, loaded
 
 
+def torch_calls(path):
+    """{key: "algo N, A type x B type, workspace limit W"} from torch_gemm_calls.py's log lines:
+    the algorithm id cuBLASLt's heuristic returned to PyTorch (it asks for one) and the
+    operand types it passed. {} when the file is absent (the gemm part did not run)."""
+    if not path or not os.path.exists(path):
+        return {}
+    doc = load(path)
+    calls = {}
+    for key, lines in (doc or {}).items():
+        algo = types = limit = None
+        for line in lines:
+            if "heuristicResults=[" in line and algo is None:
+                algo = line.split("heuristicResults=[", 1)[1].split("]")[0].split(",")[0].strip()
+            if "AlgoGetHeuristic] Adesc=[type=" in line and types is None:
+                a = line.split("Adesc=[type=", 1)[1].split()[0]
+                b = line.split("Bdesc=[type=", 1)[1].split()[0] if "Bdesc=[type=" in line else "?"
+                types = f"A {a} x B {b}"
+                if "maxWorkspaceSizeinBytes=" in line:
+                    limit = int(line.split("maxWorkspaceSizeinBytes=", 1)[1].split()[0].rstrip("]"))
+        parts = [f"algo {algo}" if algo else "algo not logged"]
+        if types:
+            parts.append(types)
+        if limit is not None:
+            parts.append(f"workspace limit {limit >> 20} MiB" if limit >= 1 << 20 else f"workspace limit {limit} B")
+        calls[key] = ", ".join(parts)
+    return calls
+
+
 def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
@@ -94,6 +122,7 @@ def main():
     p.add_argument("--torch", nargs="+", required=True)
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-json", required=True)
+    p.add_argument("--torch-calls", help="torch_gemm_calls.py's output: PyTorch's cuBLASLt call per 8192^3 GEMM")
     p.add_argument("--parts", default="gemm,deepbench,conv,copy",
                    help="the parts that ran (run-ops-comparison.sh's GPUCMP_COMPARISON_PARTS); the others are left out")
     args = p.parse_args()
@@ -157,6 +186,35 @@ def main():
     if "gemm" in parts:
         section("GEMM 8192^3", [f"gemm/{t}/8192x8192x8192" for t in big] +
                 [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")], "TFLOP/s", 1.0, "each ratio", "cublaslt")
+        # Control: gpucmp running the heuristic's first choice, PyTorch's way of choosing.
+        logged = torch_calls(args.torch_calls)
+        table = ["## GEMM 8192^3: the heuristic's first choice, run by gpucmp (control)", "",
+                 "PyTorch runs cuBLASLt's heuristic first choice; gpucmp's `cublaslt_heuristic` rows run it too, "
+                 "without a search (workspace limit 32 MiB). Where the algorithm ids agree both sides run the same "
+                 "kernel, and the ratio shows the run's noise and any difference of the harnesses; the last ratio is "
+                 "what gpucmp's search gains over its own heuristic choice. PyTorch's call is from cuBLAS/cuBLASLt's "
+                 "own API log (torch_gemm_calls.py).", "",
+                 "| shape | gpucmp heuristic µs | PyTorch µs | ratio | gpucmp search µs | heuristic / search | "
+                 "gpucmp heuristic algorithm | PyTorch's cuBLASLt call |", "|---|---|---|---|---|---|---|---|"]
+        control = []
+        for key in [f"gemm/{t}/8192x8192x8192" for t in big] + [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")]:
+            h = ours.get(("cublaslt_heuristic", key, "graph"))
+            m = ours.get(("cublaslt", key, "graph"))
+            theirs = peer.get(key)
+            if h is None or theirs is None:
+                continue
+            ratio = theirs["seconds"] / h[0]
+            gain = f"{h[0] / m[0]:.3f}" if m else "–"
+            search_us = f"{m[0]*1e6:.1f}" if m else "–"
+            table.append(f"| {key.split('/', 1)[1]} | {h[0]*1e6:.1f} | {theirs['seconds']*1e6:.1f} | {ratio:.3f} | {search_us} | "
+                      f"{gain} | {h[1].split(';')[0]} | {logged.get(key, 'not logged')} |")
+            control.append({"key": key, "gpucmp_heuristic_s": h[0], "torch_s": theirs["seconds"], "ratio": ratio,
+                            "gpucmp_search_s": m[0] if m else None, "algorithm": h[1].split(";")[0],
+                            "torch_call": logged.get(key)})
+        if control:  # runs before the heuristic rows were registered have none
+            g = geomean([r["ratio"] for r in control])
+            md.extend(table + ["", f"Geometric mean of the ratios: **{g:.3f}** over {len(control)} rows.", ""])
+            out["sections"]["GEMM 8192^3 heuristic control"] = {"rows": control, "geomean": g}
     deep = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560_tn", "35x8457x2560",
             "7680x128x2560", "3072x128x1024_tn", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
     if "deepbench" in parts:

@@ -38,9 +38,11 @@ gpucmp_round() {  # round number
     gemm_providers='cublaslt' conv_providers='cudnn'
     bandwidth='^copy/(kernel|cudaMemcpyAsync_d2d)/none/(1073741824|4294967296)/hot/'
   fi
-  # 8192^3 in the compared precisions; DeepBench shapes in FP16 and TF32.
+  # 8192^3 in the compared precisions, searched and the heuristic's first choice (PyTorch's
+  # choice too: the same kernel on both sides, a control for the run's noise); DeepBench
+  # shapes in FP16 and TF32.
   if part gemm; then
-    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
+    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt(_heuristic)?/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
     gpucmp_files+=("$out_dir/gemm_$1.json")
   fi
   if part deepbench; then
@@ -80,6 +82,6 @@ torch_files=()
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then gpucmp_round "$r"; torch_round "$r"; else torch_round "$r"; gpucmp_round "$r"; fi
 done
-python3 "$here/compare-ops.py" --parts "$parts" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
+python3 "$here/compare-ops.py" --parts "$parts" --torch-calls "$out_dir/torch_gemm_calls.json" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
   --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
 exit $status

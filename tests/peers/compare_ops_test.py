@@ -4,7 +4,8 @@
 """Host test of scripts/peers/compare-ops.py on synthetic inputs: ratios, the median over
 interleaved rounds, acceptance lines, missing rows reported (exit status 1), and a truncated
 input (a run cut off while writing) left out with a warning while the rest makes the table,
-and a run of some parts only (--parts)."""
+a run of some parts only (--parts), and the 8192^3 control (gpucmp's heuristic choice next to
+PyTorch, with PyTorch's call from its cuBLASLt log)."""
 import json
 import os
 import subprocess
@@ -97,6 +98,29 @@ with tempfile.TemporaryDirectory() as d:
     expect("GEMM 8192^3" not in text and "ResNet-50 convolutions" not in text and "Device copy" not in text,
            "parts that did not run have no sections")
     expect("Parts run: deepbench (the others left out)." in text, "the header names the parts that ran")
+
+    # The 8192^3 control: gpucmp's heuristic rows next to PyTorch, with PyTorch's cuBLASLt call
+    # read from its API log (algorithm id, operand types, workspace limit).
+    gh = write("gh.json", gbench([("gemm/cublaslt/fp8_e5m2/8192x8192x8192_tn/graph", 880.0),
+                                  ("gemm/cublaslt_heuristic/fp8_e5m2/8192x8192x8192_tn/graph", 900.0)]))
+    th = write("th.json", torch([("gemm/fp8_e5m2/8192x8192x8192_tn", 909.0)]))
+    calls = write("calls.json", {"gemm/fp8_e5m2/8192x8192x8192_tn": [
+        "[2026-11-30 10:50:09][cublasLt][917][Api][cublasLtMatmulAlgoGetHeuristic] Adesc=[type=R_8F_E5M2 rows=8192 "
+        "cols=8192 ld=8192] Bdesc=[type=R_8F_E4M3 rows=8192 cols=8192 ld=8192] preference=[maxWavesCount=0.0 "
+        "maxWorkspaceSizeinBytes=1048576] computeDesc=[computeType=COMPUTE_32F]",
+        "[2026-11-30 10:50:09][cublasLt][917][Info][cublasLtMatmulAlgoGetHeuristic]  heuristicResults=[66]"]})
+    run = subprocess.run([sys.executable, script, "--parts", "gemm", "--torch-calls", calls, "--gpucmp", gh, "--torch", th,
+                          "--out-md", md, "--out-json", js], capture_output=True, text=True)
+    text = open(md).read()
+    control = json.load(open(js))["sections"].get("GEMM 8192^3 heuristic control", {}).get("rows", [])
+    expect(len(control) == 1 and abs(control[0]["ratio"] - 1.01) < 1e-9, f"control ratio 909 / 900, got {control}")
+    expect("| fp8_e5m2/8192x8192x8192_tn | 900.0 | 909.0 | 1.010 | 880.0 | 1.023 |" in text,
+           "the control row: heuristic, PyTorch, ratio, search, heuristic / search")
+    expect("algo 66, A R_8F_E5M2 x B R_8F_E4M3, workspace limit 1 MiB" in text, "PyTorch's logged call is shown")
+    no_calls = subprocess.run([sys.executable, script, "--parts", "gemm", "--gpucmp", g1, "--torch", t1, "--out-md", md,
+                               "--out-json", js], capture_output=True, text=True)
+    expect("heuristic's first choice" not in open(md).read(), "no heuristic rows: no control section")
+    expect("Traceback" not in no_calls.stderr, f"no probe file is not an error: {no_calls.stderr}")
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)
