@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gpucmp {
@@ -210,6 +211,12 @@ class engine {
     record.target_noise = options.target_noise;
     const cudaStream_t s = stream();
 
+    if (options.cooldown_s > 0) {
+      const nvtx_range cool_down_range("gpucmp cool-down");
+      GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());  // idle means idle: earlier work has finished
+      std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
+      record.cooldown_s = options.cooldown_s;
+    }
     double launch_estimate_s = 0;
     {
       const nvtx_range warm_up_range("gpucmp warm-up");

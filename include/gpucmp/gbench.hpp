@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <initializer_list>
 #include <map>
@@ -82,11 +83,19 @@ inline std::size_t& batch_everywhere() {
   return launches;
 }
 
+/// --gpucmp_cooldown_s=X: every measurement of this process idles X seconds before its
+/// warm-up (measure_options::cooldown_s; 0 = the benchmark's own setting).
+inline double& cooldown_everywhere() {
+  static double seconds = 0;
+  return seconds;
+}
+
 /// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it.
 struct gpucmp_flags {
   std::string kernels_out;  ///< --gpucmp_kernels_out=FILE
   bool power = false;       ///< --gpucmp_power
   std::size_t batch = 0;    ///< --gpucmp_batch=N
+  double cooldown_s = 0;    ///< --gpucmp_cooldown_s=X
   std::string error;        ///< the first bad flag, named, or "" when all were good
 };
 
@@ -94,7 +103,8 @@ struct gpucmp_flags {
 /// order) and returns them; a malformed value is reported in `error`, never thrown.
 inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
   gpucmp_flags flags;
-  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=";
+  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=",
+                    cooldown_flag = "--gpucmp_cooldown_s=";
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -114,6 +124,15 @@ inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
         }
       } else {
         flags.batch = launches;
+      }
+    } else if (arg.rfind(cooldown_flag, 0) == 0) {
+      const std::string value = arg.substr(cooldown_flag.size());
+      char* end = nullptr;
+      const double seconds = value.empty() ? -1.0 : std::strtod(value.c_str(), &end);
+      if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 600) {
+        if (flags.error.empty()) flags.error = arg + ": expected idle seconds before each warm-up, 0 to 600";
+      } else {
+        flags.cooldown_s = seconds;
       }
     } else {
       argv[kept++] = argv[i];
@@ -164,6 +183,7 @@ class state {
     if (m_options.name.empty()) m_options.name = m_name;
     if (detail::power_everywhere()) m_options.power = true;
     if (detail::batch_everywhere() > 0) m_options.batch = detail::batch_everywhere();
+    if (detail::cooldown_everywhere() > 0) m_options.cooldown_s = detail::cooldown_everywhere();
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -253,6 +273,7 @@ class state {
     c["wall_us"] = r.wall.median * us;
     c["samples"] = static_cast<double>(r.gpu.count);
     c["batch"] = static_cast<double>(r.batch);
+    if (r.cooldown_s > 0) c["cooldown_s"] = r.cooldown_s;
     std::string label;
     if (!m_work.empty()) {
       const rates at = rates_for(m_work, r.gpu.median);
@@ -595,7 +616,8 @@ inline bool write_kernel_breakdowns(const std::string& path) {
 
 /// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
 /// energy and perf/W for every benchmark, --gpucmp_batch=N, which times N launches per
-/// sample everywhere, and --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown
+/// sample everywhere, --gpucmp_cooldown_s=X, which idles X seconds before every warm-up,
+/// and --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown
 /// as JSON), adds the context, runs the registered benchmarks and returns an exit_status (77
 /// when there is no CUDA device).
 inline int benchmark_main(int argc, char** argv) {
@@ -606,6 +628,7 @@ inline int benchmark_main(int argc, char** argv) {
   }
   detail::power_everywhere() = flags.power;
   detail::batch_everywhere() = flags.batch;
+  detail::cooldown_everywhere() = flags.cooldown_s;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();

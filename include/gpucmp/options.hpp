@@ -46,6 +46,11 @@ struct measure_options {
   // Warm-up: at least this many launches, and at least this long (whichever takes longer).
   std::size_t warmup_launches = 3;  ///< minimum warm-up launches (never behind a held stream)
   double warmup_time_s = 0.02;      ///< minimum warm-up wall time
+  /// Idle wall time before the warm-up (after the stream's earlier work has finished), so a
+  /// measurement does not inherit the power state of what ran before it. On the H200 a
+  /// power-capped GEMM measured right after its multi-second algorithm search ran 1-3 %
+  /// slower than the same kernel measured by a process that had just been idle. 0: none.
+  double cooldown_s = 0;
 
   // Stopping rule: stop once min_samples and min_gpu_time_s are reached and the relative
   // noise is at most target_noise, or the noise has stopped changing, or a cap is hit.
@@ -83,6 +88,7 @@ struct measure_options {
     };
     auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
     require(finite_nonneg(warmup_time_s), "warmup_time_s must be finite and >= 0");
+    require(finite_nonneg(cooldown_s) && cooldown_s <= 600.0, "cooldown_s must be finite, >= 0 and <= 600");
     require(min_samples >= 1, "min_samples must be >= 1");
     require(max_samples >= min_samples, "max_samples must be >= min_samples");
     require(finite_nonneg(min_gpu_time_s), "min_gpu_time_s must be finite and >= 0");

@@ -22,8 +22,13 @@ rm -f "$GPUCMP_SEARCH_LOG"
 # their median landed on either side; PyTorch's 9 ms samples did not.
 calls=20            # per event pair: DeepBench GEMMs and convolutions
 large_gemm_calls=10 # per event pair: 8192^3 GEMMs
-run() {  # name, binary, calls per sample, filter
-  "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" --benchmark_out="$out_dir/$1.json" \
+# Both sides idle this long before each 8192^3 row's warm-up, so neither inherits the power
+# state of what ran before: gpucmp's rows follow their multi-second algorithm search, and under
+# the H200's power cap the same kernel ran 1-3 % slower there than in PyTorch's rows, which
+# follow a short idle gap (GPUCMP_COMPARISON_COOLDOWN_S=0: none, as before).
+large_gemm_cooldown=${GPUCMP_COMPARISON_COOLDOWN_S:-2}
+run() {  # name, binary, calls per sample, filter, [more flags]
+  "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
 }
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
@@ -42,7 +47,8 @@ gpucmp_round() {  # round number
   # choice too: the same kernel on both sides, a control for the run's noise); DeepBench
   # shapes in FP16 and TF32.
   if part gemm; then
-    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt(_heuristic)?/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192'
+    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt(_heuristic)?/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192' \
+      --gpucmp_cooldown_s="$large_gemm_cooldown"
     gpucmp_files+=("$out_dir/gemm_$1.json")
   fi
   if part deepbench; then
@@ -62,7 +68,8 @@ gpucmp_round() {  # round number
   fi
 }
 torch_round() {  # round number
-  python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" --out "$out_dir/torch_ops_$1.json" \
+  python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
+    --large-gemm-cooldown "$large_gemm_cooldown" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_ops_$1.json")

@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -50,10 +51,11 @@ def conv_shape_name(n, c, h, k, r, pad, stride):
     return f"n{n}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{stride}"
 
 
-def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02):
+def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02, cooldown_seconds=0.0):
     """Median seconds per call of fn(), replayed `calls` per event pair from a CUDA graph.
 
-    Like gpucmp's engine: at least `warmup_seconds` of warm-up replays, then at least
+    Like gpucmp's engine: `cooldown_seconds` idle once the GPU has finished everything before
+    (gpucmp's --gpucmp_cooldown_s), at least `warmup_seconds` of warm-up replays, then at least
     `repetitions` timed replays and `min_seconds` of timed GPU time, so both sides run long
     enough to reach the same sustained clocks (a 30 ms burst reads faster than 0.1 s of work).
     """
@@ -69,6 +71,9 @@ def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02):
         for _ in range(calls):
             fn()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if cooldown_seconds > 0:
+        torch.cuda.synchronize()
+        time.sleep(cooldown_seconds)
     warmed = 0.0
     while warmed < warmup_seconds:
         start.record()
@@ -118,12 +123,12 @@ def gemm_call(m, n, k, ta, tb, dtype_name):
     return lambda: torch.matmul(x, y, out=out)
 
 
-def gemm_rows(shapes, dtypes, calls, repetitions):
+def gemm_rows(shapes, dtypes, calls, repetitions, cooldown=0.0):
     rows = []
     for dtype_name in dtypes:
         for m, n, k, ta, tb in shapes:
             fn = gemm_call(m, n, k, ta, tb, dtype_name)
-            seconds = time_graph(fn, calls, repetitions)
+            seconds = time_graph(fn, calls, repetitions, cooldown_seconds=cooldown)
             rows.append({"key": f"gemm/{dtype_name}/{gemm_shape_name(m, n, k, ta, tb)}", "seconds": seconds,
                          "flops": 2.0 * m * n * k})
             del fn
@@ -145,11 +150,11 @@ def fp8_call(size, name):
     return lambda: torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
 
 
-def fp8_rows(size, calls, repetitions):
+def fp8_rows(size, calls, repetitions, cooldown=0.0):
     rows = []
     for name in ("fp8_e4m3", "fp8_e5m2"):
         try:
-            seconds = time_graph(fp8_call(size, name), calls, repetitions)
+            seconds = time_graph(fp8_call(size, name), calls, repetitions, cooldown_seconds=cooldown)
         except RuntimeError as e:  # e.g. this operand pair not offered by this PyTorch
             print(f"torch_ops: {name}: {e}", file=sys.stderr)
             continue
@@ -198,6 +203,8 @@ def main():
     parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
     parser.add_argument("--large-gemm-calls", type=int, default=10, help="calls per graph replay for 8192^3")
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays")
+    parser.add_argument("--large-gemm-cooldown", type=float, default=0.0,
+                        help="idle seconds before each 8192^3 row's warm-up (gpucmp's --gpucmp_cooldown_s)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("torch_ops: no CUDA device", file=sys.stderr)
@@ -206,8 +213,8 @@ def main():
     rows = []
     if "gemm" in only:
         rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], args.large_gemm_calls,
-                          args.repetitions)
-        rows += fp8_rows(8192, args.large_gemm_calls, args.repetitions)
+                          args.repetitions, args.large_gemm_cooldown)
+        rows += fp8_rows(8192, args.large_gemm_calls, args.repetitions, args.large_gemm_cooldown)
     if "deepbench" in only:
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
@@ -219,7 +226,8 @@ def main():
         rows += copy_rows([1 << 30, 4 << 30], 5, args.repetitions)
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls,
-            "large_gemm_calls_per_replay": args.large_gemm_calls, "repetitions": args.repetitions}
+            "large_gemm_calls_per_replay": args.large_gemm_calls, "repetitions": args.repetitions,
+            "large_gemm_cooldown_s": args.large_gemm_cooldown}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(f"torch_ops: {len(rows)} rows -> {args.out}")

@@ -103,7 +103,9 @@ with tempfile.TemporaryDirectory() as d:
     # read from its API log (algorithm id, operand types, workspace limit).
     gh = write("gh.json", gbench([("gemm/cublaslt/fp8_e5m2/8192x8192x8192_tn/graph", 880.0),
                                   ("gemm/cublaslt_heuristic/fp8_e5m2/8192x8192x8192_tn/graph", 900.0)]))
-    th = write("th.json", torch([("gemm/fp8_e5m2/8192x8192x8192_tn", 909.0)]))
+    cooled = torch([("gemm/fp8_e5m2/8192x8192x8192_tn", 909.0)])
+    cooled["meta"]["large_gemm_cooldown_s"] = 2.0
+    th = write("th.json", cooled)
     calls = write("calls.json", {"gemm/fp8_e5m2/8192x8192x8192_tn": [
         "[2026-11-30 10:50:09][cublasLt][917][Api][cublasLtMatmulAlgoGetHeuristic] Adesc=[type=R_8F_E5M2 rows=8192 "
         "cols=8192 ld=8192] Bdesc=[type=R_8F_E4M3 rows=8192 cols=8192 ld=8192] preference=[maxWavesCount=0.0 "
@@ -117,6 +119,7 @@ with tempfile.TemporaryDirectory() as d:
     expect("| fp8_e5m2/8192x8192x8192_tn | 900.0 | 909.0 | 1.010 | 880.0 | 1.023 |" in text,
            "the control row: heuristic, PyTorch, ratio, search, heuristic / search")
     expect("algo 66, A R_8F_E5M2 x B R_8F_E4M3, workspace limit 1 MiB" in text, "PyTorch's logged call is shown")
+    expect("Before each 8192^3 row both sides idle 2 s" in text, "the header names the cool-down")
     no_calls = subprocess.run([sys.executable, script, "--parts", "gemm", "--gpucmp", g1, "--torch", t1, "--out-md", md,
                                "--out-json", js], capture_output=True, text=True)
     expect("heuristic's first choice" not in open(md).read(), "no heuristic rows: no control section")

@@ -91,3 +91,19 @@ TEST_CASE("a malformed --gpucmp_batch is an error naming the flag", "[gbench]") 
   }
   CHECK(take({"sweep", "--gpucmp_batch=256"}).first.batch == 256);
 }
+
+TEST_CASE("--gpucmp_cooldown_s takes idle seconds, and a bad value is an error naming the flag", "[gbench]") {
+  const auto [flags, rest] = take({"sweep", "--gpucmp_cooldown_s=2.5", "--benchmark_filter=gemm"});
+  CHECK(flags.error.empty());
+  CHECK(flags.cooldown_s == 2.5);
+  CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=gemm"});
+  CHECK(take({"sweep"}).first.cooldown_s == 0);
+  for (const char* bad : {"--gpucmp_cooldown_s=", "--gpucmp_cooldown_s=-1", "--gpucmp_cooldown_s=2s",
+                          "--gpucmp_cooldown_s=nan", "--gpucmp_cooldown_s=inf", "--gpucmp_cooldown_s=601"}) {
+    INFO(bad);
+    const auto taken = take({"sweep", bad});
+    CHECK(taken.first.error == std::string(bad) + ": expected idle seconds before each warm-up, 0 to 600");
+    CHECK(taken.first.cooldown_s == 0);
+    CHECK(taken.second.size() == 1);
+  }
+}
