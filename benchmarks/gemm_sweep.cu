@@ -4,10 +4,11 @@
 // GEMM sweep: verified cuBLASLt GEMMs in every precision this GPU supports, over square sizes
 // and DeepBench's representative shapes. Names: gemm/<provider>/<dtype>/<shape>/<mode>, where
 // provider "cublaslt" is the timed algorithm search and "cublaslt_heuristic" the heuristic's
-// first choice, so one run shows what the search gains (and, run next to PyTorch, which also
-// takes the heuristic's first choice, the same kernel on both sides). FP8 and INT8
-// run transposed-A ("_tn"), the layout cuBLASLt requires for them. Select rows with
-// --benchmark_filter; unsupported precisions are skipped with the reason.
+// first choice, so one run shows what the search gains (and, next to PyTorch, which also takes
+// the heuristic's first choice, what the harnesses do to one algorithm); mode is graph, and
+// for square sizes also kernel. FP8 and INT8 run transposed-A ("_tn"), the layout cuBLASLt
+// requires for them. Select rows with --benchmark_filter; unsupported precisions are skipped
+// with the reason.
 #include "search_log.hpp"
 #include "verified_run.hpp"
 
@@ -16,6 +17,7 @@
 #include <gpucmp/ops/workload_shapes.hpp>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace {
@@ -27,10 +29,11 @@ void run_gemm(gpucmp::state& st, const gpucmp::gemm_problem& problem, gpucmp::al
   gpucmp_bench::verify_then_run(st, op);
 }
 
-void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choice) {
+void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choice,
+                   std::initializer_list<gpucmp::mode> modes = {gpucmp::mode::graph}) {
   const std::string provider = choice == gpucmp::algorithm_choice::search ? "cublaslt" : "cublaslt_heuristic";
   gpucmp::register_benchmark("gemm/" + provider + "/" + gpucmp::to_string(p.dtype) + "/" + p.shape_name(),
-                             [p, choice](gpucmp::state& st) { run_gemm(st, p, choice); }, {gpucmp::mode::graph});
+                             [p, choice](gpucmp::state& st) { run_gemm(st, p, choice); }, modes);
 }
 
 const bool registered = [] {
@@ -46,8 +49,10 @@ const bool registered = [] {
       p.m = p.n = p.k = n;
       p.transpose_a = tn;
       p.dtype = t;
-      register_gemm(p, gpucmp::algorithm_choice::search);
-      register_gemm(p, gpucmp::algorithm_choice::heuristic);
+      // Square sizes also in kernel mode: --gpucmp_kernels_out then names the kernel each
+      // algorithm runs (cuBLASLt's ids do not say the tile; the kernel's name does).
+      register_gemm(p, gpucmp::algorithm_choice::search, {gpucmp::mode::graph, gpucmp::mode::kernel});
+      register_gemm(p, gpucmp::algorithm_choice::heuristic, {gpucmp::mode::graph, gpucmp::mode::kernel});
     }
   }
   for (gemm_dtype t : {gemm_dtype::fp64, gemm_dtype::fp32, gemm_dtype::tf32, gemm_dtype::fp16, gemm_dtype::bf16}) {

@@ -85,15 +85,17 @@ def torch_rows(paths):
 
 
 def torch_calls(path):
-    """{key: "algo N, A type x B type, workspace limit W"} from torch_gemm_calls.py's log lines:
-    the algorithm id cuBLASLt's heuristic returned to PyTorch (it asks for one) and the
-    operand types it passed. {} when the file is absent (the gemm part did not run)."""
+    """{key: {"call": "algo N, A type x B type, workspace limit W", "kernels": [names]}} from
+    torch_gemm_calls.py's lines: the algorithm id cuBLASLt's heuristic returned to PyTorch (it
+    asks for one), the operand types it passed, and the kernels the call launched (profiler).
+    {} when the file is absent (the gemm part did not run)."""
     if not path or not os.path.exists(path):
         return {}
     doc = load(path)
     calls = {}
     for key, lines in (doc or {}).items():
         algo = types = limit = None
+        kernels = [line[len("kernel: "):] for line in lines if line.startswith("kernel: ")]
         for line in lines:
             if "heuristicResults=[" in line and algo is None:
                 algo = line.split("heuristicResults=[", 1)[1].split("]")[0].split(",")[0].strip()
@@ -108,8 +110,25 @@ def torch_calls(path):
             parts.append(types)
         if limit is not None:
             parts.append(f"workspace limit {limit >> 20} MiB" if limit >= 1 << 20 else f"workspace limit {limit} B")
-        calls[key] = ", ".join(parts)
+        calls[key] = {"call": ", ".join(parts), "kernels": kernels}
     return calls
+
+
+def gpucmp_kernels(path):
+    """{(provider, key): [kernel names, most time first]} from gemm_sweep's
+    --gpucmp_kernels_out file (kernel-mode breakdowns); {} when absent."""
+    if not path or not os.path.exists(path):
+        return {}
+    doc = load(path)
+    out = {}
+    for entry in (doc or {}).get("breakdowns", []):
+        parts = entry["benchmark"].split("/")
+        if len(parts) < 4 or parts[0] != "gemm":
+            continue
+        key = "/".join([parts[0], parts[2], parts[3]])  # gemm/<dtype>/<shape>
+        names = [k["name"] for k in sorted(entry["kernels"], key=lambda k: -k.get("total_s", 0)) if k.get("kind") == "kernel"]
+        out[(parts[1], key)] = names
+    return out
 
 
 def geomean(values):
@@ -123,6 +142,7 @@ def main():
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-json", required=True)
     p.add_argument("--torch-calls", help="torch_gemm_calls.py's output: PyTorch's cuBLASLt call per 8192^3 GEMM")
+    p.add_argument("--gpucmp-kernels", help="gemm_sweep's --gpucmp_kernels_out file: the kernels gpucmp's rows ran")
     p.add_argument("--parts", default="gemm,deepbench,conv,copy",
                    help="the parts that ran (run-ops-comparison.sh's GPUCMP_COMPARISON_PARTS); the others are left out")
     args = p.parse_args()
@@ -210,14 +230,35 @@ def main():
             gain = f"{h[0] / m[0]:.3f}" if m else "–"
             search_us = f"{m[0]*1e6:.1f}" if m else "–"
             table.append(f"| {key.split('/', 1)[1]} | {h[0]*1e6:.1f} | {theirs['seconds']*1e6:.1f} | {ratio:.3f} | {search_us} | "
-                      f"{gain} | {h[1].split(';')[0]} | {logged.get(key, 'not logged')} |")
+                         f"{gain} | {h[1].split(';')[0]} | {logged.get(key, {}).get('call', 'not logged')} |")
             control.append({"key": key, "gpucmp_heuristic_s": h[0], "torch_s": theirs["seconds"], "ratio": ratio,
                             "gpucmp_search_s": m[0] if m else None, "algorithm": h[1].split(";")[0],
-                            "torch_call": logged.get(key)})
+                            "torch_call": logged.get(key, {}).get("call")})
         if control:  # runs before the heuristic rows were registered have none
             g = geomean([r["ratio"] for r in control])
             md.extend(table + ["", f"Geometric mean of the ratios: **{g:.3f}** over {len(control)} rows.", ""])
             out["sections"]["GEMM 8192^3 heuristic control"] = {"rows": control, "geomean": g}
+        # Which kernels ran: PyTorch's (profiler) and gpucmp's (kernel mode), by name.
+        ran = gpucmp_kernels(args.gpucmp_kernels)
+        named = []
+        for key in [f"gemm/{t}/8192x8192x8192" for t in big] + [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")]:
+            theirs_k = logged.get(key, {}).get("kernels", [])
+            heur_k, search_k = ran.get(("cublaslt_heuristic", key), []), ran.get(("cublaslt", key), [])
+            if not theirs_k and not heur_k and not search_k:
+                continue
+            fmt = lambda names: "<br>".join(f"`{n}`" for n in names) if names else "–"
+            same = lambda names: "–" if not names or not theirs_k else ("yes" if names == theirs_k else "no")
+            named.append(f"| {key.split('/', 1)[1]} | {fmt(theirs_k)} | {fmt(heur_k)} | {same(heur_k)} | {fmt(search_k)} | "
+                         f"{same(search_k)} |")
+            out.setdefault("kernels", []).append({"key": key, "torch": theirs_k, "gpucmp_heuristic": heur_k,
+                                                  "gpucmp_search": search_k})
+        if named:
+            md.extend(["## GEMM 8192^3: the kernels each side ran", "",
+                       "PyTorch's from torch.profiler (torch_gemm_calls.py), gpucmp's from its kernel mode "
+                       "(`--gpucmp_kernels_out`; the search runs again in that process and may choose differently "
+                       "than in the timed rounds).", "",
+                       "| shape | PyTorch | gpucmp heuristic | same as PyTorch | gpucmp search | same as PyTorch |",
+                       "|---|---|---|---|---|---|"] + named + [""])
     deep = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560_tn", "35x8457x2560",
             "7680x128x2560", "3072x128x1024_tn", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
     if "deepbench" in parts:

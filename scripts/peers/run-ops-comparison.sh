@@ -31,6 +31,7 @@ run() {  # name, binary, calls per sample, filter, [more flags]
   "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
 }
+large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192(_tn)?'
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
 parts=${GPUCMP_COMPARISON_PARTS:-gemm,deepbench,conv,copy}
 part() { [[ ",$parts," == *",$1,"* ]]; }
@@ -43,12 +44,17 @@ gpucmp_round() {  # round number
     gemm_providers='cublaslt' conv_providers='cudnn'
     bandwidth='^copy/(kernel|cudaMemcpyAsync_d2d)/none/(1073741824|4294967296)/hot/'
   fi
-  # 8192^3 in the compared precisions, searched and the heuristic's first choice (PyTorch's
-  # choice too: the same kernel on both sides, a control for the run's noise); DeepBench
-  # shapes in FP16 and TF32.
+  # 8192^3 in the compared precisions, searched and the heuristic's first choice (PyTorch's way
+  # of choosing: a control of what the two harnesses do to one algorithm); DeepBench shapes in
+  # FP16 and TF32.
   if part gemm; then
-    run "gemm_$1" gemm_sweep "$large_gemm_calls" '^gemm/cublaslt(_heuristic)?/(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192' \
+    run "gemm_$1" gemm_sweep "$large_gemm_calls" "^gemm/cublaslt(_heuristic)?/$large_gemms/graph" \
       --gpucmp_cooldown_s="$large_gemm_cooldown"
+    if (($1 == 1)); then  # which kernel each algorithm runs (kernel mode's names), once
+      "$build_dir/benchmarks/gemm_sweep" --benchmark_filter="^gemm/cublaslt(_heuristic)?/$large_gemms/kernel" \
+        --gpucmp_kernels_out="$out_dir/gemm_kernels.json" > "$out_dir/gemm_kernels.txt" 2>&1 ||
+        { echo "run-ops-comparison: gemm kernel names failed"; status=1; }
+    fi
     gpucmp_files+=("$out_dir/gemm_$1.json")
   fi
   if part deepbench; then
@@ -89,6 +95,7 @@ torch_files=()
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then gpucmp_round "$r"; torch_round "$r"; else torch_round "$r"; gpucmp_round "$r"; fi
 done
-python3 "$here/compare-ops.py" --parts "$parts" --torch-calls "$out_dir/torch_gemm_calls.json" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
+python3 "$here/compare-ops.py" --parts "$parts" --torch-calls "$out_dir/torch_gemm_calls.json" \
+  --gpucmp-kernels "$out_dir/gemm_kernels.json" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
   --out-md "$out_dir/ops_vs_pytorch.md" --out-json "$out_dir/ops_vs_pytorch.json" || status=1
 exit $status

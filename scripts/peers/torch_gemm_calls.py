@@ -5,13 +5,14 @@
 
 Runs each operation of torch_ops.py's "gemm" part once, each in its own process with
 cuBLASLt's API log (CUBLASLT_LOG_LEVEL=5) and cuBLAS's (CUBLAS_LOGINFO_DBG=1) on, and keeps
-the matmul lines: operand types, layouts, compute type, workspace and, where cuBLASLt logs
-it, the algorithm. The table then shows whether both sides ran the same call, the same
-kernel, or not. Without this the FP8 E5M2 row compared A=E5M2 x B=E4M3 (gpucmp) with
-whatever operand order PyTorch passes on.
+the matmul lines: operand types, layouts, compute type, workspace and the algorithm id the
+heuristic returned; then runs the call once more under torch.profiler for the names of the
+kernels it launches (the id does not say the tile; the kernel's name does). The table then
+shows whether both sides ran the same call and the same kernel. Without this the FP8 E5M2
+row compared A=E5M2 x B=E4M3 (gpucmp) with PyTorch's opposite operand order.
 
 Usage: torch_gemm_calls.py --out torch_gemm_calls.json
-Writes {"<key>": ["log line", ...]}; keys match compare-ops.py's.
+Writes {"<key>": ["log line", ..., "kernel: <name>", ...]}; keys match compare-ops.py's.
 """
 import argparse
 import json
@@ -39,6 +40,18 @@ def run_one(key):
         fn = torch_ops.gemm_call(SIZE, SIZE, SIZE, False, False, dtype)
     fn()
     torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names = []
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA and not event.name.startswith(("Memcpy", "Memset")):
+            if event.name not in names:
+                names.append(event.name)
+    for name in names:
+        print("kernel: " + name)
 
 
 def main():
@@ -63,7 +76,7 @@ def main():
             if child.returncode != 0:
                 print(f"torch_gemm_calls: {key}: {child.stderr.strip()[-500:]}", file=sys.stderr)
                 status = 1
-            lines = []
+            lines = [line for line in child.stdout.splitlines() if line.startswith("kernel: ")]
             for path in (blas_log, lt_log):
                 if os.path.exists(path):
                     with open(path, errors="replace") as f:

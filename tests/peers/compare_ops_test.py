@@ -110,9 +110,16 @@ with tempfile.TemporaryDirectory() as d:
         "[2026-11-30 10:50:09][cublasLt][917][Api][cublasLtMatmulAlgoGetHeuristic] Adesc=[type=R_8F_E5M2 rows=8192 "
         "cols=8192 ld=8192] Bdesc=[type=R_8F_E4M3 rows=8192 cols=8192 ld=8192] preference=[maxWavesCount=0.0 "
         "maxWorkspaceSizeinBytes=1048576] computeDesc=[computeType=COMPUTE_32F]",
-        "[2026-11-30 10:50:09][cublasLt][917][Info][cublasLtMatmulAlgoGetHeuristic]  heuristicResults=[66]"]})
-    run = subprocess.run([sys.executable, script, "--parts", "gemm", "--torch-calls", calls, "--gpucmp", gh, "--torch", th,
-                          "--out-md", md, "--out-json", js], capture_output=True, text=True)
+        "[2026-11-30 10:50:09][cublasLt][917][Info][cublasLtMatmulAlgoGetHeuristic]  heuristicResults=[66]",
+        "kernel: sm90_gemm_tile256x128_cluster2x1"]})
+    kernels = write("kernels.json", {"gpucmp_version": "x", "breakdowns": [
+        {"benchmark": "gemm/cublaslt_heuristic/fp8_e5m2/8192x8192x8192_tn/kernel", "kernels": [
+            {"name": "[memset]", "kind": "memset", "total_s": 1.0},
+            {"name": "sm90_gemm_tile256x128_cluster2x1", "kind": "kernel", "total_s": 0.5}]},
+        {"benchmark": "gemm/cublaslt/fp8_e5m2/8192x8192x8192_tn/kernel", "kernels": [
+            {"name": "sm90_gemm_tile128x256_cluster1x2", "kind": "kernel", "total_s": 0.5}]}]})
+    run = subprocess.run([sys.executable, script, "--parts", "gemm", "--torch-calls", calls, "--gpucmp-kernels", kernels,
+                          "--gpucmp", gh, "--torch", th, "--out-md", md, "--out-json", js], capture_output=True, text=True)
     text = open(md).read()
     control = json.load(open(js))["sections"].get("GEMM 8192^3 heuristic control", {}).get("rows", [])
     expect(len(control) == 1 and abs(control[0]["ratio"] - 1.01) < 1e-9, f"control ratio 909 / 900, got {control}")
@@ -120,6 +127,9 @@ with tempfile.TemporaryDirectory() as d:
            "the control row: heuristic, PyTorch, ratio, search, heuristic / search")
     expect("algo 66, A R_8F_E5M2 x B R_8F_E4M3, workspace limit 1 MiB" in text, "PyTorch's logged call is shown")
     expect("Before each 8192^3 row both sides idle 2 s" in text, "the header names the cool-down")
+    expect("| fp8_e5m2/8192x8192x8192_tn | `sm90_gemm_tile256x128_cluster2x1` | `sm90_gemm_tile256x128_cluster2x1` | yes | "
+           "`sm90_gemm_tile128x256_cluster1x2` | no |" in text,
+           "the kernels table: PyTorch's and gpucmp's kernels by name, memsets left out, same or not")
     no_calls = subprocess.run([sys.executable, script, "--parts", "gemm", "--gpucmp", g1, "--torch", t1, "--out-md", md,
                                "--out-json", js], capture_output=True, text=True)
     expect("heuristic's first choice" not in open(md).read(), "no heuristic rows: no control section")
