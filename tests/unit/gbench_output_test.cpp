@@ -92,7 +92,7 @@ TEST_CASE("a malformed --gpucmp_batch is an error naming the flag", "[gbench]") 
   CHECK(take({"sweep", "--gpucmp_batch=256"}).first.batch == 256);
 }
 
-TEST_CASE("--gpucmp_cooldown_s takes idle seconds, and a bad value is an error naming the flag", "[gbench]") {
+TEST_CASE("the cool-down flag takes idle seconds, and a bad value is an error naming the flag", "[gbench]") {
   const auto [flags, rest] = take({"sweep", "--gpucmp_cooldown_s=2.5", "--benchmark_filter=gemm"});
   CHECK(flags.error.empty());
   CHECK(flags.cooldown_s == 2.5);
