@@ -46,10 +46,10 @@ struct measure_options {
   // Warm-up: at least this many launches, and at least this long (whichever takes longer).
   std::size_t warmup_launches = 3;  ///< minimum warm-up launches (never behind a held stream)
   double warmup_time_s = 0.02;      ///< minimum warm-up wall time
-  /// Idle wall time before the warm-up (after the stream's earlier work has finished), so a
-  /// measurement does not inherit the power state of what ran before it. On the H200 a
-  /// power-capped GEMM measured right after its multi-second algorithm search ran 1-3 %
-  /// slower than the same kernel measured by a process that had just been idle. 0: none.
+  /// Idle wall time before the warm-up (once the device has finished its queued work), so a
+  /// measurement does not inherit the power state of what ran before it, e.g. a multi-second
+  /// algorithm search at full load on a power-capped GPU. Give a peer the same idle when
+  /// comparing with it. 0: none.
   double cooldown_s = 0;
 
   // Stopping rule: stop once min_samples and min_gpu_time_s are reached and the relative

@@ -23,9 +23,10 @@ rm -f "$GPUCMP_SEARCH_LOG"
 calls=20            # per event pair: DeepBench GEMMs and convolutions
 large_gemm_calls=10 # per event pair: 8192^3 GEMMs
 # Both sides idle this long before each 8192^3 row's warm-up, so neither inherits the power
-# state of what ran before: gpucmp's rows follow their multi-second algorithm search, and under
-# the H200's power cap the same kernel ran 1-3 % slower there than in PyTorch's rows, which
-# follow a short idle gap (GPUCMP_COMPARISON_COOLDOWN_S=0: none, as before).
+# state of what ran before: gpucmp's rows follow their multi-second algorithm search at full
+# load, PyTorch's its tensor creation and graph capture. Under the H200's power cap the same
+# cuBLASLt algorithm id read 1-3 % slower in gpucmp's rows; whether the state was the cause is
+# what this measures (GPUCMP_COMPARISON_COOLDOWN_S=0: no idle, as the runs before it).
 large_gemm_cooldown=${GPUCMP_COMPARISON_COOLDOWN_S:-2}
 run() {  # name, binary, calls per sample, filter, [more flags]
   "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \

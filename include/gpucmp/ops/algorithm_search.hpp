@@ -84,8 +84,9 @@ inline bool sustained_candidate(double once, const search_options& options) noex
 /// enough to fill options.min_batch_seconds, or options.sustained_batch_seconds when the
 /// candidate is sustained (options.sustain_*), and at least 1 and at most `cap`.
 inline int search_batch_calls(double once, const search_options& options, int cap) {
-  const double window =
-      sustained_candidate(once, options) ? std::max(options.min_batch_seconds, options.sustained_batch_seconds) : options.min_batch_seconds;
+  const double window = sustained_candidate(once, options)
+                            ? std::max(options.min_batch_seconds, options.sustained_batch_seconds)
+                            : options.min_batch_seconds;
   const double calls = std::floor(window / std::max(once, 1e-9)) + 1;
   return int(std::clamp(calls, 1.0, double(std::max(cap, 1))));
 }
