@@ -205,10 +205,10 @@ def main():
             checks.append((f"{title}: {check_name} >= {threshold:.2f}", passed, min(ratios) if check_name.startswith("each") and ratios else g))
         return ratios
 
-    big = ["fp32", "tf32", "fp16", "bf16"]
+    large_keys = ([f"gemm/{t}/8192x8192x8192" for t in ("fp32", "tf32", "fp16", "bf16")] +
+                  [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")])
     if "gemm" in parts:
-        section("GEMM 8192^3", [f"gemm/{t}/8192x8192x8192" for t in big] +
-                [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")], "TFLOP/s", 1.0, "each ratio", "cublaslt")
+        section("GEMM 8192^3", large_keys, "TFLOP/s", 1.0, "each ratio", "cublaslt")
         # Control: gpucmp running the heuristic's first choice, PyTorch's way of choosing.
         logged = torch_calls(args.torch_calls)
         table = ["## GEMM 8192^3: the heuristic's first choice, run by gpucmp (control)", "",
@@ -220,7 +220,7 @@ def main():
                  "| shape | gpucmp heuristic µs | PyTorch µs | ratio | gpucmp search µs | heuristic / search | "
                  "gpucmp heuristic algorithm | PyTorch's cuBLASLt call |", "|---|---|---|---|---|---|---|---|"]
         control = []
-        for key in [f"gemm/{t}/8192x8192x8192" for t in big] + [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")]:
+        for key in large_keys:
             h = ours.get(("cublaslt_heuristic", key, "graph"))
             m = ours.get(("cublaslt", key, "graph"))
             theirs = peer.get(key)
@@ -241,7 +241,7 @@ def main():
         # Which kernels ran: PyTorch's (profiler) and gpucmp's (kernel mode), by name.
         ran = gpucmp_kernels(args.gpucmp_kernels)
         named = []
-        for key in [f"gemm/{t}/8192x8192x8192" for t in big] + [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")]:
+        for key in large_keys:
             theirs_k = logged.get(key, {}).get("kernels", [])
             heur_k, search_k = ran.get(("cublaslt_heuristic", key), []), ran.get(("cublaslt", key), [])
             if not theirs_k and not heur_k and not search_k:
