@@ -254,8 +254,10 @@ class engine {
     } cancel{monitor};
     if (monitor != nullptr) {
       sampling.min_gpu_time_s = std::max(sampling.min_gpu_time_s, options.power_window_s);
+      if (sampling.window_s > 0) sampling.window_s = std::max(sampling.window_s, options.power_window_s);
       monitor->start();
     }
+    record.window_s = sampling.window_s;
     if (m == mode::kernel) {
       sample_kernels(launch, sampling, record, hold);
     } else {

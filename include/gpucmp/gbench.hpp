@@ -90,12 +90,27 @@ inline double& cooldown_everywhere() {
   return seconds;
 }
 
+/// --gpucmp_warmup_s=X and --gpucmp_window_s=X: every measurement warms up at least X
+/// seconds (measure_options::warmup_time_s) and samples a fixed window of X seconds of GPU
+/// time (measure_options::window_s), so a peer timed the same way times the same stretch of
+/// a GPU whose clocks drift under load. 0 = the benchmark's own setting.
+inline double& warmup_everywhere() {
+  static double seconds = 0;
+  return seconds;
+}
+inline double& window_everywhere() {
+  static double seconds = 0;
+  return seconds;
+}
+
 /// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it.
 struct gpucmp_flags {
   std::string kernels_out;  ///< --gpucmp_kernels_out=FILE
   bool power = false;       ///< --gpucmp_power
   std::size_t batch = 0;    ///< --gpucmp_batch=N
   double cooldown_s = 0;    ///< --gpucmp_cooldown_s=X
+  double warmup_s = 0;      ///< --gpucmp_warmup_s=X
+  double window_s = 0;      ///< --gpucmp_window_s=X
   std::string error;        ///< the first bad flag, named, or "" when all were good
 };
 
@@ -103,8 +118,33 @@ struct gpucmp_flags {
 /// order) and returns them; a malformed value is reported in `error`, never thrown.
 inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
   gpucmp_flags flags;
-  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=",
-                    cooldown_flag = "--gpucmp_cooldown_s=";
+  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=";
+  // The flags that take seconds, 0 to 600: where the value goes and what it means.
+  struct seconds_flag {
+    std::string prefix;
+    double* value;
+    const char* expected;
+  };
+  const seconds_flag seconds_flags[] = {
+      {"--gpucmp_cooldown_s=", &flags.cooldown_s, "idle seconds before each warm-up"},
+      {"--gpucmp_warmup_s=", &flags.warmup_s, "seconds of warm-up"},
+      {"--gpucmp_window_s=", &flags.window_s, "seconds of GPU time in each sampling window"},
+  };
+  auto take_seconds = [&](const std::string& arg) {
+    for (const auto& f : seconds_flags) {
+      if (arg.rfind(f.prefix, 0) != 0) continue;
+      const std::string value = arg.substr(f.prefix.size());
+      char* end = nullptr;
+      const double seconds = value.empty() ? -1.0 : std::strtod(value.c_str(), &end);
+      if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 600) {
+        if (flags.error.empty()) flags.error = arg + ": expected " + f.expected + ", 0 to 600";
+      } else {
+        *f.value = seconds;
+      }
+      return true;
+    }
+    return false;
+  };
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -125,15 +165,8 @@ inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
       } else {
         flags.batch = launches;
       }
-    } else if (arg.rfind(cooldown_flag, 0) == 0) {
-      const std::string value = arg.substr(cooldown_flag.size());
-      char* end = nullptr;
-      const double seconds = value.empty() ? -1.0 : std::strtod(value.c_str(), &end);
-      if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 600) {
-        if (flags.error.empty()) flags.error = arg + ": expected idle seconds before each warm-up, 0 to 600";
-      } else {
-        flags.cooldown_s = seconds;
-      }
+    } else if (take_seconds(arg)) {
+      // taken (or named in flags.error)
     } else {
       argv[kept++] = argv[i];
     }
@@ -184,6 +217,8 @@ class state {
     if (detail::power_everywhere()) m_options.power = true;
     if (detail::batch_everywhere() > 0) m_options.batch = detail::batch_everywhere();
     if (detail::cooldown_everywhere() > 0) m_options.cooldown_s = detail::cooldown_everywhere();
+    if (detail::warmup_everywhere() > 0) m_options.warmup_time_s = detail::warmup_everywhere();
+    if (detail::window_everywhere() > 0) m_options.window_s = detail::window_everywhere();
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -274,6 +309,10 @@ class state {
     c["samples"] = static_cast<double>(r.gpu.count);
     c["batch"] = static_cast<double>(r.batch);
     if (r.cooldown_s > 0) c["cooldown_s"] = r.cooldown_s;
+    if (r.window_s > 0) {  // a fixed window is compared with a peer timed alike: say how
+      c["window_s"] = r.window_s;
+      c["warmup_s"] = r.warmup_wall_s;
+    }
     std::string label;
     if (!m_work.empty()) {
       const rates at = rates_for(m_work, r.gpu.median);
@@ -617,6 +656,8 @@ inline bool write_kernel_breakdowns(const std::string& path) {
 /// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
 /// energy and perf/W for every benchmark, --gpucmp_batch=N, which times N launches per
 /// sample everywhere, --gpucmp_cooldown_s=X, which idles X seconds before every warm-up,
+/// --gpucmp_warmup_s=X and --gpucmp_window_s=X, which fix every warm-up's minimum time and
+/// every sampling window (GPU seconds),
 /// and --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown
 /// as JSON), adds the context, runs the registered benchmarks and returns an exit_status (77
 /// when there is no CUDA device).
@@ -629,6 +670,8 @@ inline int benchmark_main(int argc, char** argv) {
   detail::power_everywhere() = flags.power;
   detail::batch_everywhere() = flags.batch;
   detail::cooldown_everywhere() = flags.cooldown_s;
+  detail::warmup_everywhere() = flags.warmup_s;
+  detail::window_everywhere() = flags.window_s;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();

@@ -59,6 +59,12 @@ struct measure_options {
   double min_gpu_time_s = 0.1;       ///< minimum total GPU time measured
   double target_noise = 0.005;       ///< target relative noise (stddev / mean), 0.5 %
   double max_wall_time_s = 15.0;     ///< wall-clock cap for the sampling loop
+  /// A fixed sampling window instead of the noise rule: stop at the first sample by which
+  /// min_samples are taken and this much GPU time is measured, whatever the noise. Under a
+  /// power cap a long GEMM slows for seconds after the load begins (clocks fall as the chip
+  /// heats), so two harnesses compared on such a GPU must time the same stretch of it: the
+  /// same warm-up time and the same window. 0: the noise rule.
+  double window_s = 0;
 
   /// Name shown on the NVTX range around the measurement (the adapter uses the benchmark's name).
   std::string name;
@@ -89,6 +95,7 @@ struct measure_options {
     auto finite_nonneg = [](double v) { return std::isfinite(v) && v >= 0.0; };
     require(finite_nonneg(warmup_time_s), "warmup_time_s must be finite and >= 0");
     require(finite_nonneg(cooldown_s) && cooldown_s <= 600.0, "cooldown_s must be finite, >= 0 and <= 600");
+    require(finite_nonneg(window_s) && window_s <= 600.0, "window_s must be finite, >= 0 and <= 600");
     require(min_samples >= 1, "min_samples must be >= 1");
     require(max_samples >= min_samples, "max_samples must be >= min_samples");
     require(finite_nonneg(min_gpu_time_s), "min_gpu_time_s must be finite and >= 0");

@@ -21,15 +21,17 @@ enum class stop_reason {
   noise_plateau,  ///< minimums met; noise above target but no longer falling (irreducible)
   wall_time_cap,  ///< max_wall_time_s reached
   max_samples,    ///< max_samples reached
+  fixed_window,   ///< min_samples taken and window_s of GPU time measured (noise not consulted)
 };
 
-/// "converged", "noise_plateau", "wall_time_cap", "max_samples".
+/// "converged", "noise_plateau", "wall_time_cap", "max_samples", "fixed_window".
 inline const char* to_string(stop_reason r) noexcept {
   switch (r) {
     case stop_reason::converged: return "converged";
     case stop_reason::noise_plateau: return "noise_plateau";
     case stop_reason::wall_time_cap: return "wall_time_cap";
     case stop_reason::max_samples: return "max_samples";
+    case stop_reason::fixed_window: return "fixed_window";
   }
   return "unknown";
 }
@@ -69,6 +71,10 @@ class stopping_rule {
   std::optional<stop_reason> check(double wall_elapsed_s) const {
     if (m_count >= m_options.max_samples) return stop_reason::max_samples;
     if (m_count >= 1 && wall_elapsed_s >= m_options.max_wall_time_s) return stop_reason::wall_time_cap;
+    if (m_options.window_s > 0) {
+      if (m_count >= m_options.min_samples && m_gpu_time_s >= m_options.window_s) return stop_reason::fixed_window;
+      return std::nullopt;
+    }
     if (m_count < m_options.min_samples || m_gpu_time_s < m_options.min_gpu_time_s) return std::nullopt;
     const double noise = relative_noise();
     if (noise <= m_options.target_noise) return stop_reason::converged;

@@ -5,6 +5,9 @@
 
 #include <gpucmp/buffer.hpp>
 #include <gpucmp/engine.hpp>
+#include <gpucmp/stream.hpp>
+
+#include <chrono>
 
 #include <cstddef>
 
@@ -104,4 +107,47 @@ TEST_CASE("the stopping rule ends a steady measurement by convergence", "[gpu][e
   CHECK(r.noise_target_met);
   CHECK(r.warnings.empty());
   CHECK(r.gpu.mean * static_cast<double>(r.launches) >= 0.1 * 0.999);
+}
+
+TEST_CASE("a cool-down waits for earlier work, then idles before the warm-up", "[gpu][engine][modes]") {
+  gpucmp::engine eng;
+  gpucmp::measure_options o;
+  o.cooldown_s = 0.2;
+  o.warmup_launches = 3;
+  o.warmup_time_s = 0;
+  o.min_gpu_time_s = 0.01;
+  // 0.3 s of work on another stream: "idle" must begin only after it has finished.
+  const gpucmp::stream other;
+  gpucmp_test::launch_spin(other.get(), 0.3);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 20e-6); }, gpucmp::mode::hot, o);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("measure took " << elapsed << " s");
+  CHECK(r.ok());
+  CHECK(r.cooldown_s == 0.2);
+  CHECK(elapsed >= 0.3 + 0.2 - 0.01);  // the earlier work's time plus the idle, not either alone
+  // Without a cool-down the record says so and the measurement does not idle.
+  o.cooldown_s = 0;
+  const auto start_plain = std::chrono::steady_clock::now();
+  const auto plain = eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 20e-6); }, gpucmp::mode::hot, o);
+  const double plain_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_plain).count();
+  CHECK(plain.cooldown_s == 0);
+  CHECK(plain_s < elapsed - 0.15);
+}
+
+TEST_CASE("a fixed window samples that much GPU time, whatever the noise", "[gpu][engine][modes]") {
+  gpucmp::engine eng;
+  gpucmp::measure_options o;
+  o.window_s = 0.1;
+  o.batch = 5;               // 5 ms samples of 1 ms spins: the window needs about 20
+  o.target_noise = 1e-9;     // the noise rule alone would never stop
+  o.max_wall_time_s = 10;
+  const auto r = eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 1e-3); }, gpucmp::mode::graph, o);
+  const double measured_s = r.gpu.mean * static_cast<double>(r.launches);
+  INFO("samples " << r.gpu.count << ", measured " << measured_s << " s, stopped by " << gpucmp::to_string(r.stopped_by));
+  CHECK(r.ok());
+  CHECK(r.stopped_by == gpucmp::stop_reason::fixed_window);
+  CHECK(r.window_s == 0.1);
+  CHECK(measured_s >= 0.1 * 0.999);
+  CHECK(measured_s < 0.1 + 1.5 * 5e-3);  // stops at the first sample past the window
 }

@@ -107,3 +107,18 @@ TEST_CASE("the cool-down flag takes idle seconds, and a bad value is an error na
     CHECK(taken.second.size() == 1);
   }
 }
+
+TEST_CASE("the warm-up and window flags take seconds, and a bad value names its flag", "[gbench]") {
+  const auto [flags, rest] = take({"sweep", "--gpucmp_warmup_s=1", "--gpucmp_window_s=0.75", "--benchmark_filter=gemm"});
+  CHECK(flags.error.empty());
+  CHECK(flags.warmup_s == 1);
+  CHECK(flags.window_s == 0.75);
+  CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=gemm"});
+  CHECK(take({"sweep"}).first.warmup_s == 0);
+  CHECK(take({"sweep"}).first.window_s == 0);
+  CHECK(take({"sweep", "--gpucmp_warmup_s=x"}).first.error == "--gpucmp_warmup_s=x: expected seconds of warm-up, 0 to 600");
+  const auto bad_window = take({"sweep", "--gpucmp_window_s=-2", "--gpucmp_cooldown_s=1"});
+  CHECK(bad_window.first.error == "--gpucmp_window_s=-2: expected seconds of GPU time in each sampling window, 0 to 600");
+  CHECK(bad_window.first.window_s == 0);
+  CHECK(bad_window.first.cooldown_s == 1);  // the good flag next to it is still taken
+}

@@ -21,6 +21,8 @@ TEST_CASE("each invalid option is named in the error", "[options]") {
       {"warmup_time_s", [](auto& o) { o.warmup_time_s = -1; }},
       {"cooldown_s", [](auto& o) { o.cooldown_s = -0.5; }},
       {"cooldown_s", [](auto& o) { o.cooldown_s = 3600; }},
+      {"window_s", [](auto& o) { o.window_s = -1; }},
+      {"window_s", [&](auto& o) { o.window_s = nan; }},
       {"min_samples", [](auto& o) { o.min_samples = 0; }},
       {"max_samples", [](auto& o) { o.max_samples = o.min_samples - 1; }},
       {"min_gpu_time_s", [&](auto& o) { o.min_gpu_time_s = nan; }},

@@ -84,6 +84,40 @@ TEST_CASE("max_samples caps sampling", "[stopping]") {
   CHECK(n == 7);
 }
 
+TEST_CASE("a fixed window stops once its GPU time is measured, whatever the noise", "[stopping]") {
+  auto o = fast_options();
+  o.window_s = 1.0 / 64;  // 2^-6 s of 2^-10 s samples: 16 samples, more than min_samples
+  {
+    gpucmp::stopping_rule rule(o);
+    // Steady samples converge by the noise rule at 10; the window still wants its 16.
+    const auto [reason, n] = run_until_stop(rule, [](std::size_t) { return 1.0 / 1024; });
+    CHECK(reason == gpucmp::stop_reason::fixed_window);
+    CHECK(n == 16);
+  }
+  {
+    gpucmp::stopping_rule rule(o);
+    // +-50 % noise never converges, and a plateau is not waited for either.
+    const auto [reason, n] = run_until_stop(rule, [](std::size_t i) { return i % 2 ? 1.5 / 1024 : 0.5 / 1024; });
+    CHECK(reason == gpucmp::stop_reason::fixed_window);
+    CHECK(n == 16);
+  }
+  {
+    // Long samples: min_samples still binds after the window is full.
+    o.window_s = 1.0 / 1024;
+    gpucmp::stopping_rule rule(o);
+    const auto [reason, n] = run_until_stop(rule, [](std::size_t) { return 1.0 / 256; });
+    CHECK(reason == gpucmp::stop_reason::fixed_window);
+    CHECK(n == 10);
+  }
+  {
+    // The caps still apply.
+    o.window_s = 1;
+    o.max_samples = 12;
+    gpucmp::stopping_rule rule(o);
+    CHECK(run_until_stop(rule, [](std::size_t) { return 1e-6; }).first == gpucmp::stop_reason::max_samples);
+  }
+}
+
 TEST_CASE("the stopping rule validates its options", "[stopping]") {
   auto o = fast_options();
   o.target_noise = 0;
@@ -95,4 +129,5 @@ TEST_CASE("stop reasons have stable names", "[stopping]") {
   CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::noise_plateau)) == "noise_plateau");
   CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::wall_time_cap)) == "wall_time_cap");
   CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::max_samples)) == "max_samples");
+  CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::fixed_window)) == "fixed_window");
 }
