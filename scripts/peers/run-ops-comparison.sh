@@ -22,12 +22,16 @@ rm -f "$GPUCMP_SEARCH_LOG"
 # their median landed on either side; PyTorch's 9 ms samples did not.
 calls=20            # per event pair: DeepBench GEMMs and convolutions
 large_gemm_calls=10 # per event pair: 8192^3 GEMMs
-# Both sides idle this long before each 8192^3 row's warm-up, so neither inherits the power
-# state of what ran before: gpucmp's rows follow their multi-second algorithm search at full
-# load, PyTorch's its tensor creation and graph capture. Under the H200's power cap the same
-# cuBLASLt algorithm id read 1-3 % slower in gpucmp's rows; whether the state was the cause is
-# what this measures (GPUCMP_COMPARISON_COOLDOWN_S=0: no idle, as the runs before it).
+# The 8192^3 rows are timed alike on both sides: idle this long first (neither inherits the
+# power state of what ran before: gpucmp's rows follow a multi-second algorithm search at
+# full load), then this much warm-up, then a fixed window of this much GPU time (at least 10
+# samples). Under the H200's power cap one kernel's time per call rises 3-5 % over the first
+# seconds of load (scripts/peers/sustained_timeline.py), so two sides that time different
+# stretches of it disagree about the same kernel: the first 0.2 s (what PyTorch's side timed
+# before) read 1-3 % faster than the next 0.8 s (where gpucmp's noise rule stopped).
 large_gemm_cooldown=${GPUCMP_COMPARISON_COOLDOWN_S:-2}
+large_gemm_warmup=${GPUCMP_COMPARISON_WARMUP_S:-1}
+large_gemm_window=${GPUCMP_COMPARISON_WINDOW_S:-1}
 run() {  # name, binary, calls per sample, filter, [more flags]
   "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
@@ -50,7 +54,7 @@ gpucmp_round() {  # round number
   # FP16 and TF32.
   if part gemm; then
     run "gemm_$1" gemm_sweep "$large_gemm_calls" "^gemm/cublaslt(_heuristic)?/$large_gemms/graph" \
-      --gpucmp_cooldown_s="$large_gemm_cooldown"
+      --gpucmp_cooldown_s="$large_gemm_cooldown" --gpucmp_warmup_s="$large_gemm_warmup" --gpucmp_window_s="$large_gemm_window"
     if (($1 == 1)); then  # which kernel each algorithm runs (kernel mode's names), once
       "$build_dir/benchmarks/gemm_sweep" --benchmark_filter="^gemm/cublaslt(_heuristic)?/$large_gemms/kernel" \
         --gpucmp_kernels_out="$out_dir/gemm_kernels.json" > "$out_dir/gemm_kernels.txt" 2>&1 ||
@@ -76,7 +80,8 @@ gpucmp_round() {  # round number
 }
 torch_round() {  # round number
   python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
-    --large-gemm-cooldown "$large_gemm_cooldown" --out "$out_dir/torch_ops_$1.json" \
+    --large-gemm-cooldown "$large_gemm_cooldown" --large-gemm-warmup "$large_gemm_warmup" \
+    --large-gemm-window "$large_gemm_window" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_ops_$1.json")

@@ -15,6 +15,7 @@ Writes a list of rows: {"key", "seconds", "flops", "bytes"}; keys match compare-
 """
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -55,9 +56,12 @@ def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02, coo
     """Median seconds per call of fn(), replayed `calls` per event pair from a CUDA graph.
 
     Like gpucmp's engine: `cooldown_seconds` idle once the GPU has finished everything before
-    (gpucmp's --gpucmp_cooldown_s), at least `warmup_seconds` of warm-up replays, then at least
-    `repetitions` timed replays and `min_seconds` of timed GPU time, so both sides run long
-    enough to reach the same sustained clocks (a 30 ms burst reads faster than 0.1 s of work).
+    (gpucmp's --gpucmp_cooldown_s), at least `warmup_seconds` of warm-up replays (its
+    --gpucmp_warmup_s), then timed replays until at least `repetitions` are taken and
+    `min_seconds` of GPU time measured, and no more: with `repetitions` = gpucmp's min_samples
+    (10) and `min_seconds` = its --gpucmp_window_s both sides time the same stretch of a GPU
+    whose clocks fall for seconds under load (a 30 ms burst reads faster than 0.1 s of work,
+    and 0.2 s faster than 2 s under the H200's power cap).
     """
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -106,6 +110,9 @@ def gemm_operands(m, n, k, ta, tb, dtype):
     return x, y
 
 
+# gpucmp's measure_options::min_samples: a fixed window never has fewer samples than this.
+GPUCMP_MIN_SAMPLES = 10
+
 GEMM_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -123,12 +130,13 @@ def gemm_call(m, n, k, ta, tb, dtype_name):
     return lambda: torch.matmul(x, y, out=out)
 
 
-def gemm_rows(shapes, dtypes, calls, repetitions, cooldown=0.0):
+def gemm_rows(shapes, dtypes, calls, repetitions, **timing):
+    """Rows for each dtype and shape; `timing`: time_graph's keywords (cool-down, warm-up, window)."""
     rows = []
     for dtype_name in dtypes:
         for m, n, k, ta, tb in shapes:
             fn = gemm_call(m, n, k, ta, tb, dtype_name)
-            seconds = time_graph(fn, calls, repetitions, cooldown_seconds=cooldown)
+            seconds = time_graph(fn, calls, repetitions, **timing)
             rows.append({"key": f"gemm/{dtype_name}/{gemm_shape_name(m, n, k, ta, tb)}", "seconds": seconds,
                          "flops": 2.0 * m * n * k})
             del fn
@@ -150,11 +158,11 @@ def fp8_call(size, name):
     return lambda: torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
 
 
-def fp8_rows(size, calls, repetitions, cooldown=0.0):
+def fp8_rows(size, calls, repetitions, **timing):
     rows = []
     for name in ("fp8_e4m3", "fp8_e5m2"):
         try:
-            seconds = time_graph(fp8_call(size, name), calls, repetitions, cooldown_seconds=cooldown)
+            seconds = time_graph(fp8_call(size, name), calls, repetitions, **timing)
         except RuntimeError as e:  # e.g. this operand pair not offered by this PyTorch
             print(f"torch_ops: {name}: {e}", file=sys.stderr)
             continue
@@ -205,7 +213,23 @@ def main():
     parser.add_argument("--repetitions", type=int, default=20, help="timed replays")
     parser.add_argument("--large-gemm-cooldown", type=float, default=0.0,
                         help="idle seconds before each 8192^3 row's warm-up (gpucmp's --gpucmp_cooldown_s)")
+    parser.add_argument("--large-gemm-warmup", type=float, default=0.0,
+                        help="seconds of warm-up of each 8192^3 row (gpucmp's --gpucmp_warmup_s); 0: 20 ms")
+    parser.add_argument("--large-gemm-window", type=float, default=0.0,
+                        help="seconds of GPU time each 8192^3 row times, at least 10 replays (gpucmp's "
+                             "--gpucmp_window_s and min_samples); 0: at least --repetitions replays and 0.1 s")
     args = parser.parse_args()
+    for flag in ("large_gemm_cooldown", "large_gemm_warmup", "large_gemm_window"):
+        value = getattr(args, flag)
+        if not (math.isfinite(value) and 0 <= value <= 600):
+            parser.error(f"--{flag.replace('_', '-')} {value}: expected seconds, 0 to 600")
+    large = {"cooldown_seconds": args.large_gemm_cooldown}
+    large_repetitions = args.repetitions
+    if args.large_gemm_warmup > 0:
+        large["warmup_seconds"] = args.large_gemm_warmup
+    if args.large_gemm_window > 0:
+        large["min_seconds"] = args.large_gemm_window
+        large_repetitions = GPUCMP_MIN_SAMPLES
     if not torch.cuda.is_available():
         print("torch_ops: no CUDA device", file=sys.stderr)
         return 77
@@ -213,8 +237,8 @@ def main():
     rows = []
     if "gemm" in only:
         rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], args.large_gemm_calls,
-                          args.repetitions, args.large_gemm_cooldown)
-        rows += fp8_rows(8192, args.large_gemm_calls, args.repetitions, args.large_gemm_cooldown)
+                          large_repetitions, **large)
+        rows += fp8_rows(8192, args.large_gemm_calls, large_repetitions, **large)
     if "deepbench" in only:
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
@@ -227,7 +251,8 @@ def main():
     meta = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
             "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls,
             "large_gemm_calls_per_replay": args.large_gemm_calls, "repetitions": args.repetitions,
-            "large_gemm_cooldown_s": args.large_gemm_cooldown}
+            "large_gemm_cooldown_s": args.large_gemm_cooldown, "large_gemm_warmup_s": args.large_gemm_warmup,
+            "large_gemm_window_s": args.large_gemm_window}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(f"torch_ops: {len(rows)} rows -> {args.out}")

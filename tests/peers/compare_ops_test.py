@@ -134,6 +134,29 @@ with tempfile.TemporaryDirectory() as d:
                                "--out-json", js], capture_output=True, text=True)
     expect("heuristic's first choice" not in open(md).read(), "no heuristic rows: no control section")
     expect("Traceback" not in no_calls.stderr, f"no probe file is not an error: {no_calls.stderr}")
+
+    # The 8192^3 rows' fixed window: named in the header when both sides used it; a table of
+    # two sides that timed different windows is marked and exits 1.
+    large = [f"{d}/8192x8192x8192" for d in ("fp32", "tf32", "fp16", "bf16")] + [
+        f"{d}/8192x8192x8192_tn" for d in ("fp8_e4m3", "fp8_e5m2")]
+
+    def windowed(window_s):
+        doc = gbench([(f"gemm/cublaslt/{k}/graph", 1000.0) for k in large])
+        for b in doc["benchmarks"]:
+            b["window_s"] = window_s
+        return doc
+    timed = torch([(f"gemm/{k}", 1010.0) for k in large])
+    timed["meta"].update(large_gemm_warmup_s=1.0, large_gemm_window_s=1.0)
+    tw = write("tw.json", timed)
+    for gpucmp_window, status in ((1.0, 0), (0.0, 1)):
+        gw = write("gw.json", windowed(gpucmp_window))
+        run = subprocess.run([sys.executable, script, "--parts", "gemm", "--gpucmp", gw, "--torch", tw, "--out-md", md,
+                              "--out-json", js], capture_output=True, text=True)
+        text = open(md).read()
+        expect(run.returncode == status, f"gpucmp window {gpucmp_window}: exit status {run.returncode}, want {status}")
+        expect("warm each 8192^3 row up for 1 s and time a fixed window of 1 s" in text, "the header names the window")
+        unlike = "8192^3 rows timed unlike: gpucmp's windows noise rule, PyTorch's 1 s" in text
+        expect(unlike == (gpucmp_window == 0), f"gpucmp window {gpucmp_window}: unlike-timing note {unlike}")
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)
