@@ -18,8 +18,9 @@
 
 namespace gpucmp_bench {
 
-/// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "timings", "failure"}]} to
-/// $GPUCMP_SEARCH_LOG ("us": the median of "timings" timings).
+/// Appends {"benchmark", "chosen", "candidates": [{"algorithm", "us", "timings", "duel_timings",
+/// "failure"}]} to $GPUCMP_SEARCH_LOG ("us": the median of the "duel_timings" sustained timings
+/// where there are any, else of the "timings" timings).
 inline void log_search(const std::string& benchmark, const std::string& chosen,
                        const std::vector<gpucmp::candidate_time>& candidates) {
   const char* path = std::getenv("GPUCMP_SEARCH_LOG");
@@ -30,7 +31,8 @@ inline void log_search(const std::string& benchmark, const std::string& chosen,
     char us[32];
     std::snprintf(us, sizeof us, "%.3f", candidates[i].seconds * 1e6);
     line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + gpucmp::detail::json_escape(candidates[i].description) + "\", \"us\": " + us +
-            ", \"timings\": " + std::to_string(candidates[i].timings) + ", \"failure\": \"" +
+            ", \"timings\": " + std::to_string(candidates[i].timings) +
+            ", \"duel_timings\": " + std::to_string(candidates[i].duel_timings) + ", \"failure\": \"" +
             gpucmp::detail::json_escape(candidates[i].failure) + "\"}";
   }
   line += "]}\n";

@@ -203,6 +203,7 @@ TEST_CASE("close contenders are timed again, interleaved, and ranked by their me
   };
   std::vector<gpucmp::candidate_time> log;
   gpucmp::search_options options;  // defaults: 2 more rounds, 10 % margin, 4 contenders
+  options.duel_contenders = 0;     // the re-timing alone (the duel has its own test)
   const gpucmp::search_choice chosen = gpucmp::choose_fastest_verified(
       4, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
       "op", options);
@@ -239,14 +240,16 @@ TEST_CASE("a candidate timed once does not beat the contenders' medians", "[ops]
   };
   std::vector<gpucmp::candidate_time> log;
   const auto describe = [](std::size_t i) { return "c" + std::to_string(i); };
+  gpucmp::search_options no_duel;
+  no_duel.duel_contenders = 0;
   const gpucmp::search_choice chosen =
-      gpucmp::choose_fastest_verified(5, describe, time, [](std::size_t) { return verified_ok(); }, log, "op");
+      gpucmp::choose_fastest_verified(5, describe, time, [](std::size_t) { return verified_ok(); }, log, "op", no_duel);
   CHECK(chosen.index == 3);
   CHECK(chosen.seconds == 0.93);
   CHECK(log[4].timings == 1);
   std::vector<gpucmp::candidate_time> log2;
   timed.clear();
-  const gpucmp::search_choice fallback = gpucmp::choose_fastest_verified(5, describe, time, verify, log2, "op");
+  const gpucmp::search_choice fallback = gpucmp::choose_fastest_verified(5, describe, time, verify, log2, "op", no_duel);
   CHECK(fallback.index == 4);
   CHECK(verified == std::vector<std::size_t>{3, 2, 0, 1, 4});  // contenders by median, then the rest
 }
@@ -263,14 +266,86 @@ TEST_CASE("refinement respects its limits and can be turned off", "[ops][search]
   gpucmp::search_options two;
   two.refine_contenders = 2;
   two.refine_rounds = 1;
+  two.duel_contenders = 0;
   gpucmp::choose_fastest_verified(6, describe, constant, ok, log, "op", two);
   CHECK(calls == std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 1, 0});
   calls.clear();
   gpucmp::search_options off;
   off.refine_rounds = 0;
+  off.duel_contenders = 0;
   const auto chosen = gpucmp::choose_fastest_verified(6, describe, constant, ok, log, "op", off);
   CHECK(calls.size() == 6);
   CHECK(chosen.index == 0);
+}
+
+TEST_CASE("the closest long candidates duel in sustained spells, and the one that holds its pace wins", "[ops][search]") {
+  // Candidate 0 is a power-hungry configuration: fastest in short timings (0.90 ms), it
+  // slows to 0.96 ms once the limiter catches up, from its fourth timing in a spell on.
+  // Candidate 1 starts at 0.91 ms and holds 0.92 ms. 2 is 5 % behind: outside the duel.
+  std::map<std::size_t, int> in_spell;
+  std::size_t last = 99;
+  std::vector<std::size_t> calls;
+  auto time = [&](std::size_t i) {
+    in_spell[i] = last == i ? in_spell[i] + 1 : 1;
+    last = i;
+    calls.push_back(i);
+    if (i == 2) return 0.95e-3;
+    if (i == 0) return in_spell[i] >= 4 ? 0.96e-3 : 0.90e-3;
+    return in_spell[i] >= 4 ? 0.92e-3 : 0.91e-3;
+  };
+  gpucmp::search_options options;
+  options.refine_rounds = 0;  // the duel alone
+  std::vector<gpucmp::candidate_time> log;
+  const auto chosen = gpucmp::choose_fastest_verified(
+      3, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
+      "op", options);
+  CHECK(chosen.index == 1);
+  CHECK(chosen.seconds == 0.92e-3);
+  // First timings, then spells of 8 in the order A B B A.
+  std::vector<std::size_t> expected = {0, 1, 2};
+  for (std::size_t who : {0, 1, 1, 0}) expected.insert(expected.end(), 8, who);
+  CHECK(calls == expected);
+  CHECK(log[0].duel_timings == 8);  // the second half of each spell
+  CHECK(log[0].seconds == 0.96e-3);
+  CHECK(log[1].duel_timings == 8);
+  CHECK(log[2].duel_timings == 0);
+  CHECK(log[2].seconds == 0.95e-3);
+  // Short calls never duel (they do not reach the power limit within a batch), nor do
+  // candidates outside the margin.
+  calls.clear();
+  auto short_call = [&](std::size_t i) {
+    calls.push_back(i);
+    return 1e-6 * (1.0 + 0.001 * double(i));
+  };
+  gpucmp::choose_fastest_verified(3, [](std::size_t i) { return "c" + std::to_string(i); }, short_call,
+                                  [](std::size_t) { return verified_ok(); }, log, "op", options);
+  CHECK(calls.size() == 3);
+  calls.clear();
+  auto far_apart = [&](std::size_t i) {
+    calls.push_back(i);
+    return 1e-3 * (1.0 + 0.05 * double(i));
+  };
+  gpucmp::choose_fastest_verified(3, [](std::size_t i) { return "c" + std::to_string(i); }, far_apart,
+                                  [](std::size_t) { return verified_ok(); }, log, "op", options);
+  CHECK(calls.size() == 3);
+}
+
+TEST_CASE("a duelist that fails drops out with its reason", "[ops][search]") {
+  int timings_of_0 = 0;
+  auto time = [&](std::size_t i) -> double {
+    if (i == 0 && ++timings_of_0 > 3) throw gpucmp::unsupported("workspace gone");
+    return i == 0 ? 1.0e-3 : 1.01e-3;
+  };
+  gpucmp::search_options options;
+  options.refine_rounds = 0;
+  std::vector<gpucmp::candidate_time> log;
+  const auto chosen = gpucmp::choose_fastest_verified(
+      2, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
+      "op", options);
+  CHECK(chosen.index == 1);
+  CHECK(log[0].failure == "unsupported: workspace gone");
+  CHECK(log[0].seconds == 0);
+  CHECK(log[1].duel_timings == 8);
 }
 
 TEST_CASE("a sustained candidate is timed in batches that span the power cap's clock swings", "[ops][search]") {

@@ -83,13 +83,14 @@ struct network_options {
   std::uint64_t input_seed = 7;                         ///< random input used by the verification
 
   /// A search of 3 short trials, no sustained warm-up: a network has dozens of shapes. No
-  /// re-timing of close contenders either: the networks' H200 results were measured without
-  /// it, and it stays off here until a run shows what it changes.
+  /// re-timing of close contenders and no sustained duel either: the networks' H200 results
+  /// were measured without them, and they stay off here until a run shows what they change.
   static search_options fast_search() {
     search_options s;
     s.trials = 3;
     s.sustain_seconds = 0;
     s.refine_rounds = 0;
+    s.duel_contenders = 0;
     return s;
   }
 };
