@@ -5,7 +5,8 @@
 # Python with PyTorch.
 #   scripts/peers/run-ops-comparison.sh BUILD_DIR OUT_DIR
 # GPUCMP_COMPARISON_PARTS (default gemm,deepbench,conv,copy) runs only the parts named, on
-# both sides, when device time is short.
+# both sides, when device time is short; GPUCMP_COMPARISON_KERNEL_NAMES=0 leaves out the
+# kernel-mode pass that names the 8192^3 kernels (about a minute).
 set -uo pipefail
 build_dir=${1:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
 out_dir=${2:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
@@ -55,7 +56,7 @@ gpucmp_round() {  # round number
   if part gemm; then
     run "gemm_$1" gemm_sweep "$large_gemm_calls" "^gemm/cublaslt(_heuristic)?/$large_gemms/graph" \
       --gpucmp_cooldown_s="$large_gemm_cooldown" --gpucmp_warmup_s="$large_gemm_warmup" --gpucmp_window_s="$large_gemm_window"
-    if (($1 == 1)); then  # which kernel each algorithm runs (kernel mode's names), once
+    if (($1 == 1)) && [[ ${GPUCMP_COMPARISON_KERNEL_NAMES:-1} != 0 ]]; then  # which kernel each algorithm runs, once
       "$build_dir/benchmarks/gemm_sweep" --benchmark_filter="^gemm/cublaslt(_heuristic)?/$large_gemms/kernel" \
         --gpucmp_kernels_out="$out_dir/gemm_kernels.json" > "$out_dir/gemm_kernels.txt" 2>&1 ||
         { echo "run-ops-comparison: gemm kernel names failed"; status=1; }
