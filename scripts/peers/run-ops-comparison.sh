@@ -29,7 +29,7 @@ large_gemm_calls=10 # per event pair: 8192^3 GEMMs
 # samples). Under the H200's power cap one kernel's time per call rises 3-5 % over the first
 # seconds of load (scripts/peers/sustained_timeline.py), so two sides that time different
 # stretches of it disagree about the same kernel: the first 0.2 s (what PyTorch's side timed
-# before) read 1-3 % faster than the next 0.8 s (where gpucmp's noise rule stopped).
+# before) read 1-3 % faster than the next 0.8 s, and gpucmp's noise rule sampled 0.8-1.7 s.
 large_gemm_cooldown=${GPUCMP_COMPARISON_COOLDOWN_S:-2}
 large_gemm_warmup=${GPUCMP_COMPARISON_WARMUP_S:-1}
 large_gemm_window=${GPUCMP_COMPARISON_WINDOW_S:-1}
