@@ -37,13 +37,7 @@ def call_for(name):
 
 def timeline(fn, calls, cooldown, seconds):
     """[(seconds since the load began, seconds per call)] of back-to-back graph replays."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    graph = torch_ops.capture_graph(fn, calls)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     time.sleep(cooldown)

@@ -52,6 +52,23 @@ def conv_shape_name(n, c, h, k, r, pad, stride):
     return f"n{n}_c{c}_h{h}_w{h}_k{k}_r{r}_s{r}_p{pad}_u{stride}"
 
 
+def capture_graph(fn, calls):
+    """A CUDA graph of `calls` back-to-back fn() calls, after three warm-up calls outside the
+    capture (cudnn.benchmark searches there)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph
+
+
 def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02, cooldown_seconds=0.0):
     """Median seconds per call of fn(), replayed `calls` per event pair from a CUDA graph.
 
@@ -63,17 +80,7 @@ def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02, coo
     whose clocks fall for seconds under load (a 30 ms burst reads faster than 0.1 s of work,
     and 0.2 s faster than 2 s under the H200's power cap).
     """
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):  # warm-up outside capture (cudnn.benchmark searches here)
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
+    graph = capture_graph(fn, calls)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     if cooldown_seconds > 0:
         torch.cuda.synchronize()
