@@ -61,8 +61,8 @@ struct measure_options {
   double max_wall_time_s = 15.0;     ///< wall-clock cap for the sampling loop
   /// A fixed sampling window instead of the noise rule: stop at the first sample by which
   /// min_samples are taken and this much GPU time is measured, whatever the noise. Under a
-  /// power cap a long GEMM slows for seconds after the load begins (clocks fall as the chip
-  /// heats), so two harnesses compared on such a GPU must time the same stretch of it: the
+  /// power cap a long GEMM slows for seconds after the load begins (the power limiter pulls
+  /// the clocks down), so two harnesses compared on such a GPU must time the same stretch of it: the
   /// same warm-up time and the same window. 0: the noise rule.
   double window_s = 0;
 

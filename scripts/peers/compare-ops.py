@@ -368,9 +368,9 @@ def main():
     peer_window = float(peer_doc["meta"].get("large_gemm_window_s", 0))
     unlike = "gemm" in parts and bool(LARGE_GEMM_WINDOWS) and LARGE_GEMM_WINDOWS != {peer_window}
     if unlike:
-        windows = ", ".join(f"{w:g} s" if w else "noise rule" for w in sorted(LARGE_GEMM_WINDOWS))
-        note = (f"8192^3 rows timed unlike: gpucmp's windows {windows}, PyTorch's "
-                f"{f'{peer_window:g} s' if peer_window else 'noise rule'}")
+        windows = ", ".join(f"{w:g} s" if w else "none (noise rule)" for w in sorted(LARGE_GEMM_WINDOWS))
+        note = (f"8192^3 rows timed unlike: gpucmp's window {windows}, PyTorch's "
+                f"{f'{peer_window:g} s' if peer_window else 'none (repetitions and 0.1 s)'}")
         md.extend(["", note])
         print(f"compare-ops: {note}", file=sys.stderr)
     out["checks"] = [{"check": n, "passed": p_, "value": v} for n, p_, v in checks]

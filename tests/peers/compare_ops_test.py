@@ -155,7 +155,7 @@ with tempfile.TemporaryDirectory() as d:
         text = open(md).read()
         expect(run.returncode == status, f"gpucmp window {gpucmp_window}: exit status {run.returncode}, want {status}")
         expect("warm each 8192^3 row up for 1 s and time a fixed window of 1 s" in text, "the header names the window")
-        unlike = "8192^3 rows timed unlike: gpucmp's windows noise rule, PyTorch's 1 s" in text
+        unlike = "8192^3 rows timed unlike: gpucmp's window none (noise rule), PyTorch's 1 s" in text
         expect(unlike == (gpucmp_window == 0), f"gpucmp window {gpucmp_window}: unlike-timing note {unlike}")
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))

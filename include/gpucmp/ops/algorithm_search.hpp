@@ -70,8 +70,9 @@ struct search_options {
   /// (up to `duel_timings` timings or `duel_spell_seconds` of wall time), twice, in the order
   /// A B B A, and ranked by the median of the second half of each spell, where the power
   /// limiter has caught up with that candidate's own draw. Short timings under a power cap
-  /// favour power-hungry configurations: the limiter lowers the clocks only after ~0.1 s, so
-  /// the slowdown a candidate causes falls on whichever runs next. On the H200 the FP8
+  /// can favour configurations that draw more power (the likely reason; per-candidate power
+  /// was not measured): the limiter lowers the clocks only after ~0.1 s, so the slowdown a
+  /// candidate causes falls on whichever runs next. On the H200 the FP8
   /// 8192^3 search chose a configuration 0.5 % ahead in 5 ms batches that then ran 2 % behind
   /// the heuristic's first choice in 1 s windows. 0 or 1 contenders: no duel.
   int duel_contenders = 2;
