@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <string>
 
 namespace {
@@ -179,6 +180,34 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
   large.k = 256;
   large.dtype = gpucmp::gemm_dtype::fp16;
   CHECK(variants(gpucmp::gemm(large, {}, s.get())) == 0);
+}
+
+TEST_CASE("a search asked for neighbours of the heuristic's first candidates times each new configuration", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  auto variants = [](const gpucmp::gemm& g) { return candidates_marked(g, "config variant"); };
+  // The settings before " ws ": algorithm, tile, stages, split-K, reduction, swizzle, custom, cluster.
+  auto settings = [](const std::string& description) { return description.substr(0, description.find(" ws ")); };
+  for (gpucmp::gemm_dtype dtype : {gpucmp::gemm_dtype::fp16, gpucmp::gemm_dtype::tf32}) {
+    gpucmp::gemm_problem p;
+    p.m = p.n = 4096;
+    p.k = 1024;
+    p.dtype = dtype;
+    INFO(gpucmp::to_string(dtype));
+    gpucmp::gemm_options on;
+    on.config_variants = true;
+    gpucmp::gemm g(p, on, s.get());
+    CHECK(variants(g) > 0);
+    std::set<std::string> seen;
+    std::size_t timed = 0;
+    for (const auto& c : g.candidates()) {
+      INFO(c.description);
+      CHECK(seen.insert(settings(c.description)).second);  // no configuration timed twice
+      if (c.description.find("config variant") != std::string::npos && c.seconds > 0) ++timed;
+    }
+    CHECK(timed > 0);
+    CHECK(g.verify(s.get()).passed());
+    CHECK(variants(gpucmp::gemm(p, {}, s.get())) == 0);  // off by default
+  }
 }
 
 TEST_CASE("misaligned operands get staged candidates that verify; aligned ones get none", "[gpu][ops][gemm]") {

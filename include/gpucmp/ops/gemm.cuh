@@ -103,6 +103,15 @@ struct gemm_options {
   /// of the heuristic's first `split_k_bases` candidates; cuBLASLt checks each variant.
   bool split_k_variants = true;
   int split_k_bases = 4;     ///< how many heuristic candidates get split-K variants
+  /// Search only: also time neighbours of the heuristic's first `config_variant_bases`
+  /// candidates that differ in one launch setting a caller may choose: the thread-block
+  /// cluster shape (those of at most 8 blocks), CTA swizzling, or the custom option (on Hopper's
+  /// nvjet kernels: which operand the cluster shares, and a scheduling variant); tile and
+  /// stages stay. cuBLASLt checks each. Off by default: at 8192^3 on the H200 (all six
+  /// precisions, 2 rounds against PyTorch) no neighbour ran faster than the heuristic's own
+  /// candidates beyond the run's noise, and each adds a timing to every search.
+  bool config_variants = false;
+  int config_variant_bases = 2;  ///< how many heuristic candidates get neighbours
   /// Search only: when a leading dimension or a row count is not a multiple of 16 bytes
   /// (staging_plan()), also time the heuristic's first `staging_candidates` for the problem
   /// padded, with those operands copied into zero-padded aligned buffers (and C copied back),
@@ -127,18 +136,20 @@ struct gemm_algorithm {
   std::size_t workspace = 0;    ///< workspace it needs
   int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
   bool split_k_variant = false; ///< the search's split-K variant of that candidate
+  bool config_variant = false;  ///< the search's neighbour of that candidate (gemm_options::config_variants)
   std::string staged;           ///< operands it copies into aligned buffers ("A, C"), or empty
   std::string staged_as;        ///< the padded extents it runs as ("5128x9124x2560"), when staging pads them
   algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
   double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
 
   /// "algo 66 tile 18 stages 8 splitk 4 red 2 swz 0 custom 0 cluster 0 ws 0 B (search: heuristic
-  /// rank 2, split-K variant)".
+  /// rank 2, split-K variant)"; a neighbour says "config variant".
   std::string describe() const {
     std::ostringstream s;
     s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
       << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
       << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << (split_k_variant ? ", split-K variant" : "")
+      << (config_variant ? ", config variant" : "")
       << (staged.empty() ? "" : ", " + staged + " staged aligned") << (staged_as.empty() ? "" : " as " + staged_as) << ")";
     return s.str();
   }
@@ -456,6 +467,7 @@ class gemm {
     std::vector<gemm_algorithm> described;
     for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
     if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
+    if (m_options.config_variants) add_config_variants(results, described);
     std::size_t unstaged = results.size();  // candidates from here on run staged
     if (m_options.staging != operand_staging::off) add_staged_candidates(results, described, stream);
     if (m_options.staging == operand_staging::only && results.size() > unstaged) {
@@ -588,6 +600,59 @@ class gemm {
           }
           break;
         }
+      }
+    }
+  }
+
+  // Appends, for the first config_variant_bases candidates, the neighbours that cuBLASLt's
+  // own check accepts within the workspace: each other cluster shape of at most 8 blocks,
+  // the other CTA swizzling, each other custom option up to the algorithm's maximum. One
+  // already in the list is not added twice.
+  void add_config_variants(std::vector<cublasLtMatmulHeuristicResult_t>& results, std::vector<gemm_algorithm>& described) {
+    const std::size_t bases = std::min(results.size(), std::size_t(std::max(0, m_options.config_variant_bases)));
+    // CUBLASLT_CLUSTER_SHAPE_1x1x1 ... 1x8x1 without 4x4x1: the portable cluster sizes.
+    const std::uint16_t clusters[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+                                      CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x2x1,
+                                      CUBLASLT_CLUSTER_SHAPE_1x4x1, CUBLASLT_CLUSTER_SHAPE_2x4x1, CUBLASLT_CLUSTER_SHAPE_8x1x1,
+                                      CUBLASLT_CLUSTER_SHAPE_1x8x1};
+    auto offer = [&](const cublasLtMatmulHeuristicResult_t& base, std::size_t rank, cublasLtMatmulAlgoConfigAttributes_t attr,
+                     const void* value, std::size_t bytes) {
+      cublasLtMatmulHeuristicResult_t variant = base;
+      if (cublasLtMatmulAlgoConfigSetAttribute(&variant.algo, attr, value, bytes) != CUBLAS_STATUS_SUCCESS) return;
+      const cublasLtMatmulAlgo_t algo = variant.algo;
+      const bool listed_already = std::any_of(results.begin(), results.end(), [&](const cublasLtMatmulHeuristicResult_t& r) {
+        return std::memcmp(&r.algo, &algo, sizeof algo) == 0;
+      });
+      // Not supported is an answer here, not an error: the neighbour is simply not offered.
+      if (listed_already ||
+          cublasLtMatmulAlgoCheck(m_handle.get(), m_desc.get(), m_layout_a.get(), m_layout_b.get(), m_layout_c.get(),
+                                  m_layout_c.get(), &algo, &variant) != CUBLAS_STATUS_SUCCESS ||
+          variant.workspaceSize > m_options.workspace_bytes) {
+        return;
+      }
+      variant.algo = algo;
+      variant.state = CUBLAS_STATUS_SUCCESS;
+      results.push_back(variant);
+      described.push_back(describe(variant, int(rank)));
+      described.back().config_variant = true;
+    };
+    for (std::size_t rank = 0; rank < bases; ++rank) {
+      const cublasLtMatmulHeuristicResult_t base = results[rank];  // a copy: push_back may reallocate
+      if (base.state != CUBLAS_STATUS_SUCCESS) continue;
+      const gemm_algorithm config = describe(base, int(rank));
+      for (std::uint16_t cluster : clusters) {
+        if (cluster != config.cluster) offer(base, rank, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster);
+      }
+      const std::uint32_t other_swizzle = config.swizzle == 0 ? 1 : 0;
+      offer(base, rank, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &other_swizzle, sizeof other_swizzle);
+      std::int32_t custom_max = 0;
+      std::size_t written = 0;
+      if (cublasLtMatmulAlgoCapGetAttribute(&base.algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof custom_max,
+                                            &written) != CUBLAS_STATUS_SUCCESS) {
+        custom_max = 0;
+      }
+      for (std::uint32_t custom = 0; custom <= std::uint32_t(std::max(0, custom_max)); ++custom) {
+        if (custom != config.custom) offer(base, rank, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom);
       }
     }
   }
