@@ -291,7 +291,7 @@ TEST_CASE("the search times its close contenders again and keeps the fastest med
   CHECK(g.verify(s.get()).passed());
 }
 
-TEST_CASE("the closest long candidates duel in sustained spells and the best sustained median is chosen", "[gpu][ops][gemm]") {
+TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's choice keeps a lead of under 1 %", "[gpu][ops][gemm]") {
   gpucmp::stream s;
   gpucmp::gemm_problem p;  // 1.4 ms per call on an H200: long enough to duel
   p.m = p.n = p.k = 8192;
@@ -310,9 +310,20 @@ TEST_CASE("the closest long candidates duel in sustained spells and the best sus
     }
   }
   // Whether a second candidate comes within the margin depends on the GPU; never one alone.
-  CHECK(duelists <= std::size_t(o.search.duel_contenders));
+  // cuBLASLt's first choice (candidate 0) may join as the incumbent.
+  CHECK(duelists <= std::size_t(o.search.duel_contenders) + 1);
   CHECK(duelists != 1);
-  if (duelists > 0) CHECK(g.algorithm().searched_seconds == best_sustained);
+  REQUIRE(o.search.duel_incumbent_lead == 0.01);
+  const gpucmp::candidate_time& incumbent = g.candidates().front();
+  if (duelists > 0) {
+    const double chosen = g.algorithm().searched_seconds;
+    if (g.algorithm().heuristic_rank == 0 && incumbent.duel_timings > 0 && chosen != best_sustained) {
+      CHECK(chosen == incumbent.seconds);  // kept: the best led by 1 % or less
+      CHECK(best_sustained * (1 + o.search.duel_incumbent_lead) >= incumbent.seconds);
+    } else {
+      CHECK(chosen == best_sustained);
+    }
+  }
   CHECK(g.verify(s.get()).passed());
 }
 

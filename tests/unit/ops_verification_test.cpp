@@ -348,6 +348,55 @@ TEST_CASE("a duelist that fails drops out with its reason", "[ops][search]") {
   CHECK(log[1].duel_timings == 8);
 }
 
+TEST_CASE("with an incumbent, the first candidate joins the duel and keeps the lead unless beaten by more than the margin", "[ops][search]") {
+  // Candidate 0 (the heuristic's choice) times 1.00 ms, but its first timing caught a slow
+  // spell (1.05 ms): outside the 3 % duel margin, inside the 10 % re-timing margin.
+  int timings_of_0 = 0;
+  auto search = [&](double challenger_ms, double lead) {
+    timings_of_0 = 0;
+    std::vector<std::size_t> calls;
+    auto time = [&](std::size_t i) {
+      calls.push_back(i);
+      if (i == 0) return ++timings_of_0 == 1 ? 1.05e-3 : 1.00e-3;
+      return i == 1 ? challenger_ms * 1e-3 : 1.02e-3;
+    };
+    gpucmp::search_options options;
+    options.refine_rounds = 0;
+    options.duel_incumbent_lead = lead;
+    std::vector<gpucmp::candidate_time> log;
+    const auto chosen = gpucmp::choose_fastest_verified(
+        3, [](std::size_t i) { return "c" + std::to_string(i); }, time, [](std::size_t) { return verified_ok(); }, log,
+        "op", options);
+    return std::make_pair(chosen.index, log);
+  };
+  // 0.5 % ahead: no evidence against the incumbent, which duelled (8 kept timings).
+  auto [close_choice, close_log] = search(0.995, 0.01);
+  CHECK(close_choice == 0);
+  CHECK(close_log[0].duel_timings == 8);
+  CHECK(close_log[0].seconds == 1.00e-3);
+  CHECK(close_log[1].duel_timings == 8);
+  CHECK(close_log[2].duel_timings == 8);  // 2 % behind the fastest: inside the duel margin
+  // 2 % ahead: the challenger wins.
+  CHECK(search(0.98, 0.01).first == 1);
+  // No incumbent (search_options' default): the fastest in the duel wins, and candidate 0,
+  // outside the duel margin on its first timing, never duels.
+  CHECK(gpucmp::search_options{}.duel_incumbent_lead == 0);
+  auto [plain_choice, plain_log] = search(0.995, 0);
+  CHECK(plain_choice == 1);
+  CHECK(plain_log[0].duel_timings == 0);
+  // Far behind (more than the re-timing margin): the incumbent does not join.
+  auto far = [&](std::size_t i) { return i == 0 ? 1.2e-3 : (i == 1 ? 0.995e-3 : 1.0e-3); };
+  gpucmp::search_options options;
+  options.refine_rounds = 0;
+  options.duel_incumbent_lead = 0.01;
+  std::vector<gpucmp::candidate_time> log;
+  const auto chosen = gpucmp::choose_fastest_verified(
+      3, [](std::size_t i) { return "c" + std::to_string(i); }, far, [](std::size_t) { return verified_ok(); }, log, "op",
+      options);
+  CHECK(chosen.index == 1);
+  CHECK(log[0].duel_timings == 0);
+}
+
 TEST_CASE("a sustained candidate is timed in batches that span the power cap's clock swings", "[ops][search]") {
   const gpucmp::search_options defaults;
   // An 8192^3 FP8 GEMM (0.9 ms): six calls, 5.4 ms, not one call that catches one clock state.
