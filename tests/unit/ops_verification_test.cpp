@@ -354,9 +354,7 @@ TEST_CASE("with an incumbent, the first candidate joins the duel and keeps the l
   int timings_of_0 = 0;
   auto search = [&](double challenger_ms, double lead) {
     timings_of_0 = 0;
-    std::vector<std::size_t> calls;
     auto time = [&](std::size_t i) {
-      calls.push_back(i);
       if (i == 0) return ++timings_of_0 == 1 ? 1.05e-3 : 1.00e-3;
       return i == 1 ? challenger_ms * 1e-3 : 1.02e-3;
     };
