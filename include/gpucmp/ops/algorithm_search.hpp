@@ -192,6 +192,19 @@ double time_candidate(Time& time, std::size_t i, std::string& failure) {
   return std::numeric_limits<double>::infinity();
 }
 
+/// Reorders `order`: the `leaders` first, by `seconds`; then the others in their present
+/// order; whatever failed (infinite seconds) last.
+inline void leaders_first(std::vector<std::size_t>& order, const std::vector<std::size_t>& leaders,
+                          const std::vector<double>& seconds) {
+  std::vector<std::size_t> ranked = leaders;
+  std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+  for (std::size_t i : order) {
+    if (std::find(leaders.begin(), leaders.end(), i) == leaders.end()) ranked.push_back(i);
+  }
+  std::stable_partition(ranked.begin(), ranked.end(), [&](std::size_t i) { return std::isfinite(seconds[i]); });
+  order = std::move(ranked);
+}
+
 /// The search's sustained duel (search_options::duel_*): reorders the front of `order` by
 /// the duelists' sustained medians and records them in `log`; a duelist that fails drops out
 /// with its reason.
@@ -208,8 +221,8 @@ void sustained_duel(Time& time, std::vector<std::size_t>& order, std::vector<dou
   }
   // The incumbent (candidate 0) joins when it is not far behind, as one more duelist.
   const std::size_t incumbent = 0;
-  const bool has_incumbent = options.duel_incumbent_lead > 0 && seconds.size() > incumbent &&
-                             seconds[incumbent] <= best * (1.0 + options.refine_margin);
+  const bool has_incumbent =
+      options.duel_incumbent_lead > 0 && seconds[incumbent] <= best * (1.0 + options.refine_margin);
   if (has_incumbent && std::find(duelists.begin(), duelists.end(), incumbent) == duelists.end()) {
     duelists.push_back(incumbent);
   }
@@ -251,19 +264,13 @@ void sustained_duel(Time& time, std::vector<std::size_t>& order, std::vector<dou
     }
   }
   // Duelists first, by sustained median; then the rest as they were; failures last.
-  std::vector<std::size_t> ranked = duelists;
-  std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
+  leaders_first(order, duelists, seconds);
   // A challenger leads only by more than the incumbent's margin.
-  if (has_incumbent && std::isfinite(seconds[incumbent]) && ranked.front() != incumbent &&
-      !(seconds[ranked.front()] * (1.0 + options.duel_incumbent_lead) < seconds[incumbent])) {
-    ranked.erase(std::find(ranked.begin(), ranked.end(), incumbent));
-    ranked.insert(ranked.begin(), incumbent);
+  if (has_incumbent && std::isfinite(seconds[incumbent]) && order.front() != incumbent &&
+      !(seconds[order.front()] * (1.0 + options.duel_incumbent_lead) < seconds[incumbent])) {
+    order.erase(std::find(order.begin(), order.end(), incumbent));
+    order.insert(order.begin(), incumbent);
   }
-  for (std::size_t i : order) {
-    if (std::find(duelists.begin(), duelists.end(), i) == duelists.end()) ranked.push_back(i);
-  }
-  std::stable_partition(ranked.begin(), ranked.end(), [&](std::size_t i) { return std::isfinite(seconds[i]); });
-  order = std::move(ranked);
 }
 
 }  // namespace detail
@@ -294,8 +301,7 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
   }
   std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  auto by_time = [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; };
-  std::stable_sort(order.begin(), order.end(), by_time);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return seconds[a] < seconds[b]; });
 
   // Close contenders: timed again, interleaved and in rotating order, so a slow spell of the
   // GPU (clocks, power cap) falls on each of them in turn; each is ranked by its median.
@@ -335,13 +341,7 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
     // contender on first timings and is not ranked against that median by its one timing: on
     // the H200 an FP8 8192^3 candidate timed once at 884 us beat contenders' medians of
     // 887-909 us and then ran 966 us sustained.
-    std::vector<std::size_t> ranked = contenders;
-    std::stable_sort(ranked.begin(), ranked.end(), by_time);
-    for (std::size_t i : order) {
-      if (std::find(contenders.begin(), contenders.end(), i) == contenders.end()) ranked.push_back(i);
-    }
-    std::stable_partition(ranked.begin(), ranked.end(), [&](std::size_t i) { return std::isfinite(seconds[i]); });
-    order = std::move(ranked);
+    detail::leaders_first(order, contenders, seconds);
   }
   detail::sustained_duel(time, order, seconds, log, first, options);
 
