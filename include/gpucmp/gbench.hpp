@@ -69,50 +69,30 @@ inline std::vector<named_breakdown>& kernel_breakdowns() {
   return list;
 }
 
-/// --gpucmp_power: record power and energy for every benchmark of this process.
-inline bool& power_everywhere() {
-  static bool on = false;
-  return on;
-}
-
-/// --gpucmp_batch=N: every sample of every benchmark of this process times N launches (0 =
-/// each benchmark chooses from its warm-up). A peer comparison sets it to the peer's calls per
-/// event pair, so both sides average over the same number of back-to-back launches.
-inline std::size_t& batch_everywhere() {
-  static std::size_t launches = 0;
-  return launches;
-}
-
-/// --gpucmp_cooldown_s=X: every measurement of this process idles X seconds before its
-/// warm-up (measure_options::cooldown_s; 0 = the benchmark's own setting).
-inline double& cooldown_everywhere() {
-  static double seconds = 0;
-  return seconds;
-}
-
-/// --gpucmp_warmup_s=X and --gpucmp_window_s=X: every measurement warms up at least X
-/// seconds (measure_options::warmup_time_s) and samples a fixed window of X seconds of GPU
-/// time (measure_options::window_s), so a peer timed the same way times the same stretch of
-/// a GPU whose clocks drift under load. 0 = the benchmark's own setting.
-inline double& warmup_everywhere() {
-  static double seconds = 0;
-  return seconds;
-}
-inline double& window_everywhere() {
-  static double seconds = 0;
-  return seconds;
-}
-
-/// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it.
+/// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it. Each
+/// applies to every benchmark of the process; 0 (false, "") leaves the benchmark's own setting.
 struct gpucmp_flags {
-  std::string kernels_out;  ///< --gpucmp_kernels_out=FILE
-  bool power = false;       ///< --gpucmp_power
-  std::size_t batch = 0;    ///< --gpucmp_batch=N
-  double cooldown_s = 0;    ///< --gpucmp_cooldown_s=X
-  double warmup_s = 0;      ///< --gpucmp_warmup_s=X
-  double window_s = 0;      ///< --gpucmp_window_s=X
+  std::string kernels_out;  ///< --gpucmp_kernels_out=FILE: every kernel-mode breakdown, as JSON
+  bool power = false;       ///< --gpucmp_power: record power and energy
+  /// --gpucmp_batch=N: every sample times N launches. A peer comparison sets it to the peer's
+  /// calls per event pair, so both sides average over the same number of back-to-back launches.
+  std::size_t batch = 0;
+  /// --gpucmp_cooldown_s=X: idle X seconds before each warm-up (measure_options::cooldown_s).
+  double cooldown_s = 0;
+  /// --gpucmp_warmup_s=X and --gpucmp_window_s=X: warm up at least X seconds
+  /// (measure_options::warmup_time_s) and sample a fixed window of X seconds of GPU time
+  /// (measure_options::window_s), so a peer timed the same way times the same stretch of a
+  /// GPU whose clocks drift under load.
+  double warmup_s = 0;
+  double window_s = 0;      ///< see warmup_s
   std::string error;        ///< the first bad flag, named, or "" when all were good
 };
+
+/// The flags this process runs with (benchmark_main stores them; every state applies them).
+inline gpucmp_flags& flags_everywhere() {
+  static gpucmp_flags flags;
+  return flags;
+}
 
 /// Removes the --gpucmp_* flags from argv (keeping argv[0] and every other argument in
 /// order) and returns them; a malformed value is reported in `error`, never thrown.
@@ -214,11 +194,12 @@ class state {
   state(benchmark::State& gb, std::string name, mode timing_mode, engine& eng, const measure_options& defaults)
       : m_gb(gb), m_name(std::move(name)), m_mode(timing_mode), m_engine(eng), m_options(defaults) {
     if (m_options.name.empty()) m_options.name = m_name;
-    if (detail::power_everywhere()) m_options.power = true;
-    if (detail::batch_everywhere() > 0) m_options.batch = detail::batch_everywhere();
-    if (detail::cooldown_everywhere() > 0) m_options.cooldown_s = detail::cooldown_everywhere();
-    if (detail::warmup_everywhere() > 0) m_options.warmup_time_s = detail::warmup_everywhere();
-    if (detail::window_everywhere() > 0) m_options.window_s = detail::window_everywhere();
+    const detail::gpucmp_flags& flags = detail::flags_everywhere();
+    if (flags.power) m_options.power = true;
+    if (flags.batch > 0) m_options.batch = flags.batch;
+    if (flags.cooldown_s > 0) m_options.cooldown_s = flags.cooldown_s;
+    if (flags.warmup_s > 0) m_options.warmup_time_s = flags.warmup_s;
+    if (flags.window_s > 0) m_options.window_s = flags.window_s;
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -667,11 +648,7 @@ inline int benchmark_main(int argc, char** argv) {
     std::fprintf(stderr, "gpucmp: %s\n", flags.error.c_str());
     return exit_failures;
   }
-  detail::power_everywhere() = flags.power;
-  detail::batch_everywhere() = flags.batch;
-  detail::cooldown_everywhere() = flags.cooldown_s;
-  detail::warmup_everywhere() = flags.warmup_s;
-  detail::window_everywhere() = flags.window_s;
+  detail::flags_everywhere() = flags;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();

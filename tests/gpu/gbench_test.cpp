@@ -118,10 +118,10 @@ TEST_CASE("a registered benchmark reports the engine's per-launch time and rates
 
 TEST_CASE("the --gpucmp_batch flag fixes the launches per sample of every benchmark", "[gpu][gbench]") {
   struct restore_batch {  // the flag is process-wide: later tests must choose their own batch again
-    ~restore_batch() { gpucmp::detail::batch_everywhere() = 0; }
+    ~restore_batch() { gpucmp::detail::flags_everywhere().batch = 0; }
   } restore;
   for (std::size_t launches : {std::size_t{7}, std::size_t{40}}) {
-    gpucmp::detail::batch_everywhere() = launches;
+    gpucmp::detail::flags_everywhere().batch = launches;
     const std::string name = "adapter_batch_" + std::to_string(launches);
     gpucmp::register_benchmark(name, spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(100);
     const auto runs = run_matching("^" + name + "/");
