@@ -12,4 +12,17 @@ function(gpucmp_target_warnings target)
       $<$<COMPILE_LANGUAGE:CXX>:-Werror>
       $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
   endif()
+  gpucmp_target_sanitizers(${target})
+endfunction()
+
+# Sanitizers for gpucmp's own C++ targets (scripts/run-sanitized-host-tests.sh), for example
+# GPUCMP_SANITIZE=address,undefined. CUDA sources are left alone: nvcc's device code does
+# not take them, and compute-sanitizer (scripts/sanitize.sh) checks the GPU side.
+set(GPUCMP_SANITIZE "" CACHE STRING "Sanitizers for gpucmp's own C++ targets (e.g. address,undefined)")
+function(gpucmp_target_sanitizers target)
+  if(GPUCMP_SANITIZE)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${GPUCMP_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer>)
+    target_link_options(${target} PRIVATE -fsanitize=${GPUCMP_SANITIZE})
+  endif()
 endfunction()

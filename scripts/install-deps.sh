@@ -2,7 +2,8 @@
 # Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
 # Benchmark and Catch2 (v2 or v3), from the distribution's packages; with
 # GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
-# (without it that one test is reported as Skipped). The CUDA toolkit must already be
+# (without it that one test is reported as Skipped); with GPUCMP_INSTALL_FUZZ=1 clang and
+# its libFuzzer runtime (scripts/fuzz.sh). The CUDA toolkit must already be
 # installed. Installs nothing when everything is present, so it also works offline.
 set -euo pipefail
 
@@ -21,6 +22,14 @@ have_cmake_package benchmark || missing+=(libbenchmark-dev)
 have_cmake_package Catch2 || missing+=(catch2)
 if [ "${GPUCMP_INSTALL_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   missing+=(chromium)
+fi
+
+# The fuzz targets (scripts/fuzz.sh) need clang and its libFuzzer runtime.
+if [ "${GPUCMP_INSTALL_FUZZ:-0}" = 1 ]; then
+  command -v clang++ >/dev/null || missing+=(clang)
+  if ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
+    missing+=(libclang-rt-dev)
+  fi
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

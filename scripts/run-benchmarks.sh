@@ -9,8 +9,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 results_dir=${1:-$repo_root/results/local}
 compare_with=a100_80gb_sxm,l20,l40s
 "$repo_root/scripts/install-deps.sh"
-GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=OFF" gpucmp_configure
-gpucmp_build
+# It turns on what it needs and builds only its own programs, leaving every other cache
+# option as it was: the test script that may run after it in the same folder finds its
+# tests still there.
+GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_TOOLS=ON" gpucmp_configure
+gpucmp_build --target gpucmp-report spin_table suite
 report="$build_dir/tools/report/gpucmp-report"
 mkdir -p "$results_dir"
 

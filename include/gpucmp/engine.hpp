@@ -33,6 +33,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,8 @@ class engine {
       fail(record, result_status::out_of_memory, e.what());
     } catch (const unsupported& e) {
       fail(record, result_status::unsupported, e.what());
+    } catch (const timeout_error& e) {
+      fail(record, result_status::timeout, e.what());
     } catch (const std::exception& e) {
       fail(record, result_status::failed, e.what());
     } catch (...) {
@@ -102,6 +105,32 @@ class engine {
       const std::string where = std::string("launch ") + std::to_string(index) + " of the measured callable (" + phase + ")";
       detail::throw_cuda_error(code, where.c_str(), __FILE__, __LINE__);
     }
+  }
+
+  // Waits for `done`; with a time budget it polls, so a launch that runs past the budget
+  // ends the measurement as a timeout instead of blocking the process (the launch itself
+  // runs on, and later work on the stream queues behind it).
+  void wait(const event& done, const char* phase) {
+    if (!m_deadline) {
+      done.synchronize();
+      return;
+    }
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(done.get());
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) detail::throw_cuda_error(state, "cudaEventQuery (waiting for the GPU)", __FILE__, __LINE__);
+      check_deadline(phase);
+      std::this_thread::yield();
+    }
+  }
+
+  // Throws timeout_error once the measurement's budget is spent.
+  void check_deadline(const char* phase) const {
+    if (!m_deadline || clock::now() < *m_deadline) return;
+    char text[256];
+    std::snprintf(text, sizeof text, "the measurement ran past its %g s budget (measure_options::timeout_s) during %s",
+                  m_timeout_s, phase);
+    throw timeout_error(text);
   }
 
   static void fail(measurement& record, result_status status, const char* message) noexcept {
@@ -150,7 +179,7 @@ class engine {
       launch(stream());
       check_launch("warm-up", n);
       m_stop.record(stream());
-      m_stop.synchronize();
+      wait(m_stop, "the warm-up");
       fastest_s = std::min(fastest_s, elapsed_s(m_start, m_stop));
       ++n;
     }
@@ -210,12 +239,19 @@ class engine {
     record.timing_mode = m;
     record.target_noise = options.target_noise;
     const cudaStream_t s = stream();
+    m_timeout_s = options.timeout_s;
+    m_deadline.reset();
+    if (options.timeout_s > 0) {
+      m_deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(options.timeout_s));
+    }
 
     if (options.cooldown_s > 0) {
       const nvtx_range cool_down_range("gpucmp cool-down");
       GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());  // idle means idle: earlier work has finished
-      std::this_thread::sleep_for(std::chrono::duration<double>(options.cooldown_s));
-      record.cooldown_s = options.cooldown_s;
+      const double idle_s = m_deadline ? std::min(options.cooldown_s, options.timeout_s) : options.cooldown_s;
+      std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+      record.cooldown_s = idle_s;
+      check_deadline("the cool-down");
     }
     double launch_estimate_s = 0;
     {
@@ -235,7 +271,8 @@ class engine {
       replay = graph_exec(captured.get());
       replay.upload(s);
       replay.launch(s);  // first replay pays one-time costs; not timed
-      m_stream.synchronize();
+      m_stop.record(s);
+      wait(m_stop, "the first graph replay");
     }
     if (m == mode::cold) {
       if (!m_flusher) m_flusher = std::make_unique<l2_flusher>(m_device.l2_bytes);
@@ -305,7 +342,7 @@ class engine {
         m_stop.record(s);
         released_in_time = held.release();
       }
-      m_stop.synchronize();
+      wait(m_stop, "sampling");
       if (!released_in_time) throw_hold_timeout(m, options, record.batch);
       const double batch_gpu_s = elapsed_s(m_start, m_stop);
       const double batch_wall_s = seconds_since(sample_start);
@@ -318,6 +355,7 @@ class engine {
         record.stopped_by = *reason;
         break;
       }
+      check_deadline("sampling");
     }
     record.sampling_wall_s = seconds_since(loop_start);
   }
@@ -357,7 +395,7 @@ class engine {
         m_stop.record(s);
         released_in_time = held.release();
       }
-      m_stop.synchronize();
+      wait(m_stop, "kernel-mode sampling");
       if (!released_in_time) throw_hold_timeout(mode::kernel, options, record.batch);
       const double n = static_cast<double>(record.batch);
       const double wall_per_launch_s = seconds_since(sample_start) / n;
@@ -386,6 +424,7 @@ class engine {
         record.stopped_by = *reason;
         break;
       }
+      check_deadline("kernel-mode sampling");
     }
     record.sampling_wall_s = seconds_since(loop_start);
     if (profile.launches_without_activity == record.launches) {
@@ -427,6 +466,8 @@ class engine {
   std::unique_ptr<power_monitor> m_power;
   std::string m_power_error;
   std::unique_ptr<activity_tracer> m_tracer;
+  std::optional<clock::time_point> m_deadline;  ///< end of the running measurement's budget, if it has one
+  double m_timeout_s = 0;                       ///< that budget, for the message
 };
 
 }  // namespace gpucmp

@@ -126,6 +126,13 @@ class hold_timeout : public error {
   using error::error;
 };
 
+/// A measurement ran past its time budget (measure_options::timeout_s); the message says
+/// how long it ran and in which phase.
+class timeout_error : public error {
+ public:
+  explicit timeout_error(const std::string& reason) : error("timeout: " + reason) {}
+};
+
 namespace detail {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* expression, const char* file,

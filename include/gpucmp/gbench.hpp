@@ -15,6 +15,7 @@
 #include <gpucmp/device_specs.hpp>
 #include <gpucmp/engine.hpp>
 #include <gpucmp/error.hpp>
+#include <gpucmp/gbench_flags.hpp>
 #include <gpucmp/nvml.hpp>
 #include <gpucmp/options.hpp>
 #include <gpucmp/result.hpp>
@@ -24,11 +25,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <initializer_list>
 #include <map>
@@ -52,6 +55,10 @@ namespace detail {
 struct run_tally {
   int failed = 0;           ///< benchmarks that ended in SkipWithError for a failure
   bool no_device = false;   ///< a benchmark found no CUDA device
+  std::vector<std::string> failed_names;  ///< the failed benchmarks with their messages, for the closing summary
+  /// The benchmark after whose error the CUDA context was unusable (a sticky error such as a
+  /// trap or an illegal address), or "": every later benchmark is skipped without the GPU.
+  std::string context_lost_in;
 };
 
 inline run_tally& tally() {
@@ -69,89 +76,9 @@ inline std::vector<named_breakdown>& kernel_breakdowns() {
   return list;
 }
 
-/// gpucmp's own command-line flags, taken out of argv before Google Benchmark sees it. Each
-/// applies to every benchmark of the process; 0 (false, "") leaves the benchmark's own setting.
-struct gpucmp_flags {
-  std::string kernels_out;  ///< --gpucmp_kernels_out=FILE: every kernel-mode breakdown, as JSON
-  bool power = false;       ///< --gpucmp_power: record power and energy
-  /// --gpucmp_batch=N: every sample times N launches. A peer comparison sets it to the peer's
-  /// calls per event pair, so both sides average over the same number of back-to-back launches.
-  std::size_t batch = 0;
-  /// --gpucmp_cooldown_s=X: idle X seconds before each warm-up (measure_options::cooldown_s).
-  double cooldown_s = 0;
-  /// --gpucmp_warmup_s=X and --gpucmp_window_s=X: warm up at least X seconds
-  /// (measure_options::warmup_time_s) and sample a fixed window of X seconds of GPU time
-  /// (measure_options::window_s), so a peer timed the same way times the same stretch of a
-  /// GPU whose clocks drift under load.
-  double warmup_s = 0;
-  double window_s = 0;      ///< see warmup_s
-  std::string error;        ///< the first bad flag, named, or "" when all were good
-};
-
 /// The flags this process runs with (benchmark_main stores them; every state applies them).
 inline gpucmp_flags& flags_everywhere() {
   static gpucmp_flags flags;
-  return flags;
-}
-
-/// Removes the --gpucmp_* flags from argv (keeping argv[0] and every other argument in
-/// order) and returns them; a malformed value is reported in `error`, never thrown.
-inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
-  gpucmp_flags flags;
-  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=";
-  // The flags that take seconds, 0 to 600: where the value goes and what it means.
-  struct seconds_flag {
-    std::string prefix;
-    double* value;
-    const char* expected;
-  };
-  const seconds_flag seconds_flags[] = {
-      {"--gpucmp_cooldown_s=", &flags.cooldown_s, "idle seconds before each warm-up"},
-      {"--gpucmp_warmup_s=", &flags.warmup_s, "seconds of warm-up"},
-      {"--gpucmp_window_s=", &flags.window_s, "seconds of GPU time in each sampling window"},
-  };
-  auto take_seconds = [&](const std::string& arg) {
-    for (const auto& f : seconds_flags) {
-      if (arg.rfind(f.prefix, 0) != 0) continue;
-      const std::string value = arg.substr(f.prefix.size());
-      char* end = nullptr;
-      const double seconds = value.empty() ? -1.0 : std::strtod(value.c_str(), &end);
-      if (end == nullptr || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 600) {
-        if (flags.error.empty()) flags.error = arg + ": expected " + f.expected + ", 0 to 600";
-      } else {
-        *f.value = seconds;
-      }
-      return true;
-    }
-    return false;
-  };
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind(kernels_out_flag, 0) == 0) {
-      flags.kernels_out = arg.substr(kernels_out_flag.size());
-    } else if (arg == "--gpucmp_power") {
-      flags.power = true;
-    } else if (arg.rfind(batch_flag, 0) == 0) {
-      const std::string value = arg.substr(batch_flag.size());
-      const bool digits = !value.empty() && value.size() <= 6 &&
-                          value.find_first_not_of("0123456789") == std::string::npos;
-      const unsigned long launches = digits ? std::stoul(value) : 0;
-      if (launches < 1 || launches > measure_options{}.max_batch) {
-        if (flags.error.empty()) {
-          flags.error = arg + ": expected a whole number of launches per sample, 1 to " +
-                        std::to_string(measure_options{}.max_batch) + " (the launch queue is finite)";
-        }
-      } else {
-        flags.batch = launches;
-      }
-    } else if (take_seconds(arg)) {
-      // taken (or named in flags.error)
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
   return flags;
 }
 
@@ -179,8 +106,16 @@ inline const gpu_profile& spec_of(const device_info& d) {
   return it->second;
 }
 
-inline void report_failure(benchmark::State& gb, const std::string& message) {
+/// True when the CUDA context is unusable: a sticky error survives clearing the last error.
+inline bool cuda_context_lost() noexcept {
+  cudaGetLastError();
+  return cudaPeekAtLastError() != cudaSuccess;
+}
+
+inline void report_failure(benchmark::State& gb, const std::string& name, const std::string& message) {
   ++tally().failed;
+  tally().failed_names.push_back(name + ": " + message);
+  if (tally().context_lost_in.empty() && cuda_context_lost()) tally().context_lost_in = name;
   gb.SkipWithError(message.c_str());
 }
 
@@ -200,6 +135,7 @@ class state {
     if (flags.cooldown_s > 0) m_options.cooldown_s = flags.cooldown_s;
     if (flags.warmup_s > 0) m_options.warmup_time_s = flags.warmup_s;
     if (flags.window_s > 0) m_options.window_s = flags.window_s;
+    if (flags.timeout_s > 0) m_options.timeout_s = flags.timeout_s;
   }
   state(const state&) = delete;
   state& operator=(const state&) = delete;
@@ -270,9 +206,11 @@ class state {
   void report() {
     const measurement& r = *m_measurement;
     if (!r.ok()) {
-      std::string message = r.message;
-      if (r.status == result_status::failed) message = "failed: " + message;
-      detail::report_failure(m_gb, message);
+      if (r.status != result_status::failed) {  // oom, unsupported, timeout: a typed result, not a failure
+        m_gb.SkipWithError(r.message.c_str());
+        return;
+      }
+      detail::report_failure(m_gb, m_name, "failed: " + r.message);
       return;
     }
     for (auto _ : m_gb) m_gb.SetIterationTime(r.gpu.median);
@@ -384,18 +322,25 @@ void run_guarded(benchmark::State& gb, const std::string& name, mode m, const me
     gb.SkipWithError(no_device.c_str());
     return;
   }
+  if (!tally().context_lost_in.empty()) {  // nothing can run on a lost context; do not touch the GPU
+    const std::string why = "skipped: the CUDA context was lost after an error in " + tally().context_lost_in;
+    gb.SkipWithError(why.c_str());
+    return;
+  }
   try {
     state st(gb, name, m, engine_for_current_device(), defaults);
     body(st);
-    if (!st.finished()) report_failure(gb, "failed: the benchmark function returned without calling gpucmp::state::run");
+    if (!st.finished()) report_failure(gb, name, "failed: the benchmark function returned without calling gpucmp::state::run");
   } catch (const unsupported& e) {
     gb.SkipWithError(e.what());  // this GPU cannot run it: a typed result, not a failure
   } catch (const out_of_memory& e) {
     gb.SkipWithError(e.what());  // does not fit: a typed result (needed vs free), not a failure
+  } catch (const timeout_error& e) {
+    gb.SkipWithError(e.what());  // ran past its budget: a typed result, and the run goes on
   } catch (const std::exception& e) {
-    report_failure(gb, std::string("failed: ") + e.what());
+    report_failure(gb, name, std::string("failed: ") + e.what());
   } catch (...) {
-    report_failure(gb, "failed: unknown exception");
+    report_failure(gb, name, "failed: unknown exception");
   }
 }
 
@@ -517,7 +462,7 @@ class fixture_runner final : public Fixture {
       try {
         this->TearDown(gb);
       } catch (const std::exception& e) {
-        report_failure(gb, std::string("failed in TearDown: ") + e.what());
+        report_failure(gb, m_name, std::string("failed in TearDown: ") + e.what());
       }
     }
   }
@@ -634,6 +579,41 @@ inline bool write_kernel_breakdowns(const std::string& path) {
 
 }  // namespace detail
 
+namespace detail {
+
+/// "" when `path` can be written (an existing file is left as it was, a new one removed
+/// again), else why not; checked before anything is measured, so no measurement is lost.
+inline std::string unwritable_reason(const std::string& path) {
+  std::FILE* existing = std::fopen(path.c_str(), "rb");
+  const bool existed = existing != nullptr;
+  if (existing != nullptr) std::fclose(existing);
+  std::FILE* file = std::fopen(path.c_str(), "ab");
+  if (file == nullptr) return std::strerror(errno);
+  std::fclose(file);
+  if (!existed) std::remove(path.c_str());
+  return "";
+}
+
+/// The output files a command line names (--benchmark_out=FILE and --gpucmp_kernels_out=FILE)
+/// that cannot be written, each with its flag and the reason; empty when all can be.
+inline std::vector<std::string> unwritable_outputs(int argc, char** argv, const gpucmp_flags& flags) {
+  std::vector<std::string> problems;
+  auto check = [&](const std::string& flag, const std::string& path) {
+    if (path.empty()) return;
+    const std::string why = unwritable_reason(path);
+    if (!why.empty()) problems.push_back(flag + "=" + path + ": cannot be written (" + why + ")");
+  };
+  const std::string out_flag = "--benchmark_out=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind(out_flag, 0) == 0) check("--benchmark_out", arg.substr(out_flag.size()));
+  }
+  check("--gpucmp_kernels_out", flags.kernels_out);
+  return problems;
+}
+
+}  // namespace detail
+
 /// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
 /// energy and perf/W for every benchmark, --gpucmp_batch=N, which times N launches per
 /// sample everywhere, --gpucmp_cooldown_s=X, which idles X seconds before every warm-up,
@@ -649,6 +629,9 @@ inline int benchmark_main(int argc, char** argv) {
     return exit_failures;
   }
   detail::flags_everywhere() = flags;
+  const std::vector<std::string> unwritable = detail::unwritable_outputs(argc, argv, flags);
+  for (const auto& problem : unwritable) std::fprintf(stderr, "gpucmp: %s; nothing was measured\n", problem.c_str());
+  if (!unwritable.empty()) return exit_failures;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();
@@ -661,7 +644,16 @@ inline int benchmark_main(int argc, char** argv) {
     return exit_failures;
   }
   if (detail::tally().no_device) return exit_no_device;
-  return detail::tally().failed > 0 ? exit_failures : exit_ok;
+  const detail::run_tally& t = detail::tally();
+  if (!t.failed_names.empty()) {
+    std::fprintf(stderr, "gpucmp: %d benchmark(s) failed:\n", t.failed);
+    for (const auto& f : t.failed_names) std::fprintf(stderr, "  %s\n", f.c_str());
+  }
+  if (!t.context_lost_in.empty()) {
+    std::fprintf(stderr, "gpucmp: the CUDA context was lost after an error in %s; every later benchmark was skipped\n",
+                 t.context_lost_in.c_str());
+  }
+  return t.failed > 0 ? exit_failures : exit_ok;
 }
 
 }  // namespace gpucmp

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +39,11 @@ inline constexpr int feature_enabled = 1;             ///< NVML_FEATURE_ENABLED
 /// initialised, available() is false and reason() says why.
 class nvml_library {
  public:
-  /// The process's NVML, loaded and initialised on first use (thread-safe).
+  /// The process's NVML, loaded and initialised on first use (thread-safe). The library is
+  /// libnvidia-ml.so.1, or the file GPUCMP_NVML_LIBRARY names (a path that does not exist
+  /// shows how a run behaves on a machine without NVML).
   static nvml_library& instance() {
-    static nvml_library library("libnvidia-ml.so.1");
+    static nvml_library library(library_name());
     return library;
   }
 
@@ -82,6 +85,11 @@ class nvml_library {
   nvml_abi::return_t (*driver_version)(char*, unsigned int) = nullptr;
 
  private:
+  static const char* library_name() noexcept {
+    const char* chosen = std::getenv("GPUCMP_NVML_LIBRARY");
+    return chosen != nullptr && *chosen != '\0' ? chosen : "libnvidia-ml.so.1";
+  }
+
   template <class F>
   void bind(F& f, const char* name) noexcept {
     f = reinterpret_cast<F>(dlsym(m_handle, name));

@@ -66,6 +66,11 @@ struct measure_options {
   /// same warm-up time and the same window. 0: the noise rule.
   double window_s = 0;
 
+  /// Time budget of the whole measurement (cool-down, warm-up, capture and sampling), wall
+  /// seconds: past it the measurement ends as a typed timeout with the samples taken so
+  /// far, even while a launch is still running on the GPU. 0: no budget.
+  double timeout_s = 0;
+
   /// Name shown on the NVTX range around the measurement (the adapter uses the benchmark's name).
   std::string name;
 
@@ -96,6 +101,7 @@ struct measure_options {
     require(finite_nonneg(warmup_time_s), "warmup_time_s must be finite and >= 0");
     require(finite_nonneg(cooldown_s) && cooldown_s <= 600.0, "cooldown_s must be finite, >= 0 and <= 600");
     require(finite_nonneg(window_s) && window_s <= 600.0, "window_s must be finite, >= 0 and <= 600");
+    require(finite_nonneg(timeout_s), "timeout_s must be finite and >= 0 (0: no budget)");
     require(min_samples >= 1, "min_samples must be >= 1");
     require(max_samples >= min_samples, "max_samples must be >= min_samples");
     require(finite_nonneg(min_gpu_time_s), "min_gpu_time_s must be finite and >= 0");

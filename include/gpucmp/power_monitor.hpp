@@ -42,7 +42,7 @@ struct power_record {
   double window_s = 0;            ///< wall time of the window
   double energy_j = 0;            ///< energy used by the GPU in the window
   std::string energy_source;      ///< "energy counter" or "sampled power x time"
-  double average_w = 0;           ///< energy / window
+  double average_w = 0;           ///< average power: between the energy counter's updates (counter_average_power), else energy / window
   double peak_w = 0;              ///< highest power over any 100 ms of the window (see window_peak_power)
   double power_limit_w = 0;       ///< enforced power limit (0 if unknown)
   unsigned sm_clock_start_mhz = 0, sm_clock_end_mhz = 0;          ///< SM clock at start and end
@@ -64,6 +64,28 @@ struct power_record {
            reasons + ")";
   }
 };
+
+/// Average power of a window from the energy counter, over the time between the counter's
+/// own updates: the counter has millijoule resolution but moves in steps tens of
+/// milliseconds apart, so its difference between the window's first and last readings
+/// covers the time between two steps, not the window. Dividing it by the window reads up to
+/// one step interval too high or low (on a 0.2 s window of an H200, 762 W on a 700 W card).
+/// Here the energy between the first and last readings at which the counter had just moved
+/// is divided by the time between those readings. NaN when the counter moved fewer than
+/// twice.
+inline double counter_average_power(const std::vector<power_sample>& trace) {
+  std::size_t first = 0, last = 0;
+  bool seen = false;
+  for (std::size_t i = 1; i < trace.size(); ++i) {
+    if (!(std::isfinite(trace[i].energy_j) && std::isfinite(trace[i - 1].energy_j))) continue;
+    if (trace[i].energy_j == trace[i - 1].energy_j) continue;
+    if (!seen) first = i;
+    last = i;
+    seen = true;
+  }
+  if (!seen || last == first || !(trace[last].t_s > trace[first].t_s)) return NAN;
+  return (trace[last].energy_j - trace[first].energy_j) / (trace[last].t_s - trace[first].t_s);
+}
 
 /// Energy of a window from its readings: the counter's difference when it advanced (it has
 /// millijoule resolution but updates every few tens of milliseconds), else the trapezoid
@@ -155,9 +177,12 @@ class power_monitor {
     r.trace = m_trace;
     r.window_s = r.trace.back().t_s - r.trace.front().t_s;
     const auto [energy, source] = window_energy(r.trace);
-    r.energy_j = energy;
     r.energy_source = source;
-    r.average_w = r.window_s > 0 ? energy / r.window_s : 0.0;
+    // The average between the counter's own updates (see counter_average_power), and the
+    // window's energy as that average over the window, so energy = average x window holds.
+    const double between_steps_w = counter_average_power(r.trace);
+    r.average_w = std::isfinite(between_steps_w) ? between_steps_w : (r.window_s > 0 ? energy / r.window_s : 0.0);
+    r.energy_j = std::isfinite(between_steps_w) ? between_steps_w * r.window_s : energy;
     r.power_limit_w = m_device.power_limit_w().value_or(0.0);
     r.samples = r.trace.size();
     std::uint64_t seen = 0;

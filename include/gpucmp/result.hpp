@@ -25,9 +25,10 @@ enum class result_status {
   unsupported,    ///< cannot run on this GPU or build: see message
   out_of_memory,  ///< did not fit in device memory: message says needed vs free
   skipped,        ///< not run (e.g. no CUDA device): see message
+  timeout,        ///< ran past measure_options::timeout_s: message says where
 };
 
-/// "ok", "failed", "unsupported", "oom", "skipped".
+/// "ok", "failed", "unsupported", "oom", "skipped", "timeout".
 inline const char* to_string(result_status s) noexcept {
   switch (s) {
     case result_status::ok: return "ok";
@@ -35,6 +36,7 @@ inline const char* to_string(result_status s) noexcept {
     case result_status::unsupported: return "unsupported";
     case result_status::out_of_memory: return "oom";
     case result_status::skipped: return "skipped";
+    case result_status::timeout: return "timeout";
   }
   return "unknown";
 }

@@ -178,14 +178,23 @@ class safetensors_file {
       t.dtype = dtype->string();
       const std::size_t element_bytes = detail::safetensors_dtype_bytes(t.dtype);
       if (element_bytes == 0) fail("tensor '" + name + "': unknown dtype '" + t.dtype + "'");
+      // Integers a double holds exactly; larger ones cannot describe bytes of a file in memory.
+      const double max_integer = 9007199254740992.0;  // 2^53
+      auto is_count = [&](const detail::json& v) {
+        return v.is_number() && v.number() >= 0 && v.number() <= max_integer && v.number() == std::floor(v.number());
+      };
+      std::uint64_t elements = 1;
       for (const auto& d : shape->items()) {
-        if (!d.is_number() || d.number() < 0 || d.number() != std::floor(d.number())) {
-          fail("tensor '" + name + "': shape must hold non-negative integers");
-        }
+        if (!is_count(d)) fail("tensor '" + name + "': shape must hold non-negative integers up to 2^53");
         t.shape.push_back(static_cast<std::int64_t>(d.number()));
+        const auto extent = static_cast<std::uint64_t>(d.number());
+        if (extent != 0 && elements > (std::uint64_t{1} << 53) / extent) {
+          fail("tensor '" + name + "': shape " + shape_text(t.shape) + " has more elements than any file can hold");
+        }
+        elements *= extent;
       }
       const auto& o = offsets->items();
-      if (!o[0].is_number() || !o[1].is_number() || o[0].number() < 0 || o[1].number() < o[0].number()) {
+      if (!is_count(o[0]) || !is_count(o[1]) || o[1].number() < o[0].number()) {
         fail("tensor '" + name + "': data_offsets must be two increasing non-negative integers");
       }
       t.begin = static_cast<std::uint64_t>(o[0].number());

@@ -43,7 +43,7 @@ TEST_CASE("poison makes every float NaN", "[gpu][buffer]") {
   for (float x : b.to_host()) REQUIRE(std::isnan(x));
 }
 
-TEST_CASE("an allocation larger than the device is a typed oom with needed vs free", "[gpu][buffer]") {
+TEST_CASE("an allocation larger than the device is a typed oom with needed vs free", "[gpu][buffer][api_error]") {
   const gpucmp::device_info d = gpucmp::query_current_device();
   const std::size_t too_much = 2 * d.global_memory_bytes;
   try {

@@ -24,7 +24,7 @@ TEST_CASE("the device snapshot holds the facts a comparison states", "[gpu][devi
   CHECK(gpucmp::no_device_reason().empty());
 }
 
-TEST_CASE("selecting a device that does not exist is a clear error", "[gpu][device]") {
+TEST_CASE("selecting a device that does not exist is a clear error", "[gpu][device][api_error]") {
   const int count = gpucmp::device_count();
   REQUIRE(count > 0);
   CHECK_THROWS_WITH(gpucmp::select_device(count),

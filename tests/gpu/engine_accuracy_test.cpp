@@ -44,7 +44,7 @@ double naive_median_s(gpucmp::engine& eng, double nominal_s) {
 }
 }  // namespace
 
-TEST_CASE("spin kernels are measured within the issue's bounds in graph and hot mode", "[gpu][engine][accuracy]") {
+TEST_CASE("spin kernels are measured within the issue's bounds in graph and hot mode", "[gpu][engine][accuracy][timing]") {
   gpucmp::engine eng;
   const accuracy_case cases[] = {{100e-6, 0.015, 0.02}, {1e-3, 0.005, 0.005}};
   for (const auto& c : cases) {
@@ -63,7 +63,7 @@ TEST_CASE("spin kernels are measured within the issue's bounds in graph and hot 
   }
 }
 
-TEST_CASE("at 10 us graph and hot mode add nothing but the stream's own gap", "[gpu][engine][accuracy]") {
+TEST_CASE("at 10 us graph and hot mode add nothing but the stream's own gap", "[gpu][engine][accuracy][timing][cupti]") {
   gpucmp::engine eng;
   const double nominal = 10e-6;
   auto spin = [&](cudaStream_t s) { gpucmp_test::launch_spin(s, nominal); };
@@ -88,7 +88,7 @@ TEST_CASE("at 10 us graph and hot mode add nothing but the stream's own gap", "[
   CHECK(hot_gap < 2e-6);  // a gap beyond this means something other than the stream is in the window
 }
 
-TEST_CASE("the naive single-launch reading is biased upward and the engine is not", "[gpu][engine][accuracy]") {
+TEST_CASE("the naive single-launch reading is biased upward and the engine is not", "[gpu][engine][accuracy][timing]") {
   gpucmp::engine eng;
   const double nominal = 10e-6;
   const double naive = naive_median_s(eng, nominal);

@@ -19,7 +19,7 @@ void check_engine_still_works(gpucmp::engine& eng) {
 }
 }  // namespace
 
-TEST_CASE("code that synchronizes while held trips the hold timeout, with advice", "[gpu][engine][errors]") {
+TEST_CASE("code that synchronizes while held trips the hold timeout, with advice", "[gpu][engine][errors][api_error]") {
   gpucmp::engine eng;
   gpucmp::measure_options o;
   o.hold_timeout_s = 0.3;
@@ -45,7 +45,7 @@ TEST_CASE("code that synchronizes while held trips the hold timeout, with advice
   check_engine_still_works(eng);
 }
 
-TEST_CASE("an invalid launch becomes a cuda_error naming the launch and the error", "[gpu][engine][errors]") {
+TEST_CASE("an invalid launch becomes a cuda_error naming the launch and the error", "[gpu][engine][errors][api_error]") {
   gpucmp::engine eng;
   try {
     eng.measure([](cudaStream_t s) { gpucmp_test::launch_invalid_configuration(s); }, gpucmp::mode::hot);
@@ -63,7 +63,7 @@ TEST_CASE("an invalid launch becomes a cuda_error naming the launch and the erro
   check_engine_still_works(eng);
 }
 
-TEST_CASE("code a graph cannot hold fails the capture cleanly", "[gpu][engine][errors]") {
+TEST_CASE("code a graph cannot hold fails the capture cleanly", "[gpu][engine][errors][api_error]") {
   gpucmp::engine eng;
   gpucmp::measure_options o;
   o.hold = false;
@@ -107,4 +107,37 @@ TEST_CASE("an exception from the callable is a failed result, and samples are ke
   CHECK(r.gpu_s.size() == 4);  // warm-up took call 1; samples 1-4 completed before call 6 threw
   CHECK(r.gpu.count == 4);
   check_engine_still_works(eng);
+}
+
+TEST_CASE("a launch that runs past the time budget ends as a typed timeout without blocking", "[gpu][engine][errors][api_error]") {
+  gpucmp::engine eng;
+  gpucmp::measure_options o;
+  o.timeout_s = 0.3;
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = eng.try_measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 1.5); }, gpucmp::mode::hot, o);
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.message << " after " << waited_s << " s");
+  CHECK(r.status == gpucmp::result_status::timeout);
+  CHECK_THAT(r.message, GPUCMP_CONTAINS("timeout: the measurement ran past its 0.3 s budget"));
+  CHECK_THAT(r.message, GPUCMP_CONTAINS("during the warm-up"));
+  // The 1.5 s spin is still running when the budget ends; the engine does not wait for it.
+  GPUCMP_CHECK_TIMING(waited_s < 1.0);
+  // The engine stays usable: once the spin has finished, the next measurement runs.
+  REQUIRE(cudaStreamSynchronize(eng.stream()) == cudaSuccess);
+  CHECK(eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 10e-6); }, gpucmp::mode::hot).ok());
+}
+
+TEST_CASE("a measurement that samples past the time budget keeps its samples as a timeout", "[gpu][engine][errors][api_error]") {
+  gpucmp::engine eng;
+  gpucmp::measure_options o;
+  o.timeout_s = 0.5;
+  o.min_samples = 100000;  // 2 ms samples: the noise rule alone would sample for minutes
+  o.max_samples = 100000;
+  o.max_wall_time_s = 600;
+  o.batch = 1;
+  const auto r = eng.try_measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 2e-3); }, gpucmp::mode::graph, o);
+  CHECK(r.status == gpucmp::result_status::timeout);
+  CHECK_THAT(r.message, GPUCMP_CONTAINS("during sampling"));
+  CHECK(r.gpu_s.size() > 10);  // what was measured before the budget ran out is kept
+  CHECK(r.gpu.count == r.gpu_s.size());
 }

@@ -100,15 +100,17 @@ TEST_CASE("a registered benchmark reports the engine's per-launch time and rates
     REQUIRE(runs.count(name) == 1);
     const captured_run& r = runs.at(name);
     CHECK(r.error.empty());
-    CHECK(r.seconds_per_iteration >= 100e-6);
-    CHECK(r.seconds_per_iteration <= 102e-6);
+    CHECK(r.seconds_per_iteration >= 100e-6);  // the spin lasts at least its nominal time
+    // Hot and graph mode add the stream's kernel-to-kernel gap (under 1.7 us on an H200) and
+    // the spin's own overshoot to a 100 us spin.
+    GPUCMP_CHECK_TIMING(r.seconds_per_iteration <= 102e-6);
     CHECK(r.counters.at("GB/s") == Approx(1e6 / r.seconds_per_iteration * 1e-9));
     CHECK(r.counters.at("items/s") == Approx(2 / r.seconds_per_iteration));
     CHECK(r.counters.count("TFLOP/s") == 0);  // no FLOPs were declared
     CHECK(r.counters.at("samples") >= 10);
     CHECK(r.counters.at("batch") >= 1);
     CHECK(r.counters.at("min_us") <= r.counters.at("p90_us"));
-    CHECK(r.counters.at("noise_pct") < 5);
+    GPUCMP_CHECK_TIMING(r.counters.at("noise_pct") < 5);  // a spin is steady: the noise rule's target is 0.5 %
     // Against the datasheet: 1 MB read per launch is memory-bound and fits in L2.
     const gpucmp::gpu_profile spec = gpucmp::spec_for_device(gpucmp::query_current_device());
     CHECK(r.counters.at("pct_of_peak") == Approx(100 * r.counters.at("GB/s") / spec.memory_bandwidth_gbs));
@@ -131,12 +133,12 @@ TEST_CASE("the --gpucmp_batch flag fixes the launches per sample of every benchm
       CHECK(r.error.empty());
       CHECK(r.counters.at("batch") == static_cast<double>(launches));
       CHECK(r.seconds_per_iteration >= 100e-6);
-      CHECK(r.seconds_per_iteration <= 103e-6);
+      GPUCMP_CHECK_TIMING(r.seconds_per_iteration <= 103e-6);  // as above; 7 launches spread the gap less
     }
   }
 }
 
-TEST_CASE("errors become skipped runs with their message and the run goes on", "[gpu][gbench]") {
+TEST_CASE("errors become skipped runs with their message and the run goes on", "[gpu][gbench][api_error]") {
   const int failed_before = gpucmp::detail::tally().failed;
   gpucmp::register_benchmark("adapter_errors/throwing", throwing_benchmark);
   gpucmp::register_benchmark("adapter_errors/forgetful", forgetful_benchmark);
@@ -163,12 +165,12 @@ TEST_CASE("a fixture's buffers are set up outside the timed path and measured co
   CHECK(runs.begin()->first == "buffer_fixture/read/cold/16777216/iterations:1/manual_time");
   CHECK(r.error.empty());
   // 64 MiB read from DRAM after an L2 flush: between 0.5 and 10 TB/s on any GPU gpucmp targets.
-  CHECK(r.counters.at("GB/s") > 500);
+  GPUCMP_CHECK_TIMING(r.counters.at("GB/s") > 500);
   CHECK(r.counters.at("GB/s") < 10000);
 }
 
 #if GPUCMP_TEST_KERNEL_MODE
-TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the label", "[gpu][gbench]") {
+TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the label", "[gpu][gbench][cupti]") {
   gpucmp::register_benchmark("adapter_kernel", spin_benchmark, {gpucmp::mode::kernel})->Arg(50);
   const auto runs = run_matching("^adapter_kernel/");
   REQUIRE(runs.size() == 1);
@@ -176,7 +178,7 @@ TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the labe
   INFO(r.error << " " << r.label);
   CHECK(r.error.empty());
   CHECK(r.seconds_per_iteration >= 50e-6);
-  CHECK(r.seconds_per_iteration <= 50.7e-6);
+  GPUCMP_CHECK_TIMING(r.seconds_per_iteration <= 50.7e-6);  // the spin's own overshoot, as in kernel_mode_test
   CHECK(r.counters.at("span_us") == Approx(r.seconds_per_iteration * 1e6).epsilon(0.01));
   CHECK(r.counters.at("idle_us") == 0);
   CHECK(r.counters.at("traced_event_us") >= r.seconds_per_iteration * 1e6);

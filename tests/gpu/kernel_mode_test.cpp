@@ -15,7 +15,7 @@
 #include <cmath>
 #include <string>
 
-TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below", "[gpu][kernel_mode]") {
+TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below", "[gpu][kernel_mode][cupti]") {
   gpucmp::engine eng;
   for (const double nominal : {2e-6, 10e-6, 100e-6, 1e-3}) {
     const auto r = eng.measure([&](cudaStream_t s) { gpucmp_test::launch_spin(s, nominal); }, gpucmp::mode::kernel);
@@ -23,7 +23,7 @@ TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below
                     << r.gpu.min * 1e6 << ", max " << r.gpu.max * 1e6 << ", samples " << r.gpu.count);
     REQUIRE(r.kernels.has_value());
     CHECK(r.gpu.min >= nominal);
-    CHECK(r.gpu.median <= nominal + 0.7e-6);
+    GPUCMP_CHECK_TIMING(r.gpu.median <= nominal + 0.7e-6);  // the spin's overshoot of %globaltimer's tick
     CHECK(r.kernels->launches_without_activity == 0);
     REQUIRE(r.kernels->kernels.size() == 1);
     CHECK(r.kernels->kernels[0].name == "gpucmp::kernels::spin_for(unsigned long)");
@@ -35,7 +35,7 @@ TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below
   }
 }
 
-TEST_CASE("kernel mode breaks a callable into kernels, memsets and copies with their gaps", "[gpu][kernel_mode]") {
+TEST_CASE("kernel mode breaks a callable into kernels, memsets and copies with their gaps", "[gpu][kernel_mode][cupti]") {
   gpucmp::engine eng;
   gpucmp::device_buffer<float> a(1 << 22), b(1 << 22, gpucmp::initial_fill::uninitialized());
   auto work = [&](cudaStream_t s) {
@@ -62,7 +62,7 @@ TEST_CASE("kernel mode breaks a callable into kernels, memsets and copies with t
   CHECK(r.gpu.median > 20e-6);
 }
 
-TEST_CASE("kernel mode does not change the event modes' numbers", "[gpu][kernel_mode]") {
+TEST_CASE("kernel mode does not change the event modes' numbers", "[gpu][kernel_mode][timing][cupti]") {
   gpucmp::engine eng;
   auto spin = [](cudaStream_t s) { gpucmp_test::launch_spin(s, 20e-6); };
   const double before_1 = eng.measure(spin, gpucmp::mode::hot).gpu.median;
@@ -77,7 +77,7 @@ TEST_CASE("kernel mode does not change the event modes' numbers", "[gpu][kernel_
   CHECK(std::fabs(after - before_1) <= std::max(3 * spread, 0.01 * before_1));
 }
 
-TEST_CASE("without a registered tracer kernel mode is a typed unsupported result", "[gpu][kernel_mode]") {
+TEST_CASE("without a registered tracer kernel mode is a typed unsupported result", "[gpu][kernel_mode][cupti]") {
   gpucmp::engine eng;
   gpucmp::register_activity_tracer(nullptr);
   const auto r = eng.try_measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 10e-6); }, gpucmp::mode::kernel);
@@ -89,7 +89,7 @@ TEST_CASE("without a registered tracer kernel mode is a typed unsupported result
   CHECK(eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 10e-6); }, gpucmp::mode::kernel).ok());
 }
 
-TEST_CASE("a callable with no GPU work fails kernel mode with a clear message", "[gpu][kernel_mode]") {
+TEST_CASE("a callable with no GPU work fails kernel mode with a clear message", "[gpu][kernel_mode][cupti]") {
   gpucmp::engine eng;
   gpucmp::measure_options o;
   o.min_gpu_time_s = 0;

@@ -402,7 +402,7 @@ TEST_CASE("ResNet-50 v1.5 builds, verifies every layer and reuses activation mem
 }
 
 #if GPUCMP_TEST_KERNEL_MODE
-TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to the whole pass", "[gpu][models][resnet50]") {
+TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to the whole pass", "[gpu][models][resnet50][cupti]") {
   gpucmp::engine eng;
   const gpucmp::network_definition def = gpucmp::resnet50_random(1);
   gpucmp::network_options o;
@@ -421,7 +421,7 @@ TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to
     INFO(l.layer);
     CHECK_FALSE(l.kernels.empty());  // every layer launches at least one kernel
     CHECK(l.busy_s > 0);
-    CHECK(l.busy_s < 2e-3);  // no layer of a batch-16 FP16 pass takes milliseconds on a datacentre GPU
+    GPUCMP_CHECK_TIMING(l.busy_s < 2e-3);  // no layer of a batch-16 FP16 pass takes milliseconds on a datacentre GPU
     sum += l.busy_s;
     shares += l.share;
   }
@@ -430,16 +430,22 @@ TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to
   CHECK(sum == Approx(t.busy_s).epsilon(0.05));
   CHECK(shares == Approx(sum / t.busy_s));
   CHECK(t.eager_span_s >= 0.99 * t.busy_s);
-  // The same pass measured whole by the engine: kernel mode sees the same kernels, and a
-  // graph replay cannot run faster than the kernels' busy time.
+  // The same pass measured whole by the engine in kernel mode: busy time against busy time,
+  // both from per-kernel timestamps, a few seconds apart (clocks may move between them).
   const gpucmp::measurement whole = eng.measure(net, gpucmp::mode::kernel);
-  CHECK(whole.gpu.median == Approx(t.busy_s).epsilon(0.10));
+  GPUCMP_CHECK_TIMING(whole.gpu.median == Approx(t.busy_s).epsilon(0.10));
+  // A graph replay launches the same kernels without the host: it is no slower than the
+  // host-launched pass's span, which holds the launch gaps a graph removes. (Graph time
+  // against the traced busy time is no law: that busy time was read under CUPTI tracing,
+  // at other clocks, and read 667 us against a 632 us replay on the H200.)
   const gpucmp::measurement graph = eng.measure(net, gpucmp::mode::graph);
-  CHECK(graph.gpu.median >= 0.95 * t.busy_s);
+  INFO("graph replay " << graph.gpu.median * 1e6 << " us, eager span " << t.eager_span_s * 1e6 << " us, busy "
+                       << t.busy_s * 1e6 << " us");
+  GPUCMP_CHECK_TIMING(graph.gpu.median <= 1.05 * t.eager_span_s);
 }
 #endif
 
-TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch that fits is found", "[gpu][models][resnet50]") {
+TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch that fits is found", "[gpu][models][resnet50][api_error]") {
   gpucmp::stream s;
   const gpucmp::network_definition def = gpucmp::resnet50_random(1);
   std::size_t free_bytes = 0, total_bytes = 0;

@@ -16,7 +16,7 @@
 #include <thread>
 
 TEST_CASE("power under a long GEMM lies between idle and the power limit; energy matches power x time",
-          "[gpu][power]") {
+          "[gpu][power][timing]") {
   if (!gpucmp::nvml_library::instance().available()) FAIL(gpucmp::nvml_library::instance().reason());
   const gpucmp::device_info device = gpucmp::query_current_device();
   gpucmp::power_monitor monitor(device);

@@ -11,7 +11,7 @@
 #include <gpucmp/serving.hpp>
 #include <gpucmp/stream.hpp>
 
-TEST_CASE("closed-loop requests wait exactly their own service time plus the round trip", "[gpu][serving]") {
+TEST_CASE("closed-loop requests wait exactly their own service time plus the round trip", "[gpu][serving][timing]") {
   gpucmp::stream s;
   gpucmp::serving_options o;
   o.requests = 300;
@@ -28,7 +28,7 @@ TEST_CASE("closed-loop requests wait exactly their own service time plus the rou
   CHECK(r.achieved_per_s > 0.5 / 100e-6);
 }
 
-TEST_CASE("open-loop arrivals: light load stays near service time, overload queues", "[gpu][serving]") {
+TEST_CASE("open-loop arrivals: light load stays near service time, overload queues", "[gpu][serving][timing]") {
   gpucmp::stream s;
   auto spin = [](cudaStream_t st) { gpucmp_test::launch_spin(st, 100e-6); };
   gpucmp::serving_options light;
@@ -63,7 +63,7 @@ TEST_CASE("bad serving options are named", "[gpu][serving]") {
   CHECK_THROWS_WITH(gpucmp::serve([](cudaStream_t) {}, s.get(), o), GPUCMP_CONTAINS("needs rate_per_s > 0"));
 }
 
-TEST_CASE("one-SM workloads on separate streams overlap", "[gpu][concurrency]") {
+TEST_CASE("one-SM workloads on separate streams overlap", "[gpu][concurrency][timing]") {
   auto make = [](std::size_t) { return [](cudaStream_t st) { gpucmp_test::launch_spin(st, 200e-6); }; };
   const auto one = gpucmp::run_concurrent(make, 1, 50);
   const auto four = gpucmp::run_concurrent(make, 4, 50);

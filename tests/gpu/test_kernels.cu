@@ -16,6 +16,7 @@ void launch_read_sum(cudaStream_t stream, const float* in, std::size_t floats, f
 namespace {
 __global__ void never_runs() {}
 __global__ void empty() {}
+__global__ void trap() { asm volatile("trap;"); }
 }  // namespace
 
 void launch_empty(cudaStream_t stream) {
@@ -25,6 +26,11 @@ void launch_empty(cudaStream_t stream) {
 
 void launch_invalid_configuration(cudaStream_t stream) {
   never_runs<<<1, 4096, 0, stream>>>();  // deliberately unchecked: the engine must catch it
+}
+
+void launch_trap(cudaStream_t stream) {
+  trap<<<1, 1, 0, stream>>>();
+  GPUCMP_CUDA_CHECK_LAST("trap<<<1, 1>>>");
 }
 
 }  // namespace gpucmp_test

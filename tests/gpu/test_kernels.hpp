@@ -23,4 +23,8 @@ void launch_empty(cudaStream_t stream);
 /// A launch with 4096 threads per block: always an invalid configuration.
 void launch_invalid_configuration(cudaStream_t stream);
 
+/// A kernel that executes a trap instruction: a sticky error, after which the CUDA context
+/// of the process is unusable.
+void launch_trap(cudaStream_t stream);
+
 }  // namespace gpucmp_test

@@ -122,3 +122,34 @@ TEST_CASE("the warm-up and window flags take seconds, and a bad value names its 
   CHECK(bad_window.first.window_s == 0);
   CHECK(bad_window.first.cooldown_s == 1);  // the good flag next to it is still taken
 }
+
+TEST_CASE("--gpucmp_timeout_s sets every measurement's budget; a misspelt gpucmp flag is named", "[gbench]") {
+  const auto [flags, rest] = take({"sweep", "--gpucmp_timeout_s=30", "--benchmark_filter=gemm"});
+  CHECK(flags.error.empty());
+  CHECK(flags.timeout_s == 30);
+  CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=gemm"});
+  CHECK(take({"sweep", "--gpucmp_timeout_s=-1"}).first.error ==
+        "--gpucmp_timeout_s=-1: expected seconds a measurement may run before it ends as a timeout, 0 to 86400");
+  CHECK(take({"sweep", "--gpucmp_timeout_s=0x10"}).first.error.rfind("--gpucmp_timeout_s=0x10: expected", 0) == 0);
+  CHECK(take({"sweep", "--gpucmp_powr"}).first.error == "--gpucmp_powr: unknown gpucmp flag");
+  CHECK(take({"sweep", "--gpucmp_kernels_out="}).first.error == "--gpucmp_kernels_out=: expected a file name");
+}
+
+TEST_CASE("output files that cannot be written are found before anything is measured", "[gbench]") {
+  std::vector<std::string> args{"suite", "--benchmark_out=/nonexistent-dir/out.json"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  gpucmp::detail::gpucmp_flags flags;
+  flags.kernels_out = "/nonexistent-dir/kernels.json";
+  const auto problems = gpucmp::detail::unwritable_outputs(static_cast<int>(argv.size()), argv.data(), flags);
+  REQUIRE(problems.size() == 2);
+  CHECK_THAT(problems[0], GPUCMP_CONTAINS("--benchmark_out=/nonexistent-dir/out.json: cannot be written"));
+  CHECK_THAT(problems[1], GPUCMP_CONTAINS("--gpucmp_kernels_out=/nonexistent-dir/kernels.json: cannot be written"));
+  // A writable path passes, and a file that did not exist is not left behind.
+  const std::string fresh = "gpucmp_writable_probe.json";
+  std::remove(fresh.c_str());
+  CHECK(gpucmp::detail::unwritable_reason(fresh).empty());
+  std::FILE* left = std::fopen(fresh.c_str(), "r");
+  CHECK(left == nullptr);
+  if (left != nullptr) std::fclose(left);
+}

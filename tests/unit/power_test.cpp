@@ -116,3 +116,28 @@ TEST_CASE("gpucmp's NVML declarations match nvml.h", "[power][nvml]") {
   STATIC_REQUIRE(std::is_same_v<decltype(&nvmlSystemGetDriverVersion), nvmlReturn_t (*)(char*, unsigned int)>);
 }
 #endif
+
+TEST_CASE("the average comes from the energy counter between its own steps, not over the window", "[power]") {
+  // A 700 W load whose counter steps every 50 ms, read every 5 ms for 0.205 s. The window's
+  // first reading comes 1 ms before a step and its last 4 ms after one: the counter's
+  // difference holds 5 steps (175 J), 854 W if divided by the window.
+  std::vector<gpucmp::power_sample> trace;
+  for (int i = 0; i <= 41; ++i) {
+    gpucmp::power_sample s;
+    s.t_s = 0.005 * i;
+    const double true_t = 0.049 + s.t_s;  // the window starts 1 ms before the step at 50 ms
+    s.energy_j = 700.0 * 0.05 * std::floor(true_t / 0.05);
+    s.power_w = 700;
+    trace.push_back(s);
+  }
+  const auto [energy, source] = gpucmp::window_energy(trace);
+  const double naive_w = energy / (trace.back().t_s - trace.front().t_s);
+  INFO("naive " << naive_w << " W");
+  CHECK(naive_w > 800);  // the bias the issue found (762 W on a 700 W card)
+  // Between the first and last readings where the counter had just moved: exact here,
+  // within one reading interval over the span in general.
+  CHECK(gpucmp::counter_average_power(trace) == Approx(700).epsilon(0.03));
+  // A counter that never moved gives no average (the caller falls back to sampled power).
+  for (auto& s : trace) s.energy_j = 5;
+  CHECK(std::isnan(gpucmp::counter_average_power(trace)));
+}

@@ -85,3 +85,17 @@ TEST_CASE("a missing tensor, a wrong shape and a non-float dtype are named", "[s
   CHECK_THROWS_WITH(gpucmp::safetensors_file::open("/nonexistent/w.safetensors"),
                     "/nonexistent/w.safetensors: cannot open the weight file");
 }
+
+TEST_CASE("shapes and offsets past what a file can hold are refused, not wrapped", "[safetensors][fuzz]") {
+  // 2^32 x 2^32 elements would wrap a 64-bit count to 0 and match empty data_offsets.
+  const std::string wrap = R"({"t": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})";
+  CHECK_THROWS_WITH(gpucmp::safetensors_file::parse(file_of(wrap, ""), "w.safetensors"),
+                    GPUCMP_CONTAINS("has more elements than any file can hold"));
+  // A double too large for an integer is undefined behaviour to convert: refused first.
+  const std::string huge = R"({"t": {"dtype": "U8", "shape": [1e300], "data_offsets": [0, 1e300]}})";
+  CHECK_THROWS_WITH(gpucmp::safetensors_file::parse(file_of(huge, ""), "h.safetensors"),
+                    GPUCMP_CONTAINS("shape must hold non-negative integers up to 2^53"));
+  const std::string far = R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [1e30, 1e30]}})";
+  CHECK_THROWS_WITH(gpucmp::safetensors_file::parse(file_of(far, ""), "f.safetensors"),
+                    GPUCMP_CONTAINS("data_offsets must be two increasing non-negative integers"));
+}

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -35,7 +36,7 @@ class input_error : public std::runtime_error {
 };
 
 /// What a cell of the comparison holds.
-enum class cell_kind { measured, projected, oom, unsupported, failed, skipped, missing, no_model };
+enum class cell_kind { measured, projected, oom, unsupported, failed, skipped, timeout, missing, no_model };
 
 inline const char* to_string(cell_kind k) {
   switch (k) {
@@ -45,6 +46,7 @@ inline const char* to_string(cell_kind k) {
     case cell_kind::unsupported: return "unsupported";
     case cell_kind::failed: return "failed";
     case cell_kind::skipped: return "skipped";
+    case cell_kind::timeout: return "timeout";
     case cell_kind::missing: return "missing";
     case cell_kind::no_model: return "no model";
   }
@@ -158,15 +160,49 @@ inline double unit_seconds(const std::string& unit) {
 inline cell_kind kind_of_error(const std::string& message) {
   if (message.rfind("oom:", 0) == 0) return cell_kind::oom;
   if (message.rfind("unsupported:", 0) == 0) return cell_kind::unsupported;
-  if (message.rfind("no CUDA device", 0) == 0) return cell_kind::skipped;
+  if (message.rfind("timeout:", 0) == 0) return cell_kind::timeout;
+  if (message.rfind("no CUDA device", 0) == 0 || message.rfind("skipped:", 0) == 0) return cell_kind::skipped;
   return cell_kind::failed;
 }
 
+/// `text` with every invalid UTF-8 sequence replaced by U+FFFD, so each renderer gets valid
+/// text whatever a result file holds (names come from users and are untrusted).
+inline std::string valid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
+    if (ok && len > 1) {  // no overlong forms, surrogates or code points past U+10FFFF
+      std::uint32_t cp = c & (0x7F >> len);
+      for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (p[i + k] & 0x3F);
+      const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= least[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (ok) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 /// Reads and validates one gpucmp result file.
-inline result_file load_result_file(const std::string& path) {
+inline result_file load_result_file(const std::string& path);
+
+/// Validates the content `text` of a gpucmp result file, naming it `path` in errors; throws
+/// input_error for anything malformed.
+inline result_file parse_result_file(const std::string& text, const std::string& path) {
   json root;
   try {
-    root = parse_json(read_file(path));
+    root = parse_json(text);
   } catch (const json_error& e) {
     throw input_error(path + ": malformed JSON: " + e.what());
   }
@@ -184,9 +220,9 @@ inline result_file load_result_file(const std::string& path) {
     throw input_error(path + ": records no GPU" + (why && why->is_string() ? " (" + why->string() + ")" : ""));
   }
   result_file file;
-  file.path = path;
+  file.path = valid_utf8(path);
   gpucmp::device_facts facts;
-  facts.name = gpu_name->string();
+  facts.name = valid_utf8(gpu_name->string());
   const double cc = context_number(*context, "gpu_compute_capability");
   facts.cc_major = std::isfinite(cc) ? static_cast<int>(cc) : 0;
   facts.cc_minor = std::isfinite(cc) ? static_cast<int>(std::lround((cc - facts.cc_major) * 10)) : 0;
@@ -205,7 +241,7 @@ inline result_file load_result_file(const std::string& path) {
     const json* name = b.find("run_name");
     if (name == nullptr) name = b.find("name");
     if (name == nullptr || !name->is_string()) throw input_error(path + ": a benchmark entry has no name");
-    const std::string clean = clean_name(name->string());
+    const std::string clean = clean_name(valid_utf8(name->string()));
     const json* run_type = b.find("run_type");
     if (run_type != nullptr && run_type->is_string() && run_type->string() == "aggregate") {
       const json* aggregate = b.find("aggregate_name");
@@ -232,7 +268,7 @@ inline result_file load_result_file(const std::string& path) {
     if (failed) {
       const json* message = b.find("error_message");
       if (message == nullptr) message = b.find("skip_message");
-      r.message = message != nullptr && message->is_string() ? message->string() : "failed";
+      r.message = message != nullptr && message->is_string() ? valid_utf8(message->string()) : "failed";
       r.kind = kind_of_error(r.message);
       file.results[name] = r;
       continue;
@@ -256,6 +292,8 @@ inline result_file load_result_file(const std::string& path) {
   }
   return file;
 }
+
+inline result_file load_result_file(const std::string& path) { return parse_result_file(read_file(path), path); }
 
 // ---------------------------------------------------------------------------------------
 // Lining up
@@ -312,7 +350,12 @@ inline bool natural_less(const std::string& a, const std::string& b) {
     if (pa == pb) continue;
     const bool num_a = !pa.empty() && pa.find_first_not_of("0123456789") == std::string::npos;
     const bool num_b = !pb.empty() && pb.find_first_not_of("0123456789") == std::string::npos;
-    if (num_a && num_b) return std::stod(pa) < std::stod(pb);
+    if (num_a && num_b) {  // by value, for any number of digits: fewer significant digits first
+      const std::string da = pa.substr(std::min(pa.find_first_not_of('0'), pa.size()));
+      const std::string db = pb.substr(std::min(pb.find_first_not_of('0'), pb.size()));
+      if (da.size() != db.size()) return da.size() < db.size();
+      if (da != db) return da < db;
+    }
     return pa < pb;
   }
 }

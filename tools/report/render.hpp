@@ -57,11 +57,45 @@ inline std::string cell_text(const cell& c) {
   }
 }
 
-/// A benchmark name as a markdown code span inside a table cell.
+// Control characters (a newline would end a table row) as visible \xNN text.
+inline std::string visible_control(char ch) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+  return buf;
+}
+
+/// A benchmark name as a markdown code span inside a table cell: raw HTML is not interpreted
+/// inside a code span, so only what ends the span or the row is replaced.
 inline std::string markdown_name(const std::string& name) {
   std::string out;
-  for (char ch : name) out += ch == '|' ? std::string("\\|") : ch == '`' ? std::string("'") : std::string(1, ch);
+  for (char ch : name) {
+    if (ch == '|') out += "\\|";
+    else if (ch == '`') out += "'";
+    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) out += visible_control(ch);
+    else out += ch;
+  }
   return "`" + out + "`";
+}
+
+/// Text from a result file (a GPU name, a path) in markdown outside a code span: HTML, the
+/// table's bars and link brackets are escaped, so the text shows as written and links nowhere.
+inline std::string markdown_text(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '|': case '\\': case '`': case '[': case ']':
+        out += '\\';
+        out += ch;
+        break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) out += visible_control(ch);
+        else out += ch;
+    }
+  }
+  return out;
 }
 
 inline std::string column_title(const column& c) {
@@ -101,12 +135,12 @@ void markdown_table(std::ostringstream& md, const comparison& cmp, const std::ve
 
 inline std::string render_markdown(const comparison& cmp) {
   std::ostringstream md;
-  md << "# gpucmp comparison\n\n" << method_text(cmp) << "\n\n";
+  md << "# gpucmp comparison\n\n" << markdown_text(method_text(cmp)) << "\n\n";
   std::vector<std::string> titles, labels, priced;
   for (const auto& c : cmp.columns) {
-    titles.push_back(column_title(c));
-    labels.push_back(c.label);
-    priced.push_back(c.label + (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : ""));
+    titles.push_back(markdown_text(column_title(c)));
+    labels.push_back(markdown_text(c.label));
+    priced.push_back(markdown_text(c.label) + (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : ""));
   }
   markdown_table(md, cmp, titles, [&](std::size_t r, std::size_t i) {
     const cell& c = cmp.cells[r][i];
@@ -147,16 +181,20 @@ inline std::string render_markdown(const comparison& cmp) {
     for (const auto& c : row) any_caveat = any_caveat || (c.kind == cell_kind::projected && !c.note.empty());
   if (any_caveat) md << "\n† L2-resident when measured: projected with DRAM bandwidth.\n";
   md << "\nSources:";
-  for (const auto& c : cmp.columns) md << "\n- " << c.label << ": " << c.source;
+  for (const auto& c : cmp.columns) md << "\n- " << markdown_text(c.label) << ": " << markdown_text(c.source);
   md << "\n";
   return md.str();
 }
 
 // ---------------------------------------------------------------------------------------
 
+/// A CSV field (RFC 4180). A text that a spreadsheet would read as a formula (it starts with
+/// = + - @, a tab or a carriage return) gets a leading ' and quotes, so opening the CSV
+/// runs nothing.
 inline std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
+  const bool formula = !text.empty() && std::string("=+-@\t\r").find(text[0]) != std::string::npos;
+  if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = formula ? "\"'" : "\"";
   for (char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return out + "\"";
 }
@@ -244,7 +282,8 @@ inline std::map<std::string, std::vector<std::pair<double, std::size_t>>> famili
     const auto slash = name.rfind('/');
     if (slash == std::string::npos) continue;
     const std::string last = name.substr(slash + 1);
-    if (last.empty() || last.find_first_not_of("0123456789") != std::string::npos) continue;
+    // At most 15 digits: a size a double holds exactly (and std::stod never overflows).
+    if (last.empty() || last.size() > 15 || last.find_first_not_of("0123456789") != std::string::npos) continue;
     out[name.substr(0, slash)].push_back({std::stod(last), r});
   }
   for (auto it = out.begin(); it != out.end();) {

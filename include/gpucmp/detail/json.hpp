@@ -101,6 +101,35 @@ inline json parse_json(const std::string& text) {
         if (s[i] != *p) fail(std::string("invalid literal, expected '") + word + "'");
       }
     }
+    // Four hexadecimal digits of a \u escape.
+    unsigned hex4() {
+      if (i + 4 > s.size()) fail("truncated \\u escape");
+      unsigned code = 0;
+      for (int k = 0; k < 4; ++k, ++i) {
+        const char h = s[i];
+        const int digit = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (digit < 0) fail("\\u escape needs four hexadecimal digits");
+        code = code * 16 + static_cast<unsigned>(digit);
+      }
+      return code;
+    }
+    static void append_utf8(std::string& out, unsigned code) {
+      if (code < 0x80) {
+        out += static_cast<char>(code);
+      } else if (code < 0x800) {
+        out += static_cast<char>(0xC0 | (code >> 6));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+      } else if (code < 0x10000) {
+        out += static_cast<char>(0xE0 | (code >> 12));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+      } else {
+        out += static_cast<char>(0xF0 | (code >> 18));
+        out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+      }
+    }
     std::string string_value() {
       expect('"');
       std::string out;
@@ -125,24 +154,46 @@ inline json parse_json(const std::string& text) {
           case 'r': out += '\r'; break;
           case 't': out += '\t'; break;
           case 'u': {
-            if (i + 4 > s.size()) fail("truncated \\u escape");
-            const unsigned code = static_cast<unsigned>(std::strtoul(s.substr(i, 4).c_str(), nullptr, 16));
-            i += 4;
-            if (code < 0x80) {
-              out += static_cast<char>(code);
-            } else if (code < 0x800) {
-              out += static_cast<char>(0xC0 | (code >> 6));
-              out += static_cast<char>(0x80 | (code & 0x3F));
-            } else {
-              out += static_cast<char>(0xE0 | (code >> 12));
-              out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-              out += static_cast<char>(0x80 | (code & 0x3F));
+            unsigned code = hex4();
+            if (code >= 0xDC00 && code <= 0xDFFF) fail("\\u escape of a lone low surrogate");
+            if (code >= 0xD800 && code <= 0xDBFF) {  // a high surrogate: its low half must follow
+              if (i + 2 > s.size() || s[i] != '\\' || s[i + 1] != 'u') fail("\\u escape of a high surrogate without its low half");
+              i += 2;
+              const unsigned low = hex4();
+              if (low < 0xDC00 || low > 0xDFFF) fail("\\u escape of a high surrogate without its low half");
+              code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
             }
+            append_utf8(out, code);
             break;
           }
           default: fail(std::string("invalid escape '\\") + e + "'");
         }
       }
+    }
+    // A number by JSON's grammar (strtod alone would also take hexadecimal, "inf" and "nan").
+    double number_value() {
+      const std::size_t begin = i;
+      auto digits = [&] {
+        const std::size_t first = i;
+        while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+        return i > first;
+      };
+      if (s[i] == '-') ++i;
+      if (s.compare(i, 8, "Infinity") == 0) {  // Google Benchmark writes -Infinity too
+        i += 8;
+        return -std::numeric_limits<double>::infinity();
+      }
+      if (!digits()) fail("invalid number");
+      if (i < s.size() && s[i] == '.') {
+        ++i;
+        if (!digits()) fail("invalid number: no digit after the decimal point");
+      }
+      if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        ++i;
+        if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+        if (!digits()) fail("invalid number: no digit in the exponent");
+      }
+      return std::strtod(s.substr(begin, i - begin).c_str(), nullptr);
     }
     json value(int depth) {
       if (depth > 64) fail("nesting deeper than 64 levels");
@@ -193,14 +244,7 @@ inline json parse_json(const std::string& text) {
         literal("null");
         return json();
       }
-      if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
-        const char* begin = s.c_str() + i;
-        char* end = nullptr;
-        const double d = std::strtod(begin, &end);
-        if (end == begin) fail("invalid number");
-        i += static_cast<std::size_t>(end - begin);
-        return json::make_number(d);
-      }
+      if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) return json::make_number(number_value());
       // Google Benchmark writes NaN and Infinity for undefined statistics; accept them as numbers.
       if (s.compare(i, 3, "NaN") == 0) {
         i += 3;

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang and runs each one over its seed corpus
+# (tests/fuzz/corpus/TARGET, which holds every input that once crashed, too).
+#   scripts/fuzz.sh [--seconds N | --runs N] [--out FILE.md] [TARGET...]
+# --seconds N: each target fuzzes for N seconds (CI: 20); --runs N: for N executions.
+# Ends with a table of target, executions, seconds and crashes; --out writes it as markdown.
+# A crash leaves its input in build-fuzz/crashes/TARGET/ and makes the script fail.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+fuzz_build=${BUILD_DIR_FUZZ:-$repo_root/build-fuzz}
+limit=(-max_total_time=20)
+out=""
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) limit=(-max_total_time="$2"); shift 2 ;;
+    --runs) limit=(-runs="$2"); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(json safetensors report_loader flags)
+
+GPUCMP_INSTALL_FUZZ=1 "$repo_root/scripts/install-deps.sh" >/dev/null
+cmake -S "$repo_root/tests/fuzz" -B "$fuzz_build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$fuzz_build" --parallel "$(nproc)"
+
+table="| target | executions | seconds | crashes |
+|---|---|---|---|"
+status=0
+for t in "${targets[@]}"; do
+  work="$fuzz_build/corpus/$t"
+  crashes="$fuzz_build/crashes/$t"
+  mkdir -p "$work" "$crashes"
+  log="$fuzz_build/$t.log"
+  rc=0
+  # Seeds are read, never written; new inputs go to the working corpus.
+  "$fuzz_build/fuzz_$t" "${limit[@]}" -print_final_stats=1 -artifact_prefix="$crashes/" \
+    "$work" "$repo_root/tests/fuzz/corpus/$t" > "$log" 2>&1 || rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  secs=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  found=$(find "$crashes" -type f | wc -l)
+  if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
+    status=1
+    echo "fuzz.sh: fuzz_$t failed (exit $rc); its log:" >&2
+    tail -40 "$log" >&2
+  fi
+  table+="
+| fuzz_$t | ${runs:-?} | ${secs:-?} | $found |"
+done
+echo "$table"
+[ -n "$out" ] && echo "$table" > "$out"
+exit $status

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# On a GPU machine: the reliability issue's measurements in one run.
+#   scripts/reliability-check.sh OUT_DIR [RUNS]
+# 1. builds for the local GPU; 2. runs the whole [gpu] suite RUNS times in a row (default 5),
+# each test binary with Catch2's XML report of every assertion, plus the fault suite;
+# 3. sizes the timing bounds' margins from those runs (timing_margins.md); 4. probes NVML's
+# energy counter and runs the bundled suite with --gpucmp_power (power averages against the
+# limit); 5. with GPUCMP_RELIABILITY_SANITIZE=1, scripts/sanitize.sh; 6. writes
+# acceptance.json and summary.md from this run's numbers.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+out_dir=${1:?usage: reliability-check.sh OUT_DIR [RUNS]}
+runs=${2:-5}
+mkdir -p "$out_dir"
+gpu_present || { echo "reliability-check: no NVIDIA GPU here" >&2; exit 1; }
+if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
+  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$out_dir/gpu.csv"
+"$repo_root/scripts/install-deps.sh" > "$out_dir/install.log" 2>&1
+start=$(date +%s)
+{ GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_EXAMPLES=ON \
+    -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 \
+  || { echo "reliability-check: build failed"; tail -40 "$out_dir/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+
+binaries=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
+: > "$out_dir/suite_runs.tsv"
+for run in $(seq 1 "$runs"); do
+  dir="$out_dir/run$run"
+  mkdir -p "$dir"
+  t0=$(date +%s)
+  failed=0
+  for b in "${binaries[@]}"; do
+    "$build_dir/tests/$b" "[gpu]" -s -r xml -o "$dir/$b.xml" > "$dir/$b.log" 2>&1 || failed=$((failed + 1))
+  done
+  python3 "$repo_root/tests/gpu/check_fault_suite.py" "$build_dir/tests/gpucmp_fault_suite" "$dir/faults" \
+    > "$dir/faults.log" 2>&1 || failed=$((failed + 1))
+  printf '%s\t%s\t%s\n' "$run" "$failed" "$(( $(date +%s) - t0 ))" >> "$out_dir/suite_runs.tsv"
+  echo "[gpu] suite run $run: $failed binaries failed, $(( $(date +%s) - t0 )) s"
+done
+python3 "$repo_root/scripts/reliability/timing_margins.py" "$repo_root" "$out_dir"/run* > "$out_dir/timing_margins.md"
+
+"$build_dir/benchmarks/power_counter_probe" "$out_dir/power_counter.json" > "$out_dir/power_counter.log" 2>&1
+cat "$out_dir/power_counter.log"
+"$build_dir/benchmarks/suite" --gpucmp_power --benchmark_out="$out_dir/suite_power.json" --benchmark_out_format=json \
+  > "$out_dir/suite_power.txt" 2>&1 || echo "suite with --gpucmp_power failed (see suite_power.txt)"
+
+if [ "${GPUCMP_RELIABILITY_SANITIZE:-0}" = 1 ]; then
+  "$repo_root/scripts/sanitize.sh" "$out_dir/sanitize" "$build_dir" > "$out_dir/sanitize.log" 2>&1
+  tail -20 "$out_dir/sanitize.log"
+fi
+python3 "$repo_root/scripts/reliability/acceptance.py" "$repo_root" "$out_dir"

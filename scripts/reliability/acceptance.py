@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The reliability issue's acceptance rows from one run of scripts/reliability-check.sh.
+
+usage: acceptance.py REPO_ROOT OUT_DIR
+Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
+OUT_DIR/summary.md. Every number comes from files that run wrote; rows whose measurement
+was not made in it are left out, never filled in.
+"""
+import json
+import os
+import re
+import sys
+
+
+def main():
+    root, out = sys.argv[1], sys.argv[2]
+    rows = []
+
+    def row(name, measured, target, unit, passed):
+        rows.append({"row": name, "measured": measured, "target": target, "unit": unit, "pass": bool(passed)})
+
+    runs = [line.split("\t") for line in open(os.path.join(out, "suite_runs.tsv")) if line.strip()]
+    failures = sum(int(r[1]) for r in runs)
+    row(f"[gpu] suite {len(runs)} times in a row: failed binaries (4 test binaries + the fault suite each run)",
+        failures, 0, "failures", len(runs) >= 5 and failures == 0)
+    faults = [os.path.join(out, f"run{r[0]}", "faults.log") for r in runs]
+    fault_ok = all(os.path.exists(f) and "FAIL" not in open(f).read() and "ok   the run exits 1" in open(f).read()
+                   for f in faults)
+    row("fault tests (oom mid-sweep, timeout, no NVML, trapping kernel) in every run", int(fault_ok), 1, "all passed", fault_ok)
+
+    try:
+        suite = json.load(open(os.path.join(out, "suite_power.json")))
+        ratios = [(b["name"], b["power_w"] / b["power_limit_w"]) for b in suite["benchmarks"]
+                  if b.get("power_w") and b.get("power_limit_w")]
+        if ratios:
+            name, worst = max(ratios, key=lambda r: r[1])
+            row(f"suite with --gpucmp_power: highest average power / board limit ({name})", round(worst, 4), 1.05,
+                "ratio", worst <= 1.05)
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        probe = json.load(open(os.path.join(out, "power_counter.json")))
+        between = probe["window_0.2s_max_w"]["between_counter_steps"] / probe["power_limit_w"]
+        row("0.2 s power windows under a sustained GEMM, between the counter's steps: highest average / limit",
+            round(between, 4), 1.05, "ratio", between <= 1.05)
+    except (OSError, ValueError, KeyError, ZeroDivisionError):
+        pass
+    table = os.path.join(out, "sanitize", "sanitizers.md")
+    if os.path.exists(table):
+        cells = [c.strip() for line in open(table) if line.startswith("| ") and not line.startswith("| binary")
+                 for c in line.strip().strip("|").split("|")[1:]]
+        errors = sum(int(c) for c in cells if c.isdigit())
+        broken = [c for c in cells if not c.isdigit() and c != "not run"]
+        row("compute-sanitizer memcheck, racecheck, synccheck, initcheck over every [gpu] binary and example",
+            errors, 0, "errors", errors == 0 and not broken)
+    fuzz = os.path.join(root, "results", "fuzz", "long_run.md")
+    if os.path.exists(fuzz):
+        lines = [l for l in open(fuzz) if l.startswith("| fuzz_")]
+        execs = [int(l.split("|")[2]) for l in lines if l.split("|")[2].strip().isdigit()]
+        crashes = sum(int(l.split("|")[4]) for l in lines)
+        row(f"fuzzing: fewest executions of the {len(lines)} targets (results/fuzz/long_run.md)", min(execs) if execs else 0,
+            10_000_000, "executions", bool(execs) and min(execs) >= 10_000_000 and crashes == 0)
+    json.dump(rows, open(os.path.join(out, "acceptance.json"), "w"), indent=1)
+    with open(os.path.join(out, "summary.md"), "w") as md:
+        md.write("| row | measured | target | unit | pass |\n|---|---|---|---|---|\n")
+        for r in rows:
+            md.write(f"| {r['row']} | {r['measured']} | {r['target']} | {r['unit']} | {'PASS' if r['pass'] else 'FAIL'} |\n")
+    print(open(os.path.join(out, "summary.md")).read())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The host tests (units and the report tool, which reads untrusted files) built and run
+# under AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, in their own
+# build folder (default: build-asan). No GPU is needed; CI runs it.
+#   scripts/run-sanitized-host-tests.sh
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+build_dir=${BUILD_DIR_ASAN:-$repo_root/build-asan}
+"$repo_root/scripts/install-deps.sh"
+GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_SANITIZE=address,undefined -DGPUCMP_BUILD_TESTS=ON \
+  -DGPUCMP_BUILD_EXAMPLES=OFF -DGPUCMP_BUILD_BENCHMARKS=OFF -DGPUCMP_BUILD_TOOLS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo" \
+  gpucmp_configure
+gpucmp_build --target gpucmp_unit_tests gpucmp-report
+# Leaks inside the CUDA libraries' own start-up (no driver here) are theirs, not ours.
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
+export LSAN_OPTIONS="suppressions=$repo_root/tests/sanitizers/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cd "$build_dir"
+ctest --output-on-failure --no-tests=error --parallel "$(nproc)" -L 'unit|report' -LE browser

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Fuzzes gpucmp-report's loader of result files (Google Benchmark JSON) and everything made
+// from what it accepts: the comparison with projections and prices, and the markdown, CSV
+// and HTML renderings. Input is either rejected with input_error or rendered.
+#include "model.hpp"
+#include "render.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    const gpucmp_report::result_file file = gpucmp_report::parse_result_file(text, "fuzz.json");
+    gpucmp_report::compare_options options;
+    options.project_to = {"a100_80gb_sxm", "l40s"};
+    const gpucmp_report::comparison cmp = gpucmp_report::compare({file}, options);
+    const std::string out =
+        gpucmp_report::render_markdown(cmp) + gpucmp_report::render_csv(cmp) + gpucmp_report::render_html(cmp);
+    if (out.empty()) __builtin_trap();
+  } catch (const gpucmp_report::input_error&) {
+    // rejected with a message naming the file: the expected outcome
+  }
+  return 0;
+}
