@@ -27,6 +27,10 @@ echo "build: $(( $(date +%s) - start )) s"
 binaries=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
 : > "$out_dir/suite_runs.tsv"
 for run in $(seq 1 "$runs"); do
+  # GPUCMP_RELIABILITY_STOP_AFTER_S: start no further run past this many seconds (a lease's end).
+  if [ -n "${GPUCMP_RELIABILITY_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - start )) -gt "$GPUCMP_RELIABILITY_STOP_AFTER_S" ]; then
+    echo "[gpu] suite: stopping before run $run (past ${GPUCMP_RELIABILITY_STOP_AFTER_S} s)"; break
+  fi
   dir="$out_dir/run$run"
   mkdir -p "$dir"
   t0=$(date +%s)

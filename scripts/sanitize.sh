@@ -23,8 +23,14 @@ tools=(memcheck racecheck synccheck initcheck)
 declare -A errors
 status=0
 # Runs one program under one tool; adds its error count (or "crash") to the table cell.
+# GPUCMP_SANITIZE_STOP_AFTER_S: start nothing past this many seconds (a lease's end): the
+# cells not reached read "not run".
+sanitize_start=$(date +%s)
 run_one() {  # tool cell log program args...
   local tool=$1 cell=$2 log=$3; shift 3
+  if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
+    return
+  fi
   local extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "${SANITIZE_API:-}" "$@" > "$log" 2>&1

@@ -135,13 +135,30 @@ class timeout_error : public error {
 
 namespace detail {
 
+/// True for the errors that leave the CUDA context unusable: every later call fails too.
+inline bool is_sticky(cudaError_t code) noexcept {
+  switch (code) {
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* expression, const char* file,
                                           int line) {
-  // Clear a non-sticky error so the next call starts clean; a sticky error survives the
-  // clearing, so it is still the last error afterwards.
+  // Clear a non-sticky error so the next call starts clean; a sticky one cannot be cleared.
   cudaGetLastError();
-  const bool sticky = cudaPeekAtLastError() == code;
-  throw cuda_error(code, expression, file, line, sticky);
+  throw cuda_error(code, expression, file, line, is_sticky(code));
 }
 
 inline void check_cuda(cudaError_t code, const char* expression, const char* file, int line) {

@@ -106,10 +106,13 @@ inline const gpu_profile& spec_of(const device_info& d) {
   return it->second;
 }
 
-/// True when the CUDA context is unusable: a sticky error survives clearing the last error.
+/// True when the CUDA context is unusable after a sticky error (a trap, an illegal address):
+/// then even a query that touches no stream, such as cudaMemGetInfo, fails.
 inline bool cuda_context_lost() noexcept {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t state = cudaMemGetInfo(&free_bytes, &total_bytes);
   cudaGetLastError();
-  return cudaPeekAtLastError() != cudaSuccess;
+  return state != cudaSuccess && state != cudaErrorNoDevice && state != cudaErrorInsufficientDriver;
 }
 
 inline void report_failure(benchmark::State& gb, const std::string& name, const std::string& message) {

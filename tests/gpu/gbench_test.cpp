@@ -178,7 +178,7 @@ TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the labe
   INFO(r.error << " " << r.label);
   CHECK(r.error.empty());
   CHECK(r.seconds_per_iteration >= 50e-6);
-  GPUCMP_CHECK_TIMING(r.seconds_per_iteration <= 50.7e-6);  // the spin's own overshoot, as in kernel_mode_test
+  GPUCMP_CHECK_TIMING(r.seconds_per_iteration <= 51.0e-6);  // the spin's own overshoot, +1 us as in kernel_mode_test
   CHECK(r.counters.at("span_us") == Approx(r.seconds_per_iteration * 1e6).epsilon(0.01));
   CHECK(r.counters.at("idle_us") == 0);
   CHECK(r.counters.at("traced_event_us") >= r.seconds_per_iteration * 1e6);

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <string>
 
-TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below", "[gpu][kernel_mode][cupti]") {
+TEST_CASE("kernel mode reads spin kernels within +1 us of nominal, never below", "[gpu][kernel_mode][cupti]") {
   gpucmp::engine eng;
   for (const double nominal : {2e-6, 10e-6, 100e-6, 1e-3}) {
     const auto r = eng.measure([&](cudaStream_t s) { gpucmp_test::launch_spin(s, nominal); }, gpucmp::mode::kernel);
@@ -23,7 +23,9 @@ TEST_CASE("kernel mode reads spin kernels within +0.7 us of nominal, never below
                     << r.gpu.min * 1e6 << ", max " << r.gpu.max * 1e6 << ", samples " << r.gpu.count);
     REQUIRE(r.kernels.has_value());
     CHECK(r.gpu.min >= nominal);
-    GPUCMP_CHECK_TIMING(r.gpu.median <= nominal + 0.7e-6);  // the spin's overshoot of %globaltimer's tick
+    // The spin's own overshoot (it polls %globaltimer): medians up to +0.70 us over 3 runs of
+    // the suite on an H200 (results/h200/reliability/timing_margins.md), so +1 us.
+    GPUCMP_CHECK_TIMING(r.gpu.median <= nominal + 1.0e-6);
     CHECK(r.kernels->launches_without_activity == 0);
     REQUIRE(r.kernels->kernels.size() == 1);
     CHECK(r.kernels->kernels[0].name == "gpucmp::kernels::spin_for(unsigned long)");
