@@ -33,7 +33,11 @@ run_one() {  # tool cell log program args...
   fi
   local extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
-  "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "${SANITIZE_API:-}" "$@" > "$log" 2>&1
+  # GPUCMP_SANITIZE_TIMEOUT_S: end one program past this many seconds (its cell says so).
+  local limit=()
+  [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ] && limit=(timeout "$GPUCMP_SANITIZE_TIMEOUT_S")
+  "${limit[@]}" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "${SANITIZE_API:-}" "$@" \
+    > "$log" 2>&1
   local rc=$?
   local n
   n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)

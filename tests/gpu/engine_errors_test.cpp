@@ -15,7 +15,7 @@ void check_engine_still_works(gpucmp::engine& eng) {
   o.min_gpu_time_s = 0.01;
   const auto r = eng.measure([](cudaStream_t s) { gpucmp_test::launch_spin(s, 50e-6); }, gpucmp::mode::hot, o);
   CHECK(r.gpu.median >= 50e-6);
-  CHECK(r.gpu.median < 60e-6);
+  GPUCMP_CHECK_TIMING(r.gpu.median < 60e-6);  // a 50 us spin plus the stream's gap (under 2 us)
 }
 }  // namespace
 
