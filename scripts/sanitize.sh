@@ -40,8 +40,10 @@ run_one() {  # tool cell log program args...
     > "$log" 2>&1
   local rc=$?
   local n
-  n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
-  if [ -z "$n" ]; then n="crash (exit $rc)"; status=1
+  # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+  n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p; s/.*RACECHECK SUMMARY: .*(\([0-9]*\) errors.*/\1/p' "$log" | tail -1)
+  if [ $rc -eq 124 ] && [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ]; then n="time limit (${GPUCMP_SANITIZE_TIMEOUT_S} s)"; status=1
+  elif [ -z "$n" ]; then n="crash (exit $rc)"; status=1
   elif [ "$n" != 0 ] || { [ $rc -ne 0 ] && [ $rc -ne 99 ]; }; then status=1; fi
   [ $rc -ne 0 ] && [ $rc -ne 99 ] && n="$n, exit $rc"
   errors[$cell]="${errors[$cell]:+${errors[$cell]} + }$n"
@@ -66,7 +68,7 @@ for tool in "${tools[@]}"; do
   done
 done
 {
-  echo "| binary | ${tools[*]} |" | sed 's/ /\ | /g; s/| | /| /'
+  echo "| binary | memcheck | racecheck | synccheck | initcheck |"
   echo "|---|---|---|---|---|"
   for b in "${tests[@]}" "${examples[@]}"; do
     line="| $b |"
