@@ -13,6 +13,7 @@ be set. Exit 0: all passed; 1: a check failed; 77: --browser and no Chromium her
 import csv
 import html.parser
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ class tag_collector(html.parser.HTMLParser):
 def main():
     report, source, out = sys.argv[1:4]
     browser = "--browser" in sys.argv[4:]
+    os.makedirs(out, exist_ok=True)
     md_path, csv_path, html_path = f"{out}/hostile.md", f"{out}/hostile.csv", f"{out}/hostile.html"
     subprocess.run([report, "compare", source, "--project", "a100_80gb_sxm",
                     "--markdown", md_path, "--csv", csv_path, "--html", html_path], check=True)
