@@ -123,7 +123,7 @@ TEST_CASE("the warm-up and window flags take seconds, and a bad value names its 
   CHECK(bad_window.first.cooldown_s == 1);  // the good flag next to it is still taken
 }
 
-TEST_CASE("--gpucmp_timeout_s sets every measurement budget and a misspelt gpucmp flag is named", "[gbench]") {
+TEST_CASE("the --gpucmp_timeout_s flag sets every measurement budget; a misspelt gpucmp flag is named", "[gbench]") {
   const auto [flags, rest] = take({"sweep", "--gpucmp_timeout_s=30", "--benchmark_filter=gemm"});
   CHECK(flags.error.empty());
   CHECK(flags.timeout_s == 30);
