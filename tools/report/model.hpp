@@ -279,15 +279,26 @@ inline result_file parse_result_file(const std::string& text, const std::string&
         !std::isfinite(unit_seconds(unit->string()))) {
       throw input_error(path + ": benchmark '" + name + "' has no real_time with a known time_unit");
     }
-    r.seconds = time->number() * unit_seconds(unit->string());
+    // Every number the comparison uses must be one a measurement can give: finite, not negative.
+    auto measured_value = [&](double value, const char* what) {
+      if (!std::isfinite(value) || value < 0) {
+        throw input_error(path + ": benchmark '" + name + "' has " + what + " " + std::to_string(value) +
+                          " (expected a finite number >= 0)");
+      }
+      return value;
+    };
+    r.seconds = measured_value(time->number() * unit_seconds(unit->string()), "real_time");
     if (const json* tflops = b.find("TFLOP/s"); tflops != nullptr && tflops->is_number()) {
-      r.declared.flops = tflops->number() * 1e12 * r.seconds;
+      r.declared.flops = measured_value(measured_value(tflops->number(), "TFLOP/s") * 1e12 * r.seconds, "FLOPs per launch");
     }
     if (const json* gbs = b.find("GB/s"); gbs != nullptr && gbs->is_number()) {
-      r.declared.bytes_read = gbs->number() * 1e9 * r.seconds;  // read + written, as the counter counts them
+      // read + written, as the counter counts them
+      r.declared.bytes_read = measured_value(measured_value(gbs->number(), "GB/s") * 1e9 * r.seconds, "bytes per launch");
     }
     r.declared.arithmetic = precision_of(name);
-    if (const json* watts = b.find("power_w"); watts != nullptr && watts->is_number()) r.watts = watts->number();
+    if (const json* watts = b.find("power_w"); watts != nullptr && watts->is_number()) {
+      r.watts = measured_value(watts->number(), "power_w");
+    }
     file.results[name] = r;
   }
   return file;
