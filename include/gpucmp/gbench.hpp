@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -352,18 +353,24 @@ inline std::vector<mode> modes_or_default(std::initializer_list<mode> modes) {
   return {modes.begin(), modes.end()};
 }
 
-inline void configure_defaults(benchmark::internal::Benchmark* b) {
+/// Google Benchmark's registration object: the Benchmark class of its internal namespace up to 1.8
+/// and benchmark::Benchmark since (main deprecates the internal name). Named through what
+/// benchmark::RegisterBenchmark returns, so the adapter uses no internal name.
+using gbench_registration =
+    std::remove_pointer_t<decltype(benchmark::RegisterBenchmark("", std::declval<void (*)(benchmark::State&)>()))>;
+
+inline void configure_defaults(gbench_registration* b) {
   b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace detail
 
 /// The Google Benchmark registrations of one gpucmp benchmark, one per timing mode; each
-/// configuration call is forwarded to all of them (same names as benchmark::internal::Benchmark).
+/// configuration call is forwarded to all of them (same names as Google Benchmark's own).
 class benchmark_group {
  public:
   /// Wraps registrations that share `options`.
-  benchmark_group(std::vector<benchmark::internal::Benchmark*> registrations,
+  benchmark_group(std::vector<detail::gbench_registration*> registrations,
                   std::shared_ptr<measure_options> options)
       : m_registrations(std::move(registrations)), m_options(std::move(options)) {}
 
@@ -395,12 +402,12 @@ class benchmark_group {
   benchmark_group* ArgNames(const std::vector<std::string>& names) { return each([&](auto* b) { b->ArgNames(names); }); }
   benchmark_group* Unit(benchmark::TimeUnit unit) { return each([&](auto* b) { b->Unit(unit); }); }
   benchmark_group* Repetitions(int n) { return each([&](auto* b) { b->Repetitions(n); }); }
-  /// Any other benchmark::internal::Benchmark configuration, applied to each registration.
-  benchmark_group* Apply(void (*custom)(benchmark::internal::Benchmark*)) {
+  /// Any other Google Benchmark configuration, applied to each registration.
+  benchmark_group* Apply(void (*custom)(detail::gbench_registration*)) {
     return each([&](auto* b) { b->Apply(custom); });
   }
   /// The underlying registrations, one per mode.
-  const std::vector<benchmark::internal::Benchmark*>& registrations() const noexcept { return m_registrations; }
+  const std::vector<detail::gbench_registration*>& registrations() const noexcept { return m_registrations; }
 
  private:
   template <class F>
@@ -409,7 +416,7 @@ class benchmark_group {
     return this;
   }
 
-  std::vector<benchmark::internal::Benchmark*> m_registrations;
+  std::vector<detail::gbench_registration*> m_registrations;
   std::shared_ptr<measure_options> m_options;
 };
 
@@ -417,7 +424,7 @@ class benchmark_group {
 template <class Function>
 benchmark_group* register_benchmark(const std::string& name, Function fn, std::initializer_list<mode> modes = {}) {
   auto options = std::make_shared<measure_options>();
-  std::vector<benchmark::internal::Benchmark*> registrations;
+  std::vector<detail::gbench_registration*> registrations;
   for (mode m : detail::modes_or_default(modes)) {
     const std::string full_name = name + "/" + to_string(m);
     auto* b = benchmark::RegisterBenchmark(full_name.c_str(), [fn, m, options, full_name](benchmark::State& gb) {
@@ -447,45 +454,34 @@ namespace detail {
 /// with SetUp and TearDown inside the error guard, so an allocation failure in SetUp is a
 /// result, not a crash.
 template <class Fixture>
-class fixture_runner final : public Fixture {
- public:
-  fixture_runner(const std::string& name, mode m, std::shared_ptr<measure_options> options)
-      : m_name(name), m_mode(m), m_options(std::move(options)) {
-    this->SetName(name.c_str());
-  }
-
-  void Run(benchmark::State& gb) override {
-    bool set_up = false;
-    run_guarded(gb, m_name, m_mode, *m_options, [&](state& st) {
-      this->SetUp(gb);
-      set_up = true;
-      this->gpucmp_measure(st);
-    });
-    if (set_up) {
-      try {
-        this->TearDown(gb);
-      } catch (const std::exception& e) {
-        report_failure(gb, m_name, std::string("failed in TearDown: ") + e.what());
-      }
+void run_fixture(Fixture& fixture, benchmark::State& gb, const std::string& name, mode m, const measure_options& options) {
+  bool set_up = false;
+  run_guarded(gb, name, m, options, [&](state& st) {
+    fixture.SetUp(gb);
+    set_up = true;
+    fixture.gpucmp_measure(st);
+  });
+  if (set_up) {
+    try {
+      fixture.TearDown(gb);
+    } catch (const std::exception& e) {
+      report_failure(gb, name, std::string("failed in TearDown: ") + e.what());
     }
   }
+}
 
- protected:
-  void BenchmarkCase(benchmark::State&) override {}  // unused: Run() drives the fixture
-
- private:
-  std::string m_name;
-  mode m_mode;
-  std::shared_ptr<measure_options> m_options;
-};
-
+/// Registers one instance of `Fixture` per mode (Google Benchmark, too, keeps one fixture
+/// object per registration), through the public RegisterBenchmark.
 template <class Fixture>
 benchmark_group* register_fixture(const std::string& name, std::initializer_list<mode> modes) {
   auto options = std::make_shared<measure_options>();
-  std::vector<benchmark::internal::Benchmark*> registrations;
+  std::vector<gbench_registration*> registrations;
   for (mode m : modes_or_default(modes)) {
-    auto* b = benchmark::internal::RegisterBenchmarkInternal(
-        new fixture_runner<Fixture>(name + "/" + to_string(m), m, options));
+    const std::string full_name = name + "/" + to_string(m);
+    auto fixture = std::make_shared<Fixture>();
+    auto* b = benchmark::RegisterBenchmark(full_name.c_str(), [fixture, full_name, m, options](benchmark::State& gb) {
+      run_fixture(*fixture, gb, full_name, m, *options);
+    });
     configure_defaults(b);
     registrations.push_back(b);
   }
@@ -677,11 +673,14 @@ inline int benchmark_main(int argc, char** argv) {
 
 /// Defines method `Method` of fixture `Base` (a benchmark::Fixture); follow with
 /// `(gpucmp::state& st) { ... }`, as with BENCHMARK_DEFINE_F.
-#define GPUCMP_BENCHMARK_DEFINE_F(Base, Method)   \
-  class Base##_##Method##_gpucmp : public Base { \
-   public:                                       \
-    void gpucmp_measure(::gpucmp::state&);       \
-  };                                             \
+#define GPUCMP_BENCHMARK_DEFINE_F(Base, Method)                   \
+  class Base##_##Method##_gpucmp : public Base {                 \
+   public:                                                       \
+    void gpucmp_measure(::gpucmp::state&);                       \
+                                                                 \
+   protected:                                                    \
+    void BenchmarkCase(::benchmark::State&) override {} /* unused: the adapter drives the fixture */ \
+  };                                                             \
   void Base##_##Method##_gpucmp::gpucmp_measure
 
 /// Registers a fixture method, optionally followed by modes: `GPUCMP_BENCHMARK_REGISTER_F(F, M, gpucmp::mode::cold)`.
