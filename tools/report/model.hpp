@@ -280,9 +280,10 @@ inline result_file parse_result_file(const std::string& text, const std::string&
       throw input_error(path + ": benchmark '" + name + "' has no real_time with a known time_unit");
     }
     // Every number the comparison uses must be one a measurement can give: finite, not negative.
+    const std::string& benchmark = name;  // a lambda cannot capture a structured binding in C++17
     auto measured_value = [&](double value, const char* what) {
       if (!std::isfinite(value) || value < 0) {
-        throw input_error(path + ": benchmark '" + name + "' has " + what + " " + std::to_string(value) +
+        throw input_error(path + ": benchmark '" + benchmark + "' has " + what + " " + std::to_string(value) +
                           " (expected a finite number >= 0)");
       }
       return value;
