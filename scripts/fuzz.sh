@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang and runs each one over its seed corpus
 # (tests/fuzz/corpus/TARGET, which holds every input that once crashed, too).
-#   scripts/fuzz.sh [--seconds N | --runs N] [--out FILE.md] [TARGET...]
+#   scripts/fuzz.sh [--seconds N | --runs N] [--max-len BYTES] [--out FILE.md] [TARGET...]
 # --seconds N: each target fuzzes for N seconds (CI: 20); --runs N: for N executions.
 # Ends with a table of target, executions, seconds and crashes; --out writes it as markdown.
 # A crash leaves its input in build-fuzz/crashes/TARGET/ and makes the script fail.
@@ -16,6 +16,7 @@ while [ $# -gt 0 ]; do
     --seconds) limit=(-max_total_time="$2"); shift 2 ;;
     --runs) limit=(-runs="$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --max-len) limit+=(-max_len="$2"); shift 2 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
