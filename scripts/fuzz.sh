@@ -9,6 +9,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 fuzz_build=${BUILD_DIR_FUZZ:-$repo_root/build-fuzz}
 limit=(-max_total_time=20)
+max_len=()
 out=""
 targets=()
 while [ $# -gt 0 ]; do
@@ -16,7 +17,7 @@ while [ $# -gt 0 ]; do
     --seconds) limit=(-max_total_time="$2"); shift 2 ;;
     --runs) limit=(-runs="$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --max-len) limit+=(-max_len="$2"); shift 2 ;;
+    --max-len) max_len=(-max_len="$2"); shift 2 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -37,7 +38,7 @@ for t in "${targets[@]}"; do
   log="$fuzz_build/$t.log"
   rc=0
   # Seeds are read, never written; new inputs go to the working corpus.
-  "$fuzz_build/fuzz_$t" "${limit[@]}" -print_final_stats=1 -artifact_prefix="$crashes/" \
+  "$fuzz_build/fuzz_$t" "${limit[@]}" "${max_len[@]}" -print_final_stats=1 -artifact_prefix="$crashes/" \
     "$work" "$repo_root/tests/fuzz/corpus/$t" > "$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   secs=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
