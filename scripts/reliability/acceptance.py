@@ -53,8 +53,10 @@ def main():
         lines = [l for l in open(fuzz) if l.startswith("| fuzz_")]
         execs = [int(l.split("|")[2]) for l in lines if l.split("|")[2].strip().isdigit()]
         crashes = sum(int(l.split("|")[4]) for l in lines)
-        row(f"fuzzing: fewest executions of the {len(lines)} targets (results/fuzz/long_run.md)", min(execs) if execs else 0,
-            10_000_000, "executions", bool(execs) and min(execs) >= 10_000_000 and crashes == 0)
+        targets = 4  # json, safetensors, report_loader, flags
+        row(f"fuzzing: fewest executions of the {targets} targets ({len(lines)} with a long run, results/fuzz/long_run.md)",
+            min(execs) if len(execs) == targets else 0, 10_000_000, "executions",
+            len(execs) == targets and min(execs) >= 10_000_000 and crashes == 0)
     json.dump(rows, open(os.path.join(out, "acceptance.json"), "w"), indent=1)
     with open(os.path.join(out, "summary.md"), "w") as md:
         md.write("| row | measured | target | unit | pass |\n|---|---|---|---|---|\n")

@@ -224,6 +224,9 @@ inline result_file parse_result_file(const std::string& text, const std::string&
   gpucmp::device_facts facts;
   facts.name = valid_utf8(gpu_name->string());
   const double cc = context_number(*context, "gpu_compute_capability");
+  if (std::isfinite(cc) && !(cc >= 0 && cc < 100)) {  // converting a larger one to int is undefined
+    throw input_error(path + ": gpu_compute_capability " + std::to_string(cc) + " is not a compute capability");
+  }
   facts.cc_major = std::isfinite(cc) ? static_cast<int>(cc) : 0;
   facts.cc_minor = std::isfinite(cc) ? static_cast<int>(std::lround((cc - facts.cc_major) * 10)) : 0;
   facts.memory_bytes = context_number(*context, "gpu_memory_bytes");
