@@ -65,6 +65,10 @@ fi
 if [ "${GPUCMP_CHECK_MODELS_COMPARISON:-1}" = 1 ]; then  # 0: run it separately (it takes ~3 minutes)
   "$repo_root/scripts/peers/run-resnet50-comparison.sh" "$build_dir" "$out_dir/resnet50" > "$out_dir/resnet50_comparison.log" 2>&1 || status=1
 fi
+# compute-sanitizer over every [gpu] test binary and example (long: GPUCMP_CHECK_SANITIZE=1 turns it on).
+if [ "${GPUCMP_CHECK_SANITIZE:-0}" = 1 ]; then
+  "$repo_root/scripts/sanitize.sh" "$out_dir/sanitize" "$build_dir" > "$out_dir/sanitize.log" 2>&1 || status=1
+fi
 # The embedder's ten-line program, as built by the find_package packaging test.
 consumer="$build_dir/tests/cmake/consumer-find_package_install/consumer"
 [ -x "$consumer" ] && { "$consumer" > "$out_dir/consumer.txt" 2>&1 || status=1; }
@@ -84,5 +88,6 @@ echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.l
 echo "== operations vs PyTorch"; cat "$out_dir/ops_comparison.log" 2>/dev/null; grep -E "^(- (PASS|FAIL)|Geometric)" "$out_dir/ops/ops_vs_pytorch.md" 2>/dev/null
 echo "== ResNet-50 vs PyTorch"; cat "$out_dir/resnet50/resnet50_vs_pytorch.md" 2>/dev/null
 echo "== suite report"; sed -n '5,40p' "$out_dir/suite_report.md" 2>/dev/null
+[ -f "$out_dir/sanitize/sanitizers.md" ] && { echo "== compute-sanitizer"; cat "$out_dir/sanitize/sanitizers.md"; }
 echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status
