@@ -14,6 +14,10 @@ versions=("$@")
 if [ ${#versions[@]} -eq 0 ]; then
   versions=(system)
   for t in "$third_party"/google-benchmark-*.tar.gz; do [ -e "$t" ] && versions+=("$t"); done
+  if [ ${#versions[@]} -eq 1 ]; then
+    echo "gbench-compat: no google-benchmark-*.tar.gz in $third_party (set GPUCMP_THIRD_PARTY)" >&2
+    exit 1
+  fi
 fi
 "$repo_root/scripts/install-deps.sh" >/dev/null
 mkdir -p "$work"

@@ -7,7 +7,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build_dir=${BUILD_DIR_ASAN:-$repo_root/build-asan}
 "$repo_root/scripts/install-deps.sh"
-GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_SANITIZE=address,undefined -DGPUCMP_BUILD_TESTS=ON \
+# Warnings are not errors here: under -fsanitize GCC 12 warns falsely inside libstdc++'s
+# <regex> (maybe-uninitialized, through Catch2); the plain build holds warnings to -Werror.
+GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_WERROR=OFF -DGPUCMP_SANITIZE=address,undefined -DGPUCMP_BUILD_TESTS=ON \
   -DGPUCMP_BUILD_EXAMPLES=OFF -DGPUCMP_BUILD_BENCHMARKS=OFF -DGPUCMP_BUILD_TOOLS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo" \
   gpucmp_configure
 gpucmp_build --target gpucmp_unit_tests gpucmp-report
