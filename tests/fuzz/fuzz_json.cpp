@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
     const gpucmp::detail::json root = gpucmp::detail::parse_json(text);
-    if (count(root) == 0) __builtin_trap();
+    volatile std::size_t touched = count(root);  // every value is read, so ASan sees each one
+    (void)touched;
   } catch (const gpucmp::detail::json_error&) {
     // malformed input, reported with its position: the expected outcome
   }

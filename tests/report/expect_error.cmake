@@ -1,14 +1,20 @@
-# Runs COMMAND, which must fail with exit status 1, print an error matching EXPECTED, and
-# leave MUST_NOT_EXIST unwritten.
-file(REMOVE "${MUST_NOT_EXIST}")
+# Runs COMMAND, which must fail with exit status 1 and print an error matching
+# "${PREFIX}.*${EXPECTED}" on standard error (PREFIX defaults to gpucmp-report's
+# "gpucmp-report: error: "), and, when MUST_NOT_EXIST is given, leave that file unwritten.
+if(NOT DEFINED PREFIX)
+  set(PREFIX "gpucmp-report: error: ")
+endif()
+if(MUST_NOT_EXIST)
+  file(REMOVE "${MUST_NOT_EXIST}")
+endif()
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 message("exit ${rc}: ${stderr}")
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "expected exit status 1, got ${rc}")
 endif()
-if(NOT stderr MATCHES "gpucmp-report: error: .*${EXPECTED}")
-  message(FATAL_ERROR "expected an error matching '${EXPECTED}'")
+if(NOT stderr MATCHES "${PREFIX}.*${EXPECTED}")
+  message(FATAL_ERROR "expected an error matching '${PREFIX}.*${EXPECTED}'")
 endif()
-if(EXISTS "${MUST_NOT_EXIST}")
+if(MUST_NOT_EXIST AND EXISTS "${MUST_NOT_EXIST}")
   message(FATAL_ERROR "an output was written although the input was bad: ${MUST_NOT_EXIST}")
 endif()
