@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# On a GPU machine: the reliability issue's measurements in one run.
+# On a GPU machine: the reliability issue's measurements.
 #   scripts/reliability-check.sh OUT_DIR [RUNS]
 # 1. builds for the local GPU; 2. runs the whole [gpu] suite RUNS times in a row (default 5),
-# each test binary with Catch2's XML report of every assertion, plus the fault suite;
-# 3. sizes the timing bounds' margins from those runs (timing_margins.md); 4. probes NVML's
-# energy counter and runs the bundled suite with --gpucmp_power (power averages against the
-# limit); 5. with GPUCMP_RELIABILITY_SANITIZE=1, scripts/sanitize.sh; 6. writes
-# acceptance.json and summary.md from this run's numbers.
+# each test binary with Catch2's XML report of every assertion, plus the fault suite and the
+# CUPTI-taken check; 3. sizes the timing bounds' margins from those runs
+# (timing_margins.md); 4. probes NVML's energy counter and runs the bundled suite with
+# --gpucmp_power (power averages against the limit); 5. scripts/sanitize.sh; 6. writes
+# acceptance.json and summary.md from the numbers in OUT_DIR (acceptance.py can also join
+# the outputs of several calls: see its usage).
+# GPUCMP_RELIABILITY_PARTS picks the steps (default "suite power"; add "sanitize" for 5):
+# one device call cannot hold them all, so each call can make a part.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out_dir=${1:?usage: reliability-check.sh OUT_DIR [RUNS]}
@@ -18,14 +21,24 @@ if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$out_dir/gpu.csv"
 "$repo_root/scripts/install-deps.sh" > "$out_dir/install.log" 2>&1
+parts=" ${GPUCMP_RELIABILITY_PARTS:-suite power} "
+[ "${GPUCMP_RELIABILITY_SANITIZE:-0}" = 1 ] && parts+="sanitize "
+part() { [[ "$parts" == *" $1 "* ]]; }
+# The examples and benchmarks are needed by the power and sanitizer parts only.
+programs=OFF
+{ part power || part sanitize; } && programs=ON
 start=$(date +%s)
-{ GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_EXAMPLES=ON \
-    -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 \
+# The first run of a fresh machine also reads the CUDA libraries from disk: read them while
+# the compiler runs, so that run 1 is timed like the others.
+(ldconfig -p | awk '/libcudnn|libcublas|libcupti|libnvrtc/ {print $NF}' | sort -u | xargs -r cat > /dev/null 2>&1 &)
+{ GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_EXAMPLES=$programs \
+    -DGPUCMP_BUILD_BENCHMARKS=$programs" gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 \
   || { echo "reliability-check: build failed"; tail -40 "$out_dir/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 
 binaries=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
-: > "$out_dir/suite_runs.tsv"
+part suite && : > "$out_dir/suite_runs.tsv"
+part suite || runs=0
 for run in $(seq 1 "$runs"); do
   # GPUCMP_RELIABILITY_STOP_AFTER_S: start no further run past this many seconds (a lease's end).
   if [ -n "${GPUCMP_RELIABILITY_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - start )) -gt "$GPUCMP_RELIABILITY_STOP_AFTER_S" ]; then
@@ -40,17 +53,21 @@ for run in $(seq 1 "$runs"); do
   done
   python3 "$repo_root/tests/gpu/check_fault_suite.py" "$build_dir/tests/gpucmp_fault_suite" "$dir/faults" \
     > "$dir/faults.log" 2>&1 || failed=$((failed + 1))
+  python3 "$repo_root/tests/gpu/check_cupti_taken.py" "$build_dir/tests/gpucmp_cupti_taken" "$dir/cupti_taken" \
+    > "$dir/cupti_taken.log" 2>&1 || failed=$((failed + 1))
   printf '%s\t%s\t%s\n' "$run" "$failed" "$(( $(date +%s) - t0 ))" >> "$out_dir/suite_runs.tsv"
   echo "[gpu] suite run $run: $failed binaries failed, $(( $(date +%s) - t0 )) s"
 done
-python3 "$repo_root/scripts/reliability/timing_margins.py" "$repo_root" "$out_dir"/run* > "$out_dir/timing_margins.md"
+part suite && python3 "$repo_root/scripts/reliability/timing_margins.py" "$repo_root" "$out_dir"/run* > "$out_dir/timing_margins.md"
 
-"$build_dir/benchmarks/power_counter_probe" "$out_dir/power_counter.json" > "$out_dir/power_counter.log" 2>&1
-cat "$out_dir/power_counter.log"
-"$build_dir/benchmarks/suite" --gpucmp_power --benchmark_out="$out_dir/suite_power.json" --benchmark_out_format=json \
-  > "$out_dir/suite_power.txt" 2>&1 || echo "suite with --gpucmp_power failed (see suite_power.txt)"
+if part power; then
+  "$build_dir/benchmarks/power_counter_probe" "$out_dir/power_counter.json" > "$out_dir/power_counter.log" 2>&1
+  cat "$out_dir/power_counter.log"
+  "$build_dir/benchmarks/suite" --gpucmp_power --benchmark_out="$out_dir/suite_power.json" --benchmark_out_format=json \
+    > "$out_dir/suite_power.txt" 2>&1 || echo "suite with --gpucmp_power failed (see suite_power.txt)"
+fi
 
-if [ "${GPUCMP_RELIABILITY_SANITIZE:-0}" = 1 ]; then
+if part sanitize; then
   "$repo_root/scripts/sanitize.sh" "$out_dir/sanitize" "$build_dir" > "$out_dir/sanitize.log" 2>&1
   tail -20 "$out_dir/sanitize.log"
 fi

@@ -8,6 +8,8 @@
 # compute-sanitizer cannot both attach to a process). Test cases that provoke a CUDA API
 # error on purpose are tagged [api_error]: they run in a second invocation per binary in
 # which API errors are not reported; every other error still counts there.
+# Programs run GPUCMP_SANITIZE_JOBS at a time (default: a quarter of the cores, at least 1):
+# nothing is timed, and a sanitizer's cost is mostly host-side, so they share the GPU well.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR]}
@@ -20,59 +22,92 @@ tests=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests
 examples=(01_engine_custom_kernel 03_modes_side_by_side 04_verified_ops 05_serving_latency 06_concurrency
           07_resnet50_table 08_custom_cnn)
 tools=(memcheck racecheck synccheck initcheck)
-declare -A errors
 status=0
-# Runs one program under one tool; adds its error count (or "crash") to the table cell.
+cells="$out_dir/cells"
+rm -rf "$cells" && mkdir -p "$cells"
+jobs=${GPUCMP_SANITIZE_JOBS:-$(( $(nproc) / 4 ))}
+[ "$jobs" -ge 1 ] || jobs=1
+# Runs one program under one tool and writes its error count (or what went wrong) to
+# $cells/TOOL.BINARY.N; a cell of the table joins its invocations with " + ".
 # GPUCMP_SANITIZE_STOP_AFTER_S: start nothing past this many seconds (a lease's end): the
 # cells not reached read "not run".
 sanitize_start=$(date +%s)
-run_one() {  # tool cell log program args...
-  local tool=$1 cell=$2 log=$3; shift 3
-  if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
-    return
-  fi
+run_one() {  # tool cell_file log api_errors program args...
+  local tool=$1 cell=$2 log=$3 api=$4; shift 4
   local extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
   # GPUCMP_SANITIZE_TIMEOUT_S: end one program past this many seconds (its cell says so).
   local limit=()
   [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ] && limit=(timeout "$GPUCMP_SANITIZE_TIMEOUT_S")
-  "${limit[@]}" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 "${SANITIZE_API:-}" "$@" \
-    > "$log" 2>&1
+  local t0
+  t0=$(date +%s)
+  "${limit[@]}" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 99 --print-limit 20 \
+    --report-api-errors="$api" "$@" > "$log" 2>&1
   local rc=$?
   local n
   # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
   n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p; s/.*RACECHECK SUMMARY: .*(\([0-9]*\) errors.*/\1/p' "$log" | tail -1)
-  if [ $rc -eq 124 ] && [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ]; then n="time limit (${GPUCMP_SANITIZE_TIMEOUT_S} s)"; status=1
-  elif [ -z "$n" ]; then n="crash (exit $rc)"; status=1
-  elif [ "$n" != 0 ] || { [ $rc -ne 0 ] && [ $rc -ne 99 ]; }; then status=1; fi
-  [ $rc -ne 0 ] && [ $rc -ne 99 ] && n="$n, exit $rc"
-  errors[$cell]="${errors[$cell]:+${errors[$cell]} + }$n"
+  if [ $rc -eq 124 ] && [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ]; then n="time limit (${GPUCMP_SANITIZE_TIMEOUT_S} s)"
+  elif [ -z "$n" ]; then n="crash (exit $rc)"
+  elif [ $rc -ne 0 ] && [ $rc -ne 99 ]; then n="$n, exit $rc"; fi
+  echo "$n" > "$cell"
+  printf '%s\t%s\t%s\t%s\n' "$tool" "$(basename "$log" .log)" "$n" "$(( $(date +%s) - t0 ))" >> "$out_dir/timings.tsv"
 }
-for tool in "${tools[@]}"; do
-  for t in "${tests[@]}"; do
-    bin="$build_dir/tests/$t"
-    [ -x "$bin" ] || continue
-    SANITIZE_API=--report-api-errors=explicit run_one "$tool" "$tool|$t" "$out_dir/${tool}_${t}.log" \
-      "$bin" "[gpu]~[timing]~[cupti]~[api_error]"
+# Every invocation, the longest first so that the pool ends together.
+queue=()
+for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests; do
+  bin="$build_dir/tests/$t"
+  [ -x "$bin" ] || continue
+  for tool in "${tools[@]}"; do
+    queue+=("$tool|$t|1|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error]")
     if "$bin" --list-tests "[api_error]" 2>/dev/null | grep -q "^  [a-zA-Z]"; then
-      SANITIZE_API=--report-api-errors=no run_one "$tool" "$tool|$t" "$out_dir/${tool}_${t}_api_error.log" \
-        "$bin" "[gpu][api_error]~[timing]~[cupti]"
+      queue+=("$tool|$t|2|no|$bin|[gpu][api_error]~[timing]~[cupti]")
     fi
   done
-  for e in "${examples[@]}"; do
-    bin="$build_dir/examples/$e"
-    [ -x "$bin" ] || continue
-    args=()
-    [ "$e" = 08_custom_cnn ] && args=(--benchmark_min_time=0)
-    SANITIZE_API=--report-api-errors=explicit run_one "$tool" "$tool|$e" "$out_dir/${tool}_${e}.log" "$bin" "${args[@]}"
+done
+for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_serving_latency 03_modes_side_by_side \
+         01_engine_custom_kernel; do
+  bin="$build_dir/examples/$e"
+  [ -x "$bin" ] || continue
+  arg=""
+  [ "$e" = 08_custom_cnn ] && arg=--benchmark_min_time=0
+  for tool in "${tools[@]}"; do queue+=("$tool|$e|1|explicit|$bin|$arg"); done
+done
+: > "$out_dir/timings.tsv"
+for item in "${queue[@]}"; do
+  IFS='|' read -r tool name part api bin arg <<< "$item"
+  if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
+    break
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  log="$out_dir/${tool}_${name}$([ "$part" = 2 ] && echo _api_error).log"
+  args=("$bin")
+  [ -n "$arg" ] && args+=("$arg")
+  run_one "$tool" "$cells/$tool.$name.$part" "$log" "$api" "${args[@]}" &
+done
+wait
+cell_of() {  # tool binary -> "0 + 0", "not run", ...
+  local out="" f
+  for f in "$cells/$1.$2".*; do
+    [ -e "$f" ] || continue
+    out="${out:+$out + }$(cat "$f")"
   done
+  echo "${out:-not run}"
+}
+for f in "$cells"/*; do
+  [ -e "$f" ] || continue
+  [ "$(cat "$f")" = 0 ] || status=1
 done
 {
   echo "| binary | memcheck | racecheck | synccheck | initcheck |"
   echo "|---|---|---|---|---|"
   for b in "${tests[@]}" "${examples[@]}"; do
     line="| $b |"
-    for tool in "${tools[@]}"; do line+=" ${errors[$tool|$b]:-not run} |"; done
+    for tool in "${tools[@]}"; do
+      cell=$(cell_of "$tool" "$b")
+      [ "$cell" = "not run" ] && status=1
+      line+=" $cell |"
+    done
     echo "$line"
   done
 } > "$out_dir/sanitizers.md"

@@ -50,6 +50,10 @@ struct cupti_functions {
   CUptiResult(CUPTIAPI* activity_get_num_dropped_records)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult(CUPTIAPI* push_external_correlation_id)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
   CUptiResult(CUPTIAPI* pop_external_correlation_id)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
+  CUptiResult(CUPTIAPI* subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+  CUptiResult(CUPTIAPI* subscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*,
+                                      CUpti_SubscriberParams*) = nullptr;  // optional: names the other subscriber
+  CUptiResult(CUPTIAPI* unsubscribe)(CUpti_SubscriberHandle) = nullptr;
 };
 
 /// Where libcupti is looked for: $GPUCMP_CUPTI_LIBRARY, the library CMake found when the
@@ -95,6 +99,9 @@ inline cupti_functions load_cupti(const std::vector<std::string>& candidates) {
     resolve(f.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
     resolve(f.push_external_correlation_id, "cuptiActivityPushExternalCorrelationId");
     resolve(f.pop_external_correlation_id, "cuptiActivityPopExternalCorrelationId");
+    resolve(f.subscribe, "cuptiSubscribe");
+    resolve(f.unsubscribe, "cuptiUnsubscribe");
+    f.subscribe_v2 = reinterpret_cast<decltype(f.subscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
     if (!missing.empty()) {
       tried += "\n  " + name + ": lacks " + missing;
       continue;  // the handle stays open: unloading CUPTI is not supported
@@ -142,16 +149,17 @@ class cupti_session {
   void start() {
     std::lock_guard<std::mutex> lock(m_start_mutex);
     if (!m_functions) m_functions = std::make_unique<cupti_functions>(load_cupti(cupti_library_candidates()));
-    if (!m_callbacks_registered) {
-      check(m_functions->activity_register_callbacks(&buffer_requested, &buffer_completed), "cuptiActivityRegisterCallbacks");
-      m_callbacks_registered = true;
-    }
-    for (auto kind : traced_kinds) {
-      const CUptiResult result = m_functions->activity_enable(kind);
-      if (result != CUPTI_SUCCESS) {
-        stop();
-        check(result, "cuptiActivityEnable");
+    subscribe();
+    try {
+      if (!m_callbacks_registered) {
+        check(m_functions->activity_register_callbacks(&buffer_requested, &buffer_completed),
+              "cuptiActivityRegisterCallbacks");
+        m_callbacks_registered = true;
       }
+      for (auto kind : traced_kinds) check(m_functions->activity_enable(kind), "cuptiActivityEnable");
+    } catch (...) {
+      stop();  // gives the subscription back
+      throw;
     }
   }
 
@@ -192,6 +200,8 @@ class cupti_session {
     if (!m_functions) return;
     for (auto kind : traced_kinds) m_functions->activity_disable(kind);
     m_functions->activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (m_subscriber != nullptr) m_functions->unsubscribe(m_subscriber);
+    m_subscriber = nullptr;
     std::lock_guard<std::mutex> lock(m_records_mutex);
     m_pending.clear();
     m_sample_of_correlation.clear();
@@ -203,6 +213,39 @@ class cupti_session {
     activity_record record;
   };
 
+
+  static void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+  // CUPTI allows one subscriber per process, and its documentation asks every client to
+  // subscribe before it traces, so that two never share the process-wide activity buffers
+  // (a second client's cuptiActivityRegisterCallbacks would silently take our records).
+  // Nsight Systems, Nsight Compute, compute-sanitizer and cuda-gdb hold the subscription
+  // too. Kernel mode holds it from start() to stop(); a taken one is a typed unsupported
+  // naming the other subscriber, and every other mode still runs.
+  void subscribe() {
+    if (m_subscriber != nullptr) return;
+    char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+    CUptiResult result = CUPTI_SUCCESS;
+    if (m_functions->subscribe_v2 != nullptr) {
+      CUpti_SubscriberParams params{};
+      params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+      params.subscriberName = "gpucmp kernel mode";
+      params.oldSubscriberName = other;
+      params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+      result = m_functions->subscribe_v2(&m_subscriber, &ignore_callback, nullptr, &params);
+    } else {
+      result = m_functions->subscribe(&m_subscriber, &ignore_callback, nullptr);
+    }
+    if (result == CUPTI_SUCCESS) return;
+    m_subscriber = nullptr;
+    if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+      const std::string who = other[0] != '\0' ? std::string(" (") + other + ")" : std::string();
+      throw unsupported("kernel mode unavailable: CUPTI is already taken by another subscriber" + who +
+                        ", such as Nsight Systems, Nsight Compute, compute-sanitizer or a profiler in this "
+                        "process; the other modes do not need it");
+    }
+    check(result, "cuptiSubscribe");
+  }
 
   void check(CUptiResult result, const char* call) const {
     if (result == CUPTI_SUCCESS) return;
@@ -297,6 +340,7 @@ class cupti_session {
   std::mutex m_records_mutex;
   std::unique_ptr<cupti_functions> m_functions;
   bool m_callbacks_registered = false;
+  CUpti_SubscriberHandle m_subscriber = nullptr;
   std::vector<pending_record> m_pending;
   std::unordered_map<std::uint32_t, std::uint64_t> m_sample_of_correlation;
 };

@@ -90,6 +90,12 @@ struct measure_options {
   // driver's energy counter and its ~1 s power average have something to measure.
   bool power = false;            ///< record power and energy (needs NVML; without it: a warning)
   double power_window_s = 0.5;   ///< minimum GPU time of the sampling window when power is on
+  /// Back-to-back launches for this long (wall seconds) before the power window, so that the
+  /// average describes the sustained draw: a capped GPU's power limiter lets a load that
+  /// starts from idle run above the limit until it pulls the clocks down (on the H200, a
+  /// window that began with the load averaged 735 W on the 700 W card; after 1 s of load
+  /// windows read at most 713 W: docs/power-and-serving.md). 0: the window starts at once.
+  double power_settle_s = 1.0;
   double power_interval_s = 0.005;  ///< NVML reading interval
 
   /// Throws invalid_argument naming the first field that breaks its rule.
@@ -112,6 +118,7 @@ struct measure_options {
     require(batch <= max_batch, "batch must be <= max_batch (0 chooses it from the warm-up)");
     require(std::isfinite(hold_timeout_s) && hold_timeout_s > 0.0, "hold_timeout_s must be finite and > 0");
     require(finite_nonneg(power_window_s), "power_window_s must be finite and >= 0");
+    require(finite_nonneg(power_settle_s), "power_settle_s must be finite and >= 0");
     require(std::isfinite(power_interval_s) && power_interval_s > 0.0, "power_interval_s must be finite and > 0");
   }
 };

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """The reliability issue's acceptance rows from one run of scripts/reliability-check.sh.
 
-usage: acceptance.py REPO_ROOT OUT_DIR
+usage: acceptance.py REPO_ROOT OUT_DIR [INPUT_DIR...]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
-OUT_DIR/summary.md. Every number comes from files that run wrote; rows whose measurement
-was not made in it are left out, never filled in.
+OUT_DIR/summary.md. Every number comes from files scripts wrote: each input is looked up in
+OUT_DIR, then in each INPUT_DIR (the outputs of other device calls, since one call cannot
+hold every part). Rows whose measurement was not made are left out, never filled in.
+Inputs: suite_runs.tsv and runN/ (the [gpu] suite runs), suite_power.json (or gpu-check's
+suite.json), power_counter.json, sanitize/sanitizers.md, gpu_check.txt (gpu-check.sh's
+output), readme_commands.tsv (scripts/reliability/readme-commands.sh, on a machine like
+CI's), and REPO_ROOT/results/fuzz/long_run.md.
 """
 import json
 import os
@@ -14,22 +19,56 @@ import sys
 
 def main():
     root, out = sys.argv[1], sys.argv[2]
+    inputs = [out] + sys.argv[3:]
     rows = []
+
+    def find(*names):
+        """The first of names in OUT_DIR, then in each INPUT_DIR; None where none exists."""
+        for d in inputs:
+            for n in names:
+                if os.path.exists(os.path.join(d, n)):
+                    return os.path.join(d, n)
+        return None
 
     def row(name, measured, target, unit, passed):
         rows.append({"row": name, "measured": measured, "target": target, "unit": unit, "pass": bool(passed)})
 
-    runs = [line.split("\t") for line in open(os.path.join(out, "suite_runs.tsv")) if line.strip()]
-    failures = sum(int(r[1]) for r in runs)
-    row(f"[gpu] suite {len(runs)} times in a row: failed binaries (4 test binaries + the fault suite each run)",
-        failures, 0, "failures", len(runs) >= 5 and failures == 0)
-    faults = [os.path.join(out, f"run{r[0]}", "faults.log") for r in runs]
-    logs = [open(f).read() if os.path.exists(f) else "" for f in faults]
-    fault_ok = bool(logs) and all("FAIL" not in log and "ok   the run exits 1" in log for log in logs)
-    row("fault tests (oom mid-sweep, timeout, no NVML, trapping kernel) in every run", int(fault_ok), 1, "all passed", fault_ok)
+    commands = find("readme_commands.tsv")
+    if commands:
+        # order, passed, total per invocation of scripts/run-tests.sh
+        lines = [l.rstrip("\n").split("\t") for l in open(commands) if l.strip() and not l.startswith("#")]
+        floor = int(open(os.path.join(root, "tests", "ctest-floor.txt")).read().split()[0])
+        fewest = min((int(l[1]) for l in lines), default=0)
+        failed = sum(int(l[2]) - int(l[1]) for l in lines)
+        orders = ", ".join(l[0] for l in lines)
+        row(f"README commands on a fresh clone of a machine like CI's ({orders}): fewest tests passing, none failing",
+            fewest, floor, "tests", bool(lines) and fewest >= floor and failed == 0)
+
+    suite_runs = find("suite_runs.tsv")
+    if suite_runs:
+        base = os.path.dirname(suite_runs)
+        runs = [line.split("\t") for line in open(suite_runs) if line.strip()]
+        failures = sum(int(r[1]) for r in runs)
+        row(f"[gpu] suite {len(runs)} times in a row in one call: failed binaries "
+            "(4 test binaries, the fault suite and the CUPTI-taken check each run)",
+            failures, 0, "failures", len(runs) >= 5 and failures == 0)
+        logs = [open(f).read() if os.path.exists(f) else ""
+                for f in (os.path.join(base, f"run{r[0]}", "faults.log") for r in runs)]
+        cupti = [open(f).read() if os.path.exists(f) else ""
+                 for f in (os.path.join(base, f"run{r[0]}", "cupti_taken.log") for r in runs)]
+        fault_ok = bool(logs) and all("FAIL" not in log and "ok   the run exits 1" in log for log in logs) and \
+            all("FAIL" not in log and "ok   the message names the other subscriber" in log for log in cupti)
+        row("fault tests (oom mid-sweep, timeout, no NVML, trapping kernel, CUPTI taken) in every run", int(fault_ok), 1,
+            "all passed", fault_ok)
+
+    gpu_check = find("gpu_check.txt")
+    if gpu_check:
+        text = open(gpu_check).read()
+        passed = "gpu-check: PASSED" in text
+        row("scripts/gpu-check.sh on the H200", int(passed), 1, "passed", passed)
 
     try:
-        suite = json.load(open(os.path.join(out, "suite_power.json")))
+        suite = json.load(open(find("suite_power.json", "suite.json") or os.path.join(out, "suite_power.json")))
         ratios = [(b["name"], b["power_w"] / b["power_limit_w"]) for b in suite["benchmarks"]
                   if b.get("power_w") and b.get("power_limit_w")]
         if ratios:
@@ -38,8 +77,14 @@ def main():
                 "ratio", worst <= 1.05)
     except (OSError, ValueError, KeyError):
         pass
-    table = os.path.join(out, "sanitize", "sanitizers.md")
-    if os.path.exists(table):
+    probe = find("power_counter.json")
+    if probe:
+        p = json.load(open(probe))
+        worst = p["window_0.2s_max_w"]["between_counter_steps"] / p["power_limit_w"]
+        row("0.2 s power windows under a sustained GEMM, between the counter's steps: highest average / limit",
+            round(worst, 4), 1.05, "ratio", worst <= 1.05)
+    table = find(os.path.join("sanitize", "sanitizers.md"))
+    if table:
         cells = [c.strip() for line in open(table) if line.startswith("| ") and not line.startswith("| binary")
                  for c in line.strip().strip("|").split("|")[1:]]
         errors = sum(int(c) for c in cells if c.isdigit())

@@ -101,4 +101,41 @@ TEST_CASE("a measurement with power on carries a power record over at least the 
   CHECK(m.power->window_s >= 0.6);
   CHECK(m.power->average_w > 0);
   CHECK(m.power->energy_j == Approx(m.power->average_w * m.power->window_s).epsilon(1e-9));
+  CHECK(m.power_settle_s >= o.power_settle_s);  // the load ran before the window began
+}
+
+// The suite's case: a capped GEMM measured from idle. Without the settle, the window begins
+// with the load and includes the power limiter's onset overshoot (H200: 735 W on a 700 W
+// card); after power_settle_s of load the average is the sustained draw.
+TEST_CASE("a sustained GEMM measured from idle with power on averages at most the power limit + 5 %",
+          "[gpu][power][timing]") {
+  if (!gpucmp::nvml_library::instance().available()) FAIL(gpucmp::nvml_library::instance().reason());
+  gpucmp::engine eng(gpucmp::current_device());
+  gpucmp::gemm_problem p;
+  p.m = p.n = p.k = 8192;
+  p.dtype = gpucmp::gemm_dtype::fp16;
+  gpucmp::gemm_options go;
+  go.choice = gpucmp::algorithm_choice::heuristic;
+  gpucmp::gemm g(p, go, eng.stream());
+  REQUIRE(g.verify(eng.stream()).passed());
+  auto from_idle = [&](double settle_s) {
+    gpucmp::measure_options o;
+    o.power = true;
+    o.power_settle_s = settle_s;
+    o.cooldown_s = 1.5;  // from idle, as the first benchmark of a suite or one after a light one
+    return eng.measure(g, gpucmp::mode::graph, o);
+  };
+  const gpucmp::measurement onset = from_idle(0.0);
+  const gpucmp::measurement settled = from_idle(1.0);
+  REQUIRE(onset.power.has_value());
+  REQUIRE(settled.power.has_value());
+  WARN("8192^3 FP16 GEMM from idle: window at the onset " << onset.power->average_w << " W (SM "
+       << onset.power->sm_clock_start_mhz << " -> " << onset.power->sm_clock_end_mhz << " MHz), after "
+       << settled.power_settle_s << " s of load " << settled.power->average_w << " W (SM "
+       << settled.power->sm_clock_start_mhz << " -> " << settled.power->sm_clock_end_mhz << " MHz), limit "
+       << settled.power->power_limit_w << " W");
+  REQUIRE(settled.power->power_limit_w > 0);
+  CHECK(settled.power_settle_s >= 1.0);
+  CHECK(settled.power->average_w <= 1.05 * settled.power->power_limit_w);
+  CHECK(settled.power->average_w > 0.5 * settled.power->power_limit_w);  // it was under load
 }
