@@ -10,6 +10,11 @@
 # which API errors are not reported; every other error still counts there.
 # Programs run GPUCMP_SANITIZE_JOBS at a time (default: a quarter of the cores, at least 1):
 # nothing is timed, and a sanitizer's cost is mostly host-side, so they share the GPU well.
+# With Catch2 v3 each test binary is split into GPUCMP_SANITIZE_SHARDS shards (default 4;
+# --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone.
+# racecheck and synccheck track GPUCMP_SANITIZE_CUDA_BARRIERS cuda::barrier objects per
+# block (default 64; empty: the tool's default): with its default, synccheck overflowed on
+# cuDNN's fused-convolution kernels on the H200 and the launch failed.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR]}
@@ -27,6 +32,8 @@ cells="$out_dir/cells"
 rm -rf "$cells" && mkdir -p "$cells"
 jobs=${GPUCMP_SANITIZE_JOBS:-$(( $(nproc) / 4 ))}
 [ "$jobs" -ge 1 ] || jobs=1
+shards=${GPUCMP_SANITIZE_SHARDS:-4}
+barriers=${GPUCMP_SANITIZE_CUDA_BARRIERS-64}
 # Runs one program under one tool and writes its error count (or what went wrong) to
 # $cells/TOOL.BINARY.N; a cell of the table joins its invocations with " + ".
 # GPUCMP_SANITIZE_STOP_AFTER_S: start nothing past this many seconds (a lease's end): the
@@ -36,6 +43,9 @@ run_one() {  # tool cell_file log api_errors program args...
   local tool=$1 cell=$2 log=$3 api=$4; shift 4
   local extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
+  if { [ "$tool" = racecheck ] || [ "$tool" = synccheck ]; } && [ -n "$barriers" ]; then
+    extra=(--num-cuda-barriers "$barriers")
+  fi
   # GPUCMP_SANITIZE_TIMEOUT_S: end one program past this many seconds (its cell says so).
   local limit=()
   [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ] && limit=(timeout "$GPUCMP_SANITIZE_TIMEOUT_S")
@@ -53,13 +63,20 @@ run_one() {  # tool cell_file log api_errors program args...
   echo "$n" > "$cell"
   printf '%s\t%s\t%s\t%s\n' "$tool" "$(basename "$log" .log)" "$n" "$(( $(date +%s) - t0 ))" >> "$out_dir/timings.tsv"
 }
-# Every invocation, the longest first so that the pool ends together.
+# Every invocation (tool|binary|part|API errors|program|arguments separated by ';'), the
+# longest first so that the pool ends together.
 queue=()
 for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests; do
   bin="$build_dir/tests/$t"
   [ -x "$bin" ] || continue
+  n=1
+  "$bin" --help 2>/dev/null | grep -q -- "--shard-count" && n=$shards
   for tool in "${tools[@]}"; do
-    queue+=("$tool|$t|1|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error]")
+    for i in $(seq 0 $(( n - 1 ))); do
+      shard=""
+      [ "$n" -gt 1 ] && shard=";--shard-count;$n;--shard-index;$i"
+      queue+=("$tool|$t|1s$i|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error]$shard")
+    done
     if "$bin" --list-tests "[api_error]" 2>/dev/null | grep -q "^  [a-zA-Z]"; then
       queue+=("$tool|$t|2|no|$bin|[gpu][api_error]~[timing]~[cupti]")
     fi
@@ -80,19 +97,24 @@ for item in "${queue[@]}"; do
     break
   fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  log="$out_dir/${tool}_${name}$([ "$part" = 2 ] && echo _api_error).log"
+  log="$out_dir/${tool}_${name}_${part}.log"
   args=("$bin")
-  [ -n "$arg" ] && args+=("$arg")
+  [ -n "$arg" ] && { IFS=';' read -r -a more <<< "$arg"; args+=("${more[@]}"); }
   run_one "$tool" "$cells/$tool.$name.$part" "$log" "$api" "${args[@]}" &
 done
 wait
-cell_of() {  # tool binary -> "0 + 0", "not run", ...
-  local out="" f
+cell_of() {  # tool binary -> "0", "3 (5 runs)", "0 + time limit (370 s)", "not run"
+  local out="" f sum=0 runs=0 numeric=1 v
   for f in "$cells/$1.$2".*; do
     [ -e "$f" ] || continue
-    out="${out:+$out + }$(cat "$f")"
+    v=$(cat "$f")
+    runs=$((runs + 1))
+    if [[ "$v" =~ ^[0-9]+$ ]]; then sum=$((sum + v)); else numeric=0; fi
+    out="${out:+$out + }$v"
   done
-  echo "${out:-not run}"
+  if [ "$runs" -eq 0 ]; then echo "not run"
+  elif [ "$numeric" = 1 ] && [ "$runs" -gt 1 ]; then echo "$sum ($runs runs)"
+  else echo "$out"; fi
 }
 for f in "$cells"/*; do
   [ -e "$f" ] || continue

@@ -87,8 +87,9 @@ def main():
     if table:
         cells = [c.strip() for line in open(table) if line.startswith("| ") and not line.startswith("| binary")
                  for c in line.strip().strip("|").split("|")[1:]]
-        errors = sum(int(c) for c in cells if c.isdigit())
-        broken = [c for c in cells if not c.isdigit() and c != "not run"]
+        counted = [re.fullmatch(r"(\d+)(?: \(\d+ runs\))?", c) for c in cells]
+        errors = sum(int(m.group(1)) for m in counted if m)
+        broken = [c for c, m in zip(cells, counted) if not m and c != "not run"]
         missing = sum(1 for c in cells if c == "not run")
         row(f"compute-sanitizer memcheck, racecheck, synccheck, initcheck over every [gpu] binary and example "
             f"({len(cells) - missing} of {len(cells)} runs made, {len(broken)} crashed)",
