@@ -8,8 +8,9 @@
 # compute-sanitizer cannot both attach to a process). Test cases that provoke a CUDA API
 # error on purpose are tagged [api_error]: they run in a second invocation per binary in
 # which API errors are not reported; every other error still counts there.
-# Programs run GPUCMP_SANITIZE_JOBS at a time (default: a quarter of the cores, at least 1):
-# nothing is timed, and a sanitizer's cost is mostly host-side, so they share the GPU well.
+# Programs run GPUCMP_SANITIZE_JOBS at a time (default 1). Nothing is timed, but sharing does
+# not pay on the H200: memcheck of gpucmp_models_tests ended within 45 s alone and ran past
+# 370 s as one of 8 (results/h200/reliability/sanitizers.md).
 # With Catch2 v3 each test binary is split into GPUCMP_SANITIZE_SHARDS shards (default 4;
 # --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone.
 # racecheck and synccheck track GPUCMP_SANITIZE_CUDA_BARRIERS cuda::barrier objects per
@@ -30,7 +31,7 @@ tools=(memcheck racecheck synccheck initcheck)
 status=0
 cells="$out_dir/cells"
 rm -rf "$cells" && mkdir -p "$cells"
-jobs=${GPUCMP_SANITIZE_JOBS:-$(( $(nproc) / 4 ))}
+jobs=${GPUCMP_SANITIZE_JOBS:-1}
 [ "$jobs" -ge 1 ] || jobs=1
 shards=${GPUCMP_SANITIZE_SHARDS:-4}
 barriers=${GPUCMP_SANITIZE_CUDA_BARRIERS-64}
