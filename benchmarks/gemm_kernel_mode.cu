@@ -9,7 +9,7 @@
 //                                             with no tracing: for Nsight Compute, which cannot profile
 //                                             a process that traces with CUPTI itself
 #include <gpucmp/core.hpp>
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 
 #include "cublas_gemm.hpp"
 

@@ -14,7 +14,7 @@
 
 #include <gpucmp/bench.hpp>
 #if GPUCMP_WITH_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>  // registers CUPTI for the kernel-mode rows
+#include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI for the kernel-mode rows
 #endif
 #include <gpucmp/ops/gemm.cuh>
 #include <gpucmp/ops/workload_shapes.hpp>

@@ -7,9 +7,9 @@
 // (the old average) or by the time between the counter's own updates (gpucmp's average).
 //   power_counter_probe OUT.json
 #include <gpucmp/ops/gemm.cuh>
-#include <gpucmp/power_monitor.hpp>
-#include <gpucmp/statistics.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/power/power_monitor.hpp>
+#include <gpucmp/measure/statistics.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <algorithm>
 #include <chrono>

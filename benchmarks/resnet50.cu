@@ -18,7 +18,7 @@
 // batch that fits is printed at the end for each precision.
 #include <gpucmp/bench.hpp>
 #if GPUCMP_WITH_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
+#include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
 #endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>

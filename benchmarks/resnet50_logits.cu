@@ -22,8 +22,8 @@
 // (the logits are written all the same).
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/resnet50.hpp>
-#include <gpucmp/safetensors.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/io/safetensors.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 // libraries' versions in the benchmark context, so a table can say which builds it compared.
 #pragma once
 
-#include <gpucmp/gbench.hpp>  // gpucmp::detail::json_escape
+#include <gpucmp/gbench/adapter.hpp>  // gpucmp::detail::json_escape
 #include <gpucmp/ops/algorithm_search.hpp>
 
 #include <benchmark/benchmark.h>

@@ -10,7 +10,7 @@
 #include <gpucmp/core.hpp>
 #include <gpucmp/kernels/spin.cuh>
 #if GPUCMP_WITH_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 #endif
 
 #include <stdexcept>

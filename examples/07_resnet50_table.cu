@@ -9,14 +9,14 @@
 // longer fits each GPU's memory is the OOM cell, from the network's memory plan.
 //   07_resnet50_table [fp16|bf16|tf32|fp32]
 // Prints markdown; exits 77 without a GPU.
-#include <gpucmp/device_specs.hpp>
-#include <gpucmp/engine.hpp>
+#include <gpucmp/specs/device_specs.hpp>
+#include <gpucmp/measure/engine.hpp>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
 #include <gpucmp/models/resnet50.hpp>
-#include <gpucmp/projection.hpp>
-#include <gpucmp/specs.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/specs/projection.hpp>
+#include <gpucmp/specs/specs.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <cstdio>
 #include <string>

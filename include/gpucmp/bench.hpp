@@ -6,4 +6,4 @@
 #pragma once
 
 #include <gpucmp/core.hpp>
-#include <gpucmp/gbench.hpp>
+#include <gpucmp/gbench/adapter.hpp>

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Generates gpucmp's GPU spec database from the project's spec sheet.
+"""Generates gpucmp's GPU spec database from the spec sheet in data/.
 
-    scripts/specs/generate.py SPECS_CSV SPECS_MD
+    scripts/specs/generate.py          rewrite the generated files
+    scripts/specs/generate.py --check  exit 1 if they differ from what data/ gives (a test)
 
-writes include/gpucmp/specs_data.hpp (data rows only, no logic) and docs/gpu-database.md
-(every figure with its source keys, and the sources). SPECS_CSV holds one row per GPU with
-dense tensor peaks and source keys; SPECS_MD holds the source-key legend. Rerun it when the
-sheet changes; the output is committed.
+Reads data/gpus.csv (one row per GPU: figures, dense tensor peaks, the driver-name tokens,
+source keys, confidence), data/gpu-errata.csv (figures the comparison articles got wrong)
+and data/gpu-sources.csv (what each source key is). Writes
+include/gpucmp/specs/specs_data.hpp (data rows only, no logic) and docs/gpu-database.md.
+Adding a GPU is one row of data/gpus.csv, then this script (data/README.md).
 """
 import csv
 import os
@@ -14,50 +16,66 @@ import re
 import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.path.join(REPO, "data")
+HEADER_OUT = os.path.join(REPO, "include", "gpucmp", "specs", "specs_data.hpp")
+DOC_OUT = os.path.join(REPO, "docs", "gpu-database.md")
+MAX_TOKENS = 3  # specs_types.hpp: name_rule holds up to 3 tokens per alternative
 
-# How the driver names each GPU: every token set listed must be present in the normalised
-# name (upper case, split on space, '-' and '_'). Checked in this order, so the more specific
-# variants come first (H200 NVL before H200, L40S before L40).
-NAME_RULES = [
-    ("a100_80gb_sxm", [["A100", "SXM4", "80GB"], ["A100", "SXM", "80GB"]]),
-    ("a100_80gb_pcie", [["A100", "80GB", "PCIE"]]),
-    ("a100_40gb_pcie", [["A100", "40GB", "PCIE"]]),
-    ("h100_pcie", [["H100", "PCIE"], ["H100", "HBM2E"]]),
-    ("h100_sxm", [["H100", "HBM3"], ["H100", "SXM5"], ["H100", "SXM"]]),
-    ("h200_nvl", [["H200", "NVL"], ["H200", "PCIE"]]),
-    ("h200_sxm", [["H200"]]),
-    ("b200", [["B200"]]),
-    ("l40s", [["L40S"]]),
-    ("l40", [["L40"]]),
-    ("l4", [["L4"]]),
-    ("l20", [["L20"]]),
-    ("a10", [["A10"]]),
-    ("t4", [["T4"]]),
-    ("v100_sxm2_32gb", [["V100"]]),
-    ("rtx_4090", [["RTX", "4090"]]),
-]
 
-# Figures the two comparison articles got wrong (shared/data/gpu-specs.md, errata), as
-# (article, gpu key, field, what the article says, correct figure, verdict).
-ERRATA = [
-    ("A100 vs L20", "l20", "architecture", "Turing", "Ada Lovelace (AD102), sm_89", "wrong"),
-    ("A100 vs L20", "l20", "memory_gb", "4/8 GB", "48 GB GDDR6", "wrong"),
-    ("A100 vs L20", "l20", "cuda_cores", "2,304", "11,776", "wrong"),
-    ("A100 vs L20", "l20", "tensor_cores", "72", "368", "wrong"),
-    ("A100 vs L20", "l20", "memory_bandwidth_gbs", "448 GB/s", "864 GB/s", "wrong"),
-    ("A100 vs L20", "l20", "fp32_tflops", "4.6", "59.35", "wrong"),
-    ("A100 vs L20", "l20", "fp16_tensor_tflops_dense", "36.8", "119.5 dense", "wrong"),
-    ("A100 vs L20", "l20", "tdp_w", "75 W", "275 W", "wrong"),
-    ("A100 vs L20", "l20", "nvlink_gbs", "NVLink for 8 cards", "no NVLink (PCIe Gen4 x16)", "wrong"),
-    ("A100 vs L20", "a100_40gb_pcie", "fp32 ratio", "A100 = 4.2x L20 in FP32", "A100 19.5 vs L20 59.35: 0.33x", "wrong"),
-    ("A100 vs L20", "a100_40gb_pcie", "tf32", "A100-only mode, 20x FP32", "156 dense = 8x A100 FP32; not A100-only", "wrong"),
-    ("A100 vs L20", "a100_80gb_sxm", "memory_bandwidth_gbs", "1,555 GB/s for 40/80 GB", "1,555 (40GB), 1,935 (80GB PCIe), 2,039 (80GB SXM)", "incomplete"),
-    ("L40S vs A100", "l40s", "tf32_tensor_tflops_dense", "up to 366", "183 dense (366 with sparsity)", "sparse, unlabelled"),
-    ("L40S vs A100", "a100_80gb_sxm", "tf32_tensor_tflops_dense", "up to 312", "156 dense (312 with sparsity)", "sparse, unlabelled"),
-    ("L40S vs A100", "l40s", "fp8_tensor_tflops_dense", "up to 1,466", "733 dense (1,466 with sparsity)", "sparse, unlabelled"),
-    ("L40S vs A100", "l40s", "tdp_w", "300 W (FAQ)", "350 W (300 W is the L40)", "wrong"),
-    ("L40S vs A100", "l40s", "fp64_tflops", "not supported", "no datasheet figure; runs at 1/64 of FP32", "misleading"),
-]
+class SheetError(Exception):
+    """A row of data/ that cannot be used, named by file, line and column."""
+
+
+def read_csv(name):
+    path = os.path.join(DATA, name)
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def name_rules(rows):
+    """(key, [token alternatives]) from each row's driver_name_tokens ("A B; C D"), the rules
+    with more tokens first (stable): a more specific name wins (H200 NVL before H200)."""
+    rules = []
+    for line, r in enumerate(rows, start=2):
+        alternatives = [a.split() for a in r["driver_name_tokens"].split(";") if a.strip()]
+        if not alternatives:
+            raise SheetError(f"data/gpus.csv:{line}: {r['key']}: driver_name_tokens is empty")
+        for a in alternatives:
+            if len(a) > MAX_TOKENS:
+                raise SheetError(f"data/gpus.csv:{line}: {r['key']}: '{' '.join(a)}' has more than {MAX_TOKENS} tokens")
+            if any(t != t.upper() for t in a):
+                raise SheetError(f"data/gpus.csv:{line}: {r['key']}: tokens are matched upper-case: '{' '.join(a)}'")
+        rules.append((r["key"], alternatives))
+    flat = [(key, tokens) for key, alternatives in rules for tokens in alternatives]
+    return sorted(flat, key=lambda kt: -len(kt[1]))
+
+
+def validate(rows, errata, legend):
+    keys = [r["key"] for r in rows]
+    seen = set()
+    for line, r in enumerate(rows, start=2):
+        if not re.fullmatch(r"[a-z0-9_]+", r["key"]):
+            raise SheetError(f"data/gpus.csv:{line}: key '{r['key']}' must be lower-case letters, digits and _")
+        if r["key"] in seen:
+            raise SheetError(f"data/gpus.csv:{line}: key '{r['key']}' appears twice")
+        seen.add(r["key"])
+        if not re.fullmatch(r"\d+\.\d+", r["compute_capability"]):
+            raise SheetError(f"data/gpus.csv:{line}: compute_capability '{r['compute_capability']}' is not MAJOR.MINOR")
+        for column in NUMERIC:
+            v = r[column].strip()
+            if v:
+                try:
+                    if float(v) < 0:
+                        raise ValueError
+                except ValueError:
+                    raise SheetError(f"data/gpus.csv:{line}: {column} '{v}' is not a non-negative number") from None
+        for source in r["sources"].split():
+            if source not in legend:
+                raise SheetError(f"data/gpus.csv:{line}: source key '{source}' is not in data/gpu-sources.csv")
+    for line, e in enumerate(errata, start=2):
+        if e["gpu_key"] not in keys:
+            raise SheetError(f"data/gpu-errata.csv:{line}: gpu_key '{e['gpu_key']}' is not a row of data/gpus.csv")
+
 
 PEAKS = [("fp64", "fp64_tflops"), ("fp64_tensor", "fp64_tensor_tflops"), ("fp32", "fp32_tflops"),
          ("tf32", "tf32_tensor_tflops_dense"), ("fp16", "fp16_tensor_tflops_dense"),
@@ -81,26 +99,22 @@ def confidence(text):
     return "confidence::high"
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    with open(sys.argv[1], newline="") as f:
-        rows = list(csv.DictReader(f))
-    with open(sys.argv[2]) as f:
-        md = f.read()
-    keys = {r["key"] for r in rows}
-    for key, _ in NAME_RULES:
-        assert key in keys, key
+NUMERIC = ["sm_count", "cuda_cores", "tensor_cores", "boost_clock_mhz", "memory_gb", "memory_bandwidth_gbs",
+           "l2_cache_mb", "tdp_w", "mig_instances", "nvlink_gbs", "pcie_gen"] + [col for _, col in PEAKS]
 
+
+def render(rows, errata, legend):
+    """The text of specs_data.hpp and gpu-database.md."""
+    rules = name_rules(rows)
     out = ["// SPDX-License-Identifier: Apache-2.0",
            "// SPDX-FileCopyrightText: gpucmp contributors",
            "//",
-           "// GENERATED by scripts/specs/generate.py from the project's GPU spec sheet: data rows only,",
-           "// the logic lives in specs.hpp. Tensor peaks are DENSE (no 2:4 sparsity); TFLOP/s, TOP/s and",
-           "// GB/s are decimal (10^12, 10^9). no_value = no authoritative figure, or no such feature.",
+           "// GENERATED by scripts/specs/generate.py from data/gpus.csv: data rows only, the logic",
+           "// lives in specs.hpp. Tensor peaks are DENSE (no 2:4 sparsity); TFLOP/s, TOP/s and GB/s",
+           "// are decimal (10^12, 10^9). no_value = no authoritative figure, or no such feature.",
            "#pragma once",
            "",
-           "#include <gpucmp/specs_types.hpp>",
+           "#include <gpucmp/specs/specs_types.hpp>",
            "",
            "namespace gpucmp::specs_data {",
            "",
@@ -116,24 +130,21 @@ def main():
             number(r["l2_cache_mb"]), "{" + peaks + "}", number(r["tdp_w"]), number(r["mig_instances"]),
             number(r["nvlink_gbs"]), number(r["pcie_gen"]), cpp_string(r["sources"]), confidence(r["confidence"]),
             cpp_string(r["confidence"])]) + "},")
-    out += ["};", "", "/// Driver device-name rules: every token of one alternative must appear in the name.",
+    out += ["};", "", "/// Driver device-name rules: every token of one alternative must appear in the name;",
+            "/// the first matching rule wins (rules with more tokens come first).",
             "inline constexpr name_rule name_rules[] = {"]
-    for key, alternatives in NAME_RULES:
-        for tokens in alternatives:
-            padded = tokens + [""] * (3 - len(tokens))
-            out.append(f"    {{{cpp_string(key)}, {{{', '.join(cpp_string(t) for t in padded)}}}}},")
+    for key, tokens in rules:
+        padded = tokens + [""] * (MAX_TOKENS - len(tokens))
+        out.append(f"    {{{cpp_string(key)}, {{{', '.join(cpp_string(t) for t in padded)}}}}},")
     out += ["};", "", "/// Figures the two comparison articles got wrong.", "inline constexpr article_erratum errata[] = {"]
-    for e in ERRATA:
-        assert e[1] in keys, e
-        out.append("    {" + ", ".join(cpp_string(x) for x in e) + "},")
+    for e in errata:
+        out.append("    {" + ", ".join(cpp_string(e[c]) for c in ERRATA_COLUMNS) + "},")
     out += ["};", "", "}  // namespace gpucmp::specs_data", ""]
-    with open(os.path.join(REPO, "include", "gpucmp", "specs_data.hpp"), "w") as f:
-        f.write("\n".join(out))
+    header = "\n".join(out)
 
-    # docs/gpu-database.md
-    legend = re.findall(r"^\| ([A-Z]-[A-Za-z0-9-]+) \| ([^|]+) \|", md, flags=re.M)
     doc = ["# GPU spec database", "",
-           "Generated by `scripts/specs/generate.py` from the project's spec sheet; `include/gpucmp/specs_data.hpp`",
+           "Generated by `scripts/specs/generate.py` from [`data/gpus.csv`](../data/gpus.csv) (errata:",
+           "`data/gpu-errata.csv`, sources: `data/gpu-sources.csv`); `include/gpucmp/specs/specs_data.hpp`",
            "holds the same rows. Tensor peaks are **dense** (no 2:4 sparsity): NVIDIA's product pages print",
            "sparse figures, twice these. TFLOP/s and GB/s are decimal. An empty cell means no authoritative",
            "figure or no such feature. The L20 row is low-confidence: there is no public NVIDIA datasheet.",
@@ -149,21 +160,51 @@ def main():
             r["pcie_gen"], r["sources"], r["confidence"]]) + " |")
     doc += ["", "## Device-name matching", "",
             "The driver's name is upper-cased and split on spaces, `-` and `_`; the first rule whose tokens",
-            "all appear wins (specific variants first). Without a match, the GPU is looked up by compute",
-            "capability and memory size (nearest row within 15 %, marked *approximate*), and failing that",
-            "described from device attributes (*derived*).", "", "| key | token sets |", "|---|---|"]
-    for key, alternatives in NAME_RULES:
-        doc.append(f"| {key} | " + "; ".join(" + ".join(t) for t in alternatives) + " |")
+            "all appear wins, and rules with more tokens are tried first (specific variants first). Without a",
+            "match, the GPU is looked up by compute capability and memory size (nearest row within 15 %,",
+            "marked *approximate*), and failing that described from device attributes (*derived*).", "",
+            "| key | token sets |", "|---|---|"]
+    for r in rows:
+        alternatives = [a.split() for a in r["driver_name_tokens"].split(";") if a.strip()]
+        doc.append(f"| {r['key']} | " + "; ".join(" + ".join(t) for t in alternatives) + " |")
     doc += ["", "## Article errata the `specs --errata` report flags", "",
             "| article | GPU | field | article says | correct | verdict |", "|---|---|---|---|---|---|"]
-    for e in ERRATA:
-        doc.append("| " + " | ".join(e) + " |")
+    for e in errata:
+        doc.append("| " + " | ".join(e[c] for c in ERRATA_COLUMNS) + " |")
     doc += ["", "## Sources", "", "| key | where |", "|---|---|"]
-    for key, where in legend:
-        doc.append(f"| {key} | {where.strip()} |")
-    with open(os.path.join(REPO, "docs", "gpu-database.md"), "w") as f:
-        f.write("\n".join(doc) + "\n")
+    for key, where in legend.items():
+        doc.append(f"| {key} | {where} |")
+    return header, "\n".join(doc) + "\n"
+
+
+ERRATA_COLUMNS = ["article", "gpu_key", "field", "article_says", "correct", "verdict"]
+
+
+def main():
+    check = sys.argv[1:] == ["--check"]
+    if sys.argv[1:] and not check:
+        sys.exit(__doc__)
+    try:
+        rows = read_csv("gpus.csv")
+        errata = read_csv("gpu-errata.csv")
+        legend = {r["key"]: r["where"] for r in read_csv("gpu-sources.csv")}
+        validate(rows, errata, legend)
+    except (OSError, KeyError, SheetError) as e:
+        sys.exit(f"generate.py: {e}")
+    header, doc = render(rows, errata, legend)
+    if check:
+        stale = [p for p, text in ((HEADER_OUT, header), (DOC_OUT, doc))
+                 if not os.path.exists(p) or open(p, encoding="utf-8").read() != text]
+        for p in stale:
+            print(f"generate.py: {os.path.relpath(p, REPO)} is not what data/ gives: run scripts/specs/generate.py")
+        if not stale:
+            print(f"generate.py: specs_data.hpp and gpu-database.md match data/ ({len(rows)} GPUs)")
+        return 1 if stale else 0
+    for p, text in ((HEADER_OUT, header), (DOC_OUT, doc)):
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,7 +3,7 @@
 //
 // Fuzzes the --gpucmp_* flag parser on command lines made of the input's lines: it never
 // throws, keeps argv[0] and every other argument in order, and leaves no --gpucmp_ flag.
-#include <gpucmp/gbench_flags.hpp>
+#include <gpucmp/gbench/flags.hpp>
 
 #include <cstddef>
 #include <cstdint>

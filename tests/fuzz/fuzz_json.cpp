@@ -3,7 +3,7 @@
 //
 // Fuzzes the JSON reader: any input either parses or throws json_error; nothing else may
 // happen (no crash, no other exception, no undefined behaviour).
-#include <gpucmp/detail/json.hpp>
+#include <gpucmp/io/json.hpp>
 
 #include <cstddef>
 #include <cstdint>

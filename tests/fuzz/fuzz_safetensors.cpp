@@ -3,7 +3,7 @@
 //
 // Fuzzes the safetensors reader: a file either validates, and then every float tensor it
 // lists can be read with its own shape, or it throws weight_error.
-#include <gpucmp/safetensors.hpp>
+#include <gpucmp/io/safetensors.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -10,7 +10,7 @@
 #include "test_kernels.hpp"
 
 #include <gpucmp/bench.hpp>
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 
 #include <cupti.h>
 #include <dlfcn.h>

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/device.hpp>
+#include <gpucmp/cuda/device.hpp>
 
 TEST_CASE("the device snapshot holds the facts a comparison states", "[gpu][device]") {
   const gpucmp::device_info d = gpucmp::query_current_device();

@@ -14,9 +14,9 @@
 #include "catch.hpp"
 #include "test_kernels.hpp"
 
-#include <gpucmp/engine.hpp>
+#include <gpucmp/measure/engine.hpp>
 #if GPUCMP_TEST_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 #endif
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #include "catch.hpp"
 #include "test_kernels.hpp"
 
-#include <gpucmp/engine.hpp>
+#include <gpucmp/measure/engine.hpp>
 
 #include <chrono>
 #include <string>

@@ -3,9 +3,9 @@
 #include "catch.hpp"
 #include "test_kernels.hpp"
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/engine.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/measure/engine.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <chrono>
 

@@ -8,7 +8,7 @@
 
 #include <gpucmp/bench.hpp>
 #if GPUCMP_TEST_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 #endif
 
 #include <map>

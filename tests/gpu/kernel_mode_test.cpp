@@ -7,9 +7,9 @@
 #include "catch.hpp"
 #include "test_kernels.hpp"
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/engine.hpp>
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/measure/engine.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -10,14 +10,14 @@
 // with the largest batch that fits.
 #include "catch.hpp"
 
-#include <gpucmp/engine.hpp>
+#include <gpucmp/measure/engine.hpp>
 #if GPUCMP_TEST_KERNEL_MODE
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 #endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
 #include <gpucmp/models/resnet50.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -8,7 +8,7 @@
 
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/workload_shapes.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -6,9 +6,9 @@
 // included; a corrupted output is caught by both references; bad input gets typed errors.
 #include "catch.hpp"
 
-#include <gpucmp/device.hpp>
+#include <gpucmp/cuda/device.hpp>
 #include <gpucmp/ops/gemm.cuh>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <cuda_runtime_api.h>
 

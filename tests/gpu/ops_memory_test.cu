@@ -6,10 +6,10 @@
 // gemm stages operands with moves every column and nothing else.
 #include "catch.hpp"
 
-#include <gpucmp/buffer.hpp>
+#include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/ops/matrix_copy.cuh>
 #include <gpucmp/ops/memory.cuh>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <cuda_runtime_api.h>
 

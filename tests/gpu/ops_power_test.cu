@@ -6,10 +6,10 @@
 // integrated over time, and the engine's power record on a measurement.
 #include "catch.hpp"
 
-#include <gpucmp/engine.hpp>
+#include <gpucmp/measure/engine.hpp>
 #include <gpucmp/ops/gemm.cuh>
-#include <gpucmp/power_monitor.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/power/power_monitor.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 #include <chrono>
 #include <cmath>

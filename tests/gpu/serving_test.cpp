@@ -7,9 +7,9 @@
 #include "catch.hpp"
 #include "test_kernels.hpp"
 
-#include <gpucmp/concurrency.hpp>
-#include <gpucmp/serving.hpp>
-#include <gpucmp/stream.hpp>
+#include <gpucmp/serving/concurrency.hpp>
+#include <gpucmp/serving/serving.hpp>
+#include <gpucmp/cuda/stream.hpp>
 
 TEST_CASE("closed-loop requests wait exactly their own service time plus the round trip", "[gpu][serving][timing]") {
   gpucmp::stream s;

@@ -11,7 +11,7 @@
 
 #include "catch.hpp"
 
-#include <gpucmp/device.hpp>
+#include <gpucmp/cuda/device.hpp>
 
 #include <cstdio>
 #include <cstring>

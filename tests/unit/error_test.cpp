@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <string>
 

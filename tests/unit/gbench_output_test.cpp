@@ -5,8 +5,8 @@
 // file (--gpucmp_kernels_out), read back with gpucmp's JSON reader, and gpucmp's own flags.
 #include "catch.hpp"
 
-#include <gpucmp/detail/json.hpp>
-#include <gpucmp/gbench.hpp>
+#include <gpucmp/io/json.hpp>
+#include <gpucmp/gbench/adapter.hpp>
 
 #include <cstdio>
 #include <fstream>

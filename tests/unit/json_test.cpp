@@ -4,7 +4,7 @@
 // The strict JSON reader: escapes, numbers by JSON's grammar, and the errors it gives.
 #include "catch.hpp"
 
-#include <gpucmp/detail/json.hpp>
+#include <gpucmp/io/json.hpp>
 
 #include <cmath>
 #include <string>

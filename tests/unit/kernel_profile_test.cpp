@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/kernel_profile.hpp>
+#include <gpucmp/measure/kernel_profile.hpp>
 
 #include <string>
 #include <vector>

@@ -5,7 +5,7 @@
 // typed "kernel mode unavailable" error naming what was tried.
 #include "catch.hpp"
 
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 
 #include <string>
 

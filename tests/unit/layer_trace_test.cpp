@@ -5,7 +5,7 @@
 // activities with chosen durations, so attribution, medians and shares are checked exactly.
 #include "catch.hpp"
 
-#include <gpucmp/activity_tracer.hpp>
+#include <gpucmp/measure/activity_tracer.hpp>
 #include <gpucmp/models/layer_trace.hpp>
 
 #include <cstdint>
@@ -169,6 +169,6 @@ TEST_CASE("without a registered tracer, make_activity_tracer says what to includ
   factory = nullptr;
   CHECK_THROWS_WITH(gpucmp::make_activity_tracer(),
                     GPUCMP_CONTAINS("kernel mode unavailable: no activity tracer is registered (include "
-                                    "<gpucmp/kernel_trace.hpp> and link gpucmp::cupti)"));
+                                    "<gpucmp/measure/kernel_trace.hpp> and link gpucmp::cupti)"));
   factory = saved;
 }

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/options.hpp>
+#include <gpucmp/measure/options.hpp>
 
 #include <cmath>
 #include <functional>

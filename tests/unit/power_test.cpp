@@ -6,10 +6,10 @@
 // windows say so, and gpucmp's NVML declarations match nvml.h where it exists.
 #include "catch.hpp"
 
-#include <gpucmp/concurrency.hpp>
-#include <gpucmp/nvml.hpp>
-#include <gpucmp/power_monitor.hpp>
-#include <gpucmp/serving.hpp>
+#include <gpucmp/serving/concurrency.hpp>
+#include <gpucmp/power/nvml.hpp>
+#include <gpucmp/power/power_monitor.hpp>
+#include <gpucmp/serving/serving.hpp>
 
 #include <cmath>
 #include <string>

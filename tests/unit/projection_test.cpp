@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/projection.hpp>
-#include <gpucmp/roofline.hpp>
+#include <gpucmp/specs/projection.hpp>
+#include <gpucmp/specs/roofline.hpp>
 
 namespace {
 gpucmp::gpu_profile gpu(const char* key) { return *gpucmp::find_spec_by_key(key); }

@@ -5,11 +5,11 @@
 // buffers, which needs no GPU.
 #include "catch.hpp"
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/event.hpp>
-#include <gpucmp/graph.hpp>
-#include <gpucmp/stream.hpp>
-#include <gpucmp/stream_hold.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/event.hpp>
+#include <gpucmp/cuda/graph.hpp>
+#include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/measure/stream_hold.hpp>
 
 #include <type_traits>
 

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <algorithm>
 #include <cstdint>

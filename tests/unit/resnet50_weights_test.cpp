@@ -7,7 +7,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/models/resnet50_weights.hpp>
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/result.hpp>
+#include <gpucmp/measure/result.hpp>
 
 #include <string>
 

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/safetensors.hpp>
+#include <gpucmp/io/safetensors.hpp>
 
 #include <cstdint>
 #include <cstring>

@@ -2,8 +2,8 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/clock_events.hpp>
-#include <gpucmp/latency.hpp>
+#include <gpucmp/power/clock_events.hpp>
+#include <gpucmp/serving/latency.hpp>
 
 #include <string>
 #include <vector>

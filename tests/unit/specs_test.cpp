@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/specs.hpp>
+#include <gpucmp/specs/specs.hpp>
 
 #include <cmath>
 #include <string>
@@ -15,6 +15,7 @@ TEST_CASE("every device-name string resolves to its row", "[specs]") {
       {"NVIDIA A100-SXM4-80GB", "a100_80gb_sxm"},
       {"NVIDIA A100 80GB PCIe", "a100_80gb_pcie"},
       {"NVIDIA A100-PCIE-40GB", "a100_40gb_pcie"},
+      {"NVIDIA A100-SXM4-40GB", "a100_40gb_sxm"},
       {"NVIDIA H100 80GB HBM3", "h100_sxm"},
       {"NVIDIA H100 PCIe", "h100_pcie"},
       {"NVIDIA H100 80GB HBM2e", "h100_pcie"},
@@ -77,13 +78,13 @@ TEST_CASE("figures the articles got wrong are right in the database", "[specs]")
 }
 
 TEST_CASE("unknown names fall back to compute capability and memory, then to derived figures", "[specs]") {
-  gpucmp::device_facts a100_sxm_40;  // not in the database by name
-  a100_sxm_40.name = "NVIDIA A100-SXM4-40GB";
-  a100_sxm_40.cc_major = 8;
-  a100_sxm_40.cc_minor = 0;
-  a100_sxm_40.memory_bytes = 42.3e9;  // the driver reports 40 GiB
-  const auto by_cc = gpucmp::spec_for_device(a100_sxm_40);
-  CHECK(by_cc.key == "a100_40gb_pcie");
+  gpucmp::device_facts a800;  // not in the database by name (an A100 variant)
+  a800.name = "NVIDIA A800-SXM4-40GB";
+  a800.cc_major = 8;
+  a800.cc_minor = 0;
+  a800.memory_bytes = 42.3e9;  // the driver reports 40 GiB
+  const auto by_cc = gpucmp::spec_for_device(a800);
+  CHECK(by_cc.key == "a100_40gb_pcie");  // of the two 40 GB rows, the first
   CHECK(by_cc.matched == gpucmp::spec_match::by_compute_capability);
 
   gpucmp::device_facts unknown;

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/statistics.hpp>
+#include <gpucmp/measure/statistics.hpp>
 
 #include <cmath>
 #include <limits>

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/stopping.hpp>
+#include <gpucmp/measure/stopping.hpp>
 
 #include <optional>
 

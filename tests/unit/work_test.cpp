@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
-#include <gpucmp/work.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <limits>
 

@@ -6,10 +6,10 @@
 // read a comparison.
 #pragma once
 
-#include <gpucmp/detail/json.hpp>
+#include <gpucmp/io/json.hpp>
 
-#include <gpucmp/projection.hpp>
-#include <gpucmp/specs.hpp>
+#include <gpucmp/specs/projection.hpp>
+#include <gpucmp/specs/specs.hpp>
 
 #include <algorithm>
 #include <cmath>

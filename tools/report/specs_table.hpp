@@ -8,7 +8,7 @@
 #include "model.hpp"
 #include "render.hpp"
 
-#include <gpucmp/specs.hpp>
+#include <gpucmp/specs/specs.hpp>
 
 #include <sstream>
 #include <string>

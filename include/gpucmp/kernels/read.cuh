@@ -6,7 +6,7 @@
 // cold (L2 flushed) against hot (L2 resident) timing. CUDA translation units only.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime.h>
 

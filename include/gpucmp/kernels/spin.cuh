@@ -6,7 +6,7 @@
 // CUDA translation units only (device code).
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime.h>
 

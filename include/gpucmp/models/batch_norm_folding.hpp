@@ -8,7 +8,7 @@
 // Host-only.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -16,9 +16,9 @@
 // Layers of the same shape share one candidate set, so a network searches each shape once.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/models/guard_band.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv.cuh>
@@ -28,7 +28,7 @@
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cudnn.h>
 

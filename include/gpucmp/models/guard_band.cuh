@@ -7,8 +7,8 @@
 // A changed guard names the layer that made it.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime_api.h>
 

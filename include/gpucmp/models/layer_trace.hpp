@@ -2,17 +2,17 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // Kernel mode, layer by layer: a network's forward pass traced with the activity tracer
-// (CUPTI through <gpucmp/kernel_trace.hpp>), every kernel, memset and copy attributed to the
+// (CUPTI through <gpucmp/measure/kernel_trace.hpp>), every kernel, memset and copy attributed to the
 // layer whose launches enqueued it. A layer's time here is what its kernels took inside the
 // real pass, on the GPU's clock, where the search's per-layer times come from each layer
 // replayed alone. Host code over generic "run layer i" and "wait" callables, so it is tested
 // with a fake tracer; network::trace_layers (network.cuh) passes a network's layers and stream.
 #pragma once
 
-#include <gpucmp/activity_tracer.hpp>
-#include <gpucmp/error.hpp>
-#include <gpucmp/kernel_profile.hpp>
-#include <gpucmp/statistics.hpp>
+#include <gpucmp/measure/activity_tracer.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/kernel_profile.hpp>
+#include <gpucmp/measure/statistics.hpp>
 
 #include <cstddef>
 #include <cstdint>

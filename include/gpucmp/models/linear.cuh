@@ -7,15 +7,15 @@
 // FP32 whatever the network's precision, as a classifier's last layer usually does.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cublasLt.h>
 

@@ -17,11 +17,11 @@
 //   g.launch(stream);
 #pragma once
 
-#include <gpucmp/activity_tracer.hpp>
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/error.hpp>
-#include <gpucmp/graph.hpp>
+#include <gpucmp/measure/activity_tracer.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/models/batch_norm_folding.hpp>
 #include <gpucmp/models/fused_conv.cuh>
 #include <gpucmp/models/layer_trace.hpp>
@@ -36,8 +36,8 @@
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/random.hpp>
-#include <gpucmp/work.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cublasLt.h>
 #include <cudnn.h>

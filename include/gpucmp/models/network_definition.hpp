@@ -13,8 +13,8 @@
 //   def.init_random(1);
 #pragma once
 
-#include <gpucmp/error.hpp>
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cmath>
 #include <cstdint>

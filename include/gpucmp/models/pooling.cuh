@@ -7,7 +7,7 @@
 // allows) or NCHW (threads run along W). Each has a host reference for its verification.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>

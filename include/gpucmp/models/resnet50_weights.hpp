@@ -8,7 +8,7 @@
 
 #include <gpucmp/data/resnet50_v1_5.hpp>
 #include <gpucmp/models/batch_norm_folding.hpp>
-#include <gpucmp/safetensors.hpp>
+#include <gpucmp/io/safetensors.hpp>
 
 #include <cstdint>
 #include <set>

@@ -5,7 +5,7 @@
 // row's maximum is subtracted before exp. One block per row; a host reference checks it.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/verification.hpp>
 
 #include <cuda_runtime_api.h>

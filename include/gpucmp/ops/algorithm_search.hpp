@@ -7,11 +7,11 @@
 // choice can be several times slower than the best, so the library times the top candidates.
 #pragma once
 
-#include <gpucmp/error.hpp>
-#include <gpucmp/event.hpp>
-#include <gpucmp/graph.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/event.hpp>
+#include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/statistics.hpp>
+#include <gpucmp/measure/statistics.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -12,10 +12,10 @@
 // sample (first and last included) on the GPU for large ones.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/device.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/device.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cudnn_backend.hpp>
@@ -23,8 +23,8 @@
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/random.hpp>
-#include <gpucmp/work.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cudnn.h>
 

@@ -6,7 +6,7 @@
 // names the call and the status.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>

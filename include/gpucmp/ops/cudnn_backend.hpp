@@ -7,7 +7,7 @@
 // one configuration per algorithm enum.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 
 #include <cudnn.h>

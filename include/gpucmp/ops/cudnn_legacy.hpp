@@ -7,8 +7,8 @@
 // problem to cuDNN the same way.
 #pragma once
 
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 

@@ -6,7 +6,7 @@
 // call and the status (with cuDNN's own last error message, which often says why).
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

@@ -6,8 +6,8 @@
 // any size are filled at memory speed and never all zero.
 #pragma once
 
-#include <gpucmp/error.hpp>
-#include <gpucmp/random.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -9,18 +9,18 @@
 // the GPU for large ones. Measuring is the engine's job; this only enqueues the call.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/detail/unique_handle.hpp>
-#include <gpucmp/device.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/device.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm_problem.hpp>
 #include <gpucmp/ops/matrix_copy.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/random.hpp>
-#include <gpucmp/work.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cublasLt.h>
 

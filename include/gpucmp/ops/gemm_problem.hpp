@@ -6,9 +6,9 @@
 // can run its precision. Host-only: the cuBLASLt wrapper that runs it is separate.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/specs_types.hpp>
+#include <gpucmp/specs/specs_types.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -7,7 +7,7 @@
 // widest words (8, 4, 2 or 1 bytes) that every column start and length allow.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime_api.h>
 

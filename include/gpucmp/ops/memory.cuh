@@ -8,14 +8,14 @@
 // moves 2B), the convention of the CUDA samples' bandwidthTest and STREAM.
 #pragma once
 
-#include <gpucmp/buffer.hpp>
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
-#include <gpucmp/pinned_buffer.hpp>
-#include <gpucmp/random.hpp>
-#include <gpucmp/work.hpp>
+#include <gpucmp/cuda/pinned_buffer.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cuda_runtime_api.h>
 

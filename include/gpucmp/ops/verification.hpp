@@ -9,7 +9,7 @@
 // to flag a correct one. Host-only; the comparison itself runs on the host.
 #pragma once
 
-#include <gpucmp/error.hpp>
+#include <gpucmp/cuda/error.hpp>
 
 #include <cmath>
 #include <cstddef>

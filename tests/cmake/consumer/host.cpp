@@ -1,7 +1,7 @@
 // Host-only use of the engine: times a device-to-device copy, with events and with per-kernel
 // timestamps (kernel mode); no nvcc involved.
 #include <gpucmp/core.hpp>
-#include <gpucmp/kernel_trace.hpp>
+#include <gpucmp/measure/kernel_trace.hpp>
 
 #include <cstdio>
 

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Projection onto a GPU you don't have: a roofline with efficiency carried over from the
+// GPU the result was measured on,
+//     time = max(FLOPs / (peak_target x e_c), bytes / (bandwidth_target x e_m)),
+// where the efficiency of the ceiling that bound the measurement is the measurement's own
+// (achieved / datasheet on the measured GPU) and the other comes from the same run's best
+// result of that kind (or a documented default). A projection is an estimate, labelled as one.
+#pragma once
+
+#include <gpucmp/specs/roofline.hpp>
+#include <gpucmp/specs/specs.hpp>
+#include <gpucmp/specs/work.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace gpucmp {
+
+/// Fractions of datasheet peak the measured GPU reached, used for the ceiling that did not
+/// bind a result. Defaults: 0.85 of bandwidth (SM copy kernels reach 85-90 %, published
+/// STREAM results) and 0.80 of compute (large cuBLAS GEMMs reach about 80 %).
+struct efficiency {
+  double compute = 0.80;  ///< achieved / peak FLOP/s
+  double memory = 0.85;   ///< achieved / peak bandwidth
+};
+
+/// What a projection says.
+enum class projection_status {
+  projected,    ///< seconds holds the estimate
+  unsupported,  ///< the target has no peak for the precision (e.g. FP8 on an A100)
+  oom,          ///< the bytes the work touches exceed the target's memory
+  no_model,     ///< no work declared, or the measured GPU lacks the figures to derive efficiency
+};
+
+/// "projected", "unsupported", "oom", "no model".
+inline const char* to_string(projection_status s) noexcept {
+  switch (s) {
+    case projection_status::projected: return "projected";
+    case projection_status::unsupported: return "unsupported";
+    case projection_status::oom: return "oom";
+    case projection_status::no_model: return "no model";
+  }
+  return "unknown";
+}
+
+/// A projected result.
+struct projection {
+  projection_status status = projection_status::no_model;  ///< whether seconds is meaningful
+  double seconds = no_value;     ///< projected time per launch
+  double compute_s = no_value;   ///< FLOPs / (target peak x e_c)
+  double memory_s = no_value;    ///< bytes / (target bandwidth x e_m)
+  efficiency used;               ///< the efficiencies applied
+  std::string reason;            ///< why, when not projected (or a caveat of a projection)
+};
+
+/// Projects `w`, measured in `measured_s` on `measured_on`, onto `target`. `elsewhere` gives
+/// the efficiency of the ceiling that did not bind the measurement.
+inline projection project(const work& w, double measured_s, const gpu_profile& measured_on, const gpu_profile& target,
+                          const efficiency& elsewhere = {}) {
+  w.validate();
+  projection out;
+  out.used = elsewhere;
+  if (!(measured_s > 0) || (w.flops <= 0 && w.bytes() <= 0)) {
+    out.reason = "no work declared";
+    return out;
+  }
+  if (w.flops > 0 && w.arithmetic != precision::none && !target.supports(w.arithmetic)) {
+    out.status = projection_status::unsupported;
+    out.reason = std::string(to_string(w.arithmetic)) + " has no peak on " + target.name;
+    return out;
+  }
+  if (std::isfinite(target.memory_gb) && w.bytes() > target.memory_gb * 1e9) {
+    out.status = projection_status::oom;
+    out.reason = "touches more bytes than the " + target.name + "'s memory";
+    return out;
+  }
+  const roofline_point here = place_on_roofline(w, measured_s, measured_on);
+  const bool has_flops = w.flops > 0 && w.arithmetic != precision::none;
+  if (here.bound == roofline_bound::compute && std::isfinite(here.fraction_of_peak_compute)) {
+    out.used.compute = here.fraction_of_peak_compute;
+  } else if (here.bound == roofline_bound::memory && here.fits_in_l2) {
+    // Served from L2 on the measured GPU: its bandwidth says nothing about DRAM, so the
+    // projection uses the DRAM efficiency and says so.
+    out.reason = "L2-resident when measured: projected with DRAM bandwidth";
+  } else if (here.bound == roofline_bound::memory && std::isfinite(here.fraction_of_peak_bandwidth)) {
+    out.used.memory = here.fraction_of_peak_bandwidth;
+  } else {
+    out.reason = "the measured GPU's datasheet lacks the figures to place this result";
+    return out;
+  }
+  out.compute_s = has_flops ? w.flops / (target.peak_per_s(w.arithmetic) * out.used.compute) : 0.0;
+  out.memory_s = w.bytes() > 0 ? w.bytes() / (target.bandwidth_bytes_per_s() * out.used.memory) : 0.0;
+  if (!std::isfinite(out.compute_s) || !std::isfinite(out.memory_s)) {
+    out.reason = "the target's datasheet lacks the figures for this result";
+    return out;
+  }
+  out.seconds = std::max(out.compute_s, out.memory_s);
+  out.status = projection_status::projected;
+  return out;
+}
+
+}  // namespace gpucmp
