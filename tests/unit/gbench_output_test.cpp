@@ -153,3 +153,38 @@ TEST_CASE("output files that cannot be written are found before anything is meas
   CHECK(left == nullptr);
   if (left != nullptr) std::fclose(left);
 }
+
+TEST_CASE("measurement options: the group's defaults, then the command-line flags, then the body", "[gbench]") {
+  gpucmp::measure_options group;
+  group.power = false;
+  group.batch = 8;
+  group.cooldown_s = 0.5;
+  group.window_s = 0.2;
+  group.hold = false;  // NoHold: no flag touches it
+  gpucmp::detail::gpucmp_flags none;
+  const gpucmp::measure_options plain = gpucmp::detail::resolve_options(group, none, "gemm/x/hot");
+  CHECK(plain.batch == 8);
+  CHECK(plain.cooldown_s == 0.5);
+  CHECK(plain.window_s == 0.2);
+  CHECK_FALSE(plain.power);
+  CHECK_FALSE(plain.hold);
+  CHECK(plain.name == "gemm/x/hot");
+
+  gpucmp::detail::gpucmp_flags flags;
+  flags.power = true;
+  flags.batch = 32;
+  flags.cooldown_s = 2;
+  flags.warmup_s = 0.3;
+  flags.timeout_s = 9;
+  const gpucmp::measure_options flagged = gpucmp::detail::resolve_options(group, flags, "gemm/x/hot");
+  CHECK(flagged.power);
+  CHECK(flagged.batch == 32);  // a flag given wins over the group
+  CHECK(flagged.cooldown_s == 2);
+  CHECK(flagged.warmup_time_s == 0.3);
+  CHECK(flagged.timeout_s == 9);
+  CHECK(flagged.window_s == 0.2);  // a flag not given leaves the group's setting
+  CHECK_FALSE(flagged.hold);
+
+  group.name = "my range";
+  CHECK(gpucmp::detail::resolve_options(group, flags, "gemm/x/hot").name == "my range");
+}

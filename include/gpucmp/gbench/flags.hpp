@@ -3,7 +3,7 @@
 //
 // gpucmp's own command-line flags (--gpucmp_*), taken out of argv before Google Benchmark
 // sees it. Host-only and free of Google Benchmark, so the parser can be tested and fuzzed
-// on its own; gbench.hpp applies the flags to every benchmark.
+// on its own. resolve_options() is the one place where they meet the other settings.
 #pragma once
 
 #include <gpucmp/measure/options.hpp>
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace gpucmp::detail {
 
@@ -106,6 +107,23 @@ inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
   }
   argc = kept;
   return flags;
+}
+
+/// The options a benchmark body starts from, in the adapter's one order of precedence:
+/// measure_options' defaults, then the group's (benchmark_group::Options, NoHold), then each
+/// --gpucmp_* flag given on the command line; the body runs last and may still change them
+/// through gpucmp::state::options(). The NVTX name is the benchmark's unless the group set one.
+inline measure_options resolve_options(measure_options group_defaults, const gpucmp_flags& flags,
+                                       const std::string& benchmark_name) {
+  measure_options o = std::move(group_defaults);
+  if (o.name.empty()) o.name = benchmark_name;
+  if (flags.power) o.power = true;
+  if (flags.batch > 0) o.batch = flags.batch;
+  if (flags.cooldown_s > 0) o.cooldown_s = flags.cooldown_s;
+  if (flags.warmup_s > 0) o.warmup_time_s = flags.warmup_s;
+  if (flags.window_s > 0) o.window_s = flags.window_s;
+  if (flags.timeout_s > 0) o.timeout_s = flags.timeout_s;
+  return o;
 }
 
 }  // namespace gpucmp::detail
