@@ -4,7 +4,8 @@
 # (v1.9.5 and a recent main), each built into build-gbench/VERSION. For each one it builds
 # tests/gbench_compat (the adapter's host tests and a program that uses every registration
 # macro and call, fixtures included), runs the host tests, and checks that the program
-# registers exactly tests/gbench_compat/expected_list.txt. CI runs it.
+# registers exactly tests/gbench_compat/expected_list.txt. CI runs it. The table also goes to
+# build-gbench/compat.md.
 #   scripts/gbench-compat.sh [system] [TARBALL...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -59,4 +60,5 @@ for v in "${versions[@]}"; do
 | $name | $host | $listed | $run |"
 done
 echo "$table"
+echo "$table" > "$work/compat.md"  # for scripts/architecture/acceptance.py
 exit $status

@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // Registration: a gpucmp benchmark is one Google Benchmark registration per timing mode,
-// through the public benchmark::RegisterBenchmark (no benchmark::internal), each running one
-// iteration (the engine has its own stopping rule) inside a guard that turns every error into
-// a typed result. Fixtures and the GPUCMP_BENCHMARK macros.
+// through the public benchmark::RegisterBenchmark (nothing from its internal namespace),
+// each running one iteration (the engine has its own stopping rule) inside a guard that
+// turns every error into a typed result. Fixtures and the GPUCMP_BENCHMARK macros.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>

@@ -92,9 +92,8 @@ struct measure_options {
   double power_window_s = 0.5;   ///< minimum GPU time of the sampling window when power is on
   /// Back-to-back launches for this long (wall seconds) before the power window, so that the
   /// average describes the sustained draw: a capped GPU's power limiter lets a load that
-  /// starts from idle run above the limit until it pulls the clocks down (on the H200, a
-  /// window that began with the load averaged 735 W on the 700 W card; after 1 s of load
-  /// windows read at most 713 W: docs/power-and-serving.md). 0: the window starts at once.
+  /// starts from idle run above the limit until it pulls the clocks down (measured in
+  /// docs/power-and-serving.md). 0: the window starts with the load.
   double power_settle_s = 1.0;
   double power_interval_s = 0.005;  ///< NVML reading interval
 
