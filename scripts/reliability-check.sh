@@ -37,7 +37,7 @@ start=$(date +%s)
 echo "build: $(( $(date +%s) - start )) s"
 
 binaries=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
-part suite && : > "$out_dir/suite_runs.tsv"
+part suite && : > "$out_dir/suite_runs.tsv" && : > "$out_dir/binary_times.tsv"  # run, binary, seconds, exit
 part suite || runs=0
 for run in $(seq 1 "$runs"); do
   # GPUCMP_RELIABILITY_STOP_AFTER_S: start no further run past this many seconds (a lease's end).
@@ -49,13 +49,20 @@ for run in $(seq 1 "$runs"); do
   t0=$(date +%s)
   failed=0
   for b in "${binaries[@]}"; do
-    "$build_dir/tests/$b" "[gpu]" -s -r xml -o "$dir/$b.xml" > "$dir/$b.log" 2>&1 || failed=$((failed + 1))
+    tb=$(date +%s)
+    rc=0
+    "$build_dir/tests/$b" "[gpu]" -s -r xml -o "$dir/$b.xml" > "$dir/$b.log" 2>&1 || { rc=$?; failed=$((failed + 1)); }
+    printf '%s\t%s\t%s\t%s\n' "$run" "$b" "$(( $(date +%s) - tb ))" "$rc" >> "$out_dir/binary_times.tsv"
   done
   python3 "$repo_root/tests/gpu/check_fault_suite.py" "$build_dir/tests/gpucmp_fault_suite" "$dir/faults" \
     > "$dir/faults.log" 2>&1 || failed=$((failed + 1))
   python3 "$repo_root/tests/gpu/check_cupti_taken.py" "$build_dir/tests/gpucmp_cupti_taken" "$dir/cupti_taken" \
     > "$dir/cupti_taken.log" 2>&1 || failed=$((failed + 1))
   printf '%s\t%s\t%s\n' "$run" "$failed" "$(( $(date +%s) - t0 ))" >> "$out_dir/suite_runs.tsv"
+  # Run 1 of a fresh machine is slower: the size of the driver's JIT cache after each run
+  # says whether that cache is why.
+  printf '%s\t%s\n' "$run" "$(du -sk "${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}" 2>/dev/null | cut -f1)" \
+    >> "$out_dir/compute_cache_kb.tsv"
   echo "[gpu] suite run $run: $failed binaries failed, $(( $(date +%s) - t0 )) s"
 done
 part suite && python3 "$repo_root/scripts/reliability/timing_margins.py" "$repo_root" "$out_dir"/run* > "$out_dir/timing_margins.md"
