@@ -58,9 +58,8 @@ struct network_options {
   std::int64_t batch = 32;                              ///< images per forward pass
   conv_dtype dtype = conv_dtype::fp16;                  ///< activations' and weights' type and math
   /// Activations' and filters' layout. NHWC suits tensor cores; for FP32 without them cuDNN
-  /// has only implicit-GEMM algorithms in NHWC, and Winograd and FFT in NCHW (on the H200,
-  /// ResNet-50's 64->64 3x3 convolution at batch 32 in FP32: 269 us in NHWC with PyTorch's
-  /// cudnn.benchmark, 119 us in NCHW with gpucmp's search).
+  /// has only implicit-GEMM algorithms in NHWC, and Winograd and FFT in NCHW, so FP32
+  /// networks run NCHW (docs/models.md, "FP32: why the networks run NCHW").
   conv_layout layout = conv_layout::nhwc;
   algorithm_choice choice = algorithm_choice::search;   ///< per convolution shape
   search_options search = fast_search();                ///< how candidates are timed
@@ -83,8 +82,9 @@ struct network_options {
   std::uint64_t input_seed = 7;                         ///< random input used by the verification
 
   /// A search of 3 short trials, no sustained warm-up: a network has dozens of shapes. No
-  /// re-timing of close contenders and no sustained duel either: the networks' H200 results
-  /// were measured without them, and they stay off here until a run shows what they change.
+  /// re-timing of close contenders and no sustained duel either: the networks' results in
+  /// docs/models.md were measured without them, and they stay off until a run shows what
+  /// they change.
   static search_options fast_search() {
     search_options s;
     s.trials = 3;

@@ -30,8 +30,8 @@ struct network_memory_plan {
   std::size_t total(std::size_t workspace_bytes) const noexcept { return activation_bytes + parameter_bytes + workspace_bytes; }
 };
 
-/// Workspace assumed by fit checks before the algorithms are known (cuBLASLt's 32 MiB, and
-/// what ResNet-50's chosen convolutions use on the H200 with room to spare).
+/// Workspace assumed by fit checks before the algorithms are known: cuBLASLt's 32 MiB, and
+/// room for what the chosen convolutions use (docs/models.md, "How a network runs").
 inline constexpr std::size_t network_workspace_reserve = std::size_t{64} << 20;
 
 /// Bytes of one element of tensor `t` (FP32 after a linear layer, else the network's type).

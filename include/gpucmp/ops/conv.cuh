@@ -544,8 +544,7 @@ class conv {
 
   void choose_algorithm(cudaStream_t stream) {
     // Each API's list, best first, cut to the search's size; with conv_api::any both are
-    // timed (the legacy API's IMPLICIT_PRECOMP_GEMM beats every backend engine on
-    // ResNet-50's 3-channel stem on the H200, the backend's knobs win elsewhere).
+    // timed, since neither API wins everywhere (docs/models.md, "The stem").
     const std::size_t limit =
         m_options.choice == algorithm_choice::heuristic ? 1 : std::size_t(std::max(1, m_options.search.max_candidates));
     m_all.clear();

@@ -94,10 +94,9 @@ enum class operand_staging {
 };
 
 /// How a gemm's search times candidates: search_options' defaults, with cuBLASLt's first
-/// choice as the sustained duel's incumbent (a challenger must lead by more than 1 %). At
-/// 8192^3 on the H200, 5 of 24 searches without one chose another configuration that then
-/// ran 0.4-1.1 % behind cuBLASLt's choice in 1 s windows (TF32, FP8 E4M3): three had led the
-/// duel by less than 1 %, one by 1.07 %, one won a duel that cuBLASLt's choice had not entered.
+/// choice as the sustained duel's incumbent (a challenger must lead by more than 1 %, the
+/// duel's resolution: without the rule, searches picked configurations that then ran behind
+/// cuBLASLt's choice; measured in docs/operations.md, "Algorithm choice").
 inline search_options gemm_search_defaults() {
   search_options s;
   s.duel_incumbent_lead = 0.01;
@@ -118,9 +117,9 @@ struct gemm_options {
   /// candidates that differ in one launch setting a caller may choose: the thread-block
   /// cluster shape (those of at most 8 blocks), CTA swizzling, or the custom option (on Hopper's
   /// nvjet kernels: which operand the cluster shares, and a scheduling variant); tile and
-  /// stages stay. cuBLASLt checks each. Off by default: at 8192^3 on the H200 (all six
-  /// precisions, 2 rounds against PyTorch) no neighbour ran faster than the heuristic's own
-  /// candidates beyond the run's noise, and each adds a timing to every search.
+  /// stages stay. cuBLASLt checks each. Off by default: each adds a timing to every search,
+  /// and none has yet run faster than the heuristic's own candidates beyond the noise
+  /// (docs/operations.md, "Algorithm choice").
   bool config_variants = false;
   int config_variant_bases = 2;  ///< how many heuristic candidates get neighbours
   /// Search only: when a leading dimension or a row count is not a multiple of 16 bytes

@@ -205,10 +205,9 @@ struct gemm_problem {
 
 /// How a GEMM runs on 16-byte-aligned copies of its operands. Hopper's fastest cuBLASLt
 /// kernels load and store through TMA, and the heuristic offers them only when every
-/// leading dimension *and* every matrix's row count is a multiple of 16 bytes: with an FP16
-/// C of 5124 rows cuBLASLt offers only its Ampere-style kernels (258 TFLOP/s on the H200,
-/// where aligned FP16 GEMMs of that size reach 670), and padding just C's leading dimension
-/// to 5128 did not change that (H200, search log of 2026-11-30). So a misaligned problem runs
+/// leading dimension *and* every matrix's row count is a multiple of 16 bytes, and padding
+/// a leading dimension alone does not change that (docs/operations.md, "Algorithm choice",
+/// the DeepBench 5124-row case). So a misaligned problem runs
 /// as a padded one: M (and K, N where they are row counts) rounded up, the staged operands
 /// zero-padded (zeros in K add nothing; extra rows of A and columns of B make outputs that are
 /// never copied out). Staging costs a copy of each staged operand per call, which the search

@@ -69,7 +69,8 @@ struct power_record {
 /// own updates: the counter has millijoule resolution but moves in steps tens of
 /// milliseconds apart, so its difference between the window's first and last readings
 /// covers the time between two steps, not the window. Dividing it by the window reads up to
-/// one step interval too high or low (on a 0.2 s window of an H200, 762 W on a 700 W card).
+/// one step interval too high or low (docs/power-and-serving.md, "Why the average is taken
+/// between the counter's steps").
 /// Here the energy between the first and last readings at which the counter had just moved
 /// is divided by the time between those readings. NaN when the counter moved fewer than
 /// twice.
