@@ -54,10 +54,12 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
   CHECK(busy.average_w > 1.5 * idle.average_w);
   CHECK(busy.average_w <= 1.05 * busy.power_limit_w);
   CHECK(busy.peak_w >= busy.average_w);
-  // The software power cap is a controller: at the load's onset a 100 ms window can overshoot
-  // the limit before it pulls the clocks down (H200: 771.5 W against 700 W, 1.10x). The
-  // steady part's stretches are held to within 10 % of it.
-  CHECK(busy.peak_w <= 1.25 * busy.power_limit_w);
+  // The software power cap is a controller: at the load's onset a 100 ms window overshoots
+  // the limit before it pulls the clocks down, by up to 1.245x in 4 runs on the H200
+  // (results/h200/reliability/timing_margins.md); a peak taken over spans shorter than the
+  // counter's steps read 2.05x, which this bound still catches. The steady part's stretches
+  // are held to within 10 % of the limit below.
+  CHECK(busy.peak_w <= 1.5 * busy.power_limit_w);
   CHECK(busy.energy_source == "energy counter");
   CHECK(busy.window_s == Approx(4.0).margin(0.3));
   CHECK(busy.sm_clock_end_mhz > 0);
