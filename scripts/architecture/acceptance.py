@@ -10,11 +10,13 @@ made only from the files given, never filled in:
 The H200 comparison rows (ops and ResNet-50 within 2 % of their committed ratios, the spin
 table, the searches' choices) are added when those runs are made on the new contract.
 """
-import json
 import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from acceptance_rows import Rows  # noqa: E402  (scripts/acceptance_rows.py)
 
 
 def grep(root, pattern, paths):
@@ -49,10 +51,8 @@ def main():
         sys.exit(__doc__)
     root, out = args[0], args[1]
     options = dict(zip(args[2::2], args[3::2]))
-    rows = []
-
-    def row(name, measured, target, unit, passed):
-        rows.append({"row": name, "measured": measured, "target": target, "unit": unit, "pass": bool(passed)})
+    rows = Rows()
+    row = rows.add
 
     internal = grep(root, r"benchmark::internal", ["include"])
     row("lines in include/ that name benchmark::internal", len(internal), 0, "lines", not internal)
@@ -93,13 +93,7 @@ def main():
     followed = [s.split("\n", 1)[0] for s in sections if s.startswith("Adding") and re.search(r"Followed for|Example: ", s)]
     row(f"docs/architecture.md recipes followed once ({', '.join(followed) or 'none'} of {len(recipes)})",
         len(followed), len(recipes) if recipes else 4, "recipes", bool(recipes) and len(followed) == len(recipes))
-    os.makedirs(out, exist_ok=True)
-    json.dump(rows, open(os.path.join(out, "acceptance.json"), "w"), indent=1)
-    with open(os.path.join(out, "summary.md"), "w") as md:
-        md.write("| row | measured | target | unit | pass |\n|---|---|---|---|---|\n")
-        for r in rows:
-            md.write(f"| {r['row']} | {r['measured']} | {r['target']} | {r['unit']} | {'PASS' if r['pass'] else 'FAIL'} |\n")
-    print(open(os.path.join(out, "summary.md")).read())
+    rows.write(out)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,15 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from acceptance_rows import Rows  # noqa: E402  (scripts/acceptance_rows.py)
+
 
 def main():
     root, out = sys.argv[1], sys.argv[2]
     inputs = [out] + sys.argv[3:]
-    rows = []
+    rows = Rows()
+    row = rows.add
 
     def find(*names):
         """The first of names in OUT_DIR, then in each INPUT_DIR; None where none exists."""
@@ -30,9 +34,6 @@ def main():
                 if os.path.exists(os.path.join(d, n)):
                     return os.path.join(d, n)
         return None
-
-    def row(name, measured, target, unit, passed):
-        rows.append({"row": name, "measured": measured, "target": target, "unit": unit, "pass": bool(passed)})
 
     commands = find("readme_commands.tsv")
     if commands:
@@ -114,12 +115,7 @@ def main():
         row(f"fuzzing: fewest executions of the {targets} targets ({len(lines)} with a long run, results/fuzz/long_run.md)",
             min(execs) if len(execs) == targets else 0, 10_000_000, "executions",
             len(execs) == targets and min(execs) >= 10_000_000 and crashes == 0)
-    json.dump(rows, open(os.path.join(out, "acceptance.json"), "w"), indent=1)
-    with open(os.path.join(out, "summary.md"), "w") as md:
-        md.write("| row | measured | target | unit | pass |\n|---|---|---|---|---|\n")
-        for r in rows:
-            md.write(f"| {r['row']} | {r['measured']} | {r['target']} | {r['unit']} | {'PASS' if r['pass'] else 'FAIL'} |\n")
-    print(open(os.path.join(out, "summary.md")).read())
+    rows.write(out)
 
 
 if __name__ == "__main__":

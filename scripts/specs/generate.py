@@ -50,6 +50,34 @@ def name_rules(rows):
     return sorted(flat, key=lambda kt: -len(kt[1]))
 
 
+PEAKS = [("fp64", "fp64_tflops"), ("fp64_tensor", "fp64_tensor_tflops"), ("fp32", "fp32_tflops"),
+         ("tf32", "tf32_tensor_tflops_dense"), ("fp16", "fp16_tensor_tflops_dense"),
+         ("bf16", "bf16_tensor_tflops_dense"), ("fp8", "fp8_tensor_tflops_dense"), ("int8", "int8_tensor_tops_dense")]
+
+
+def cpp_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def number(text):
+    return text.strip() if text.strip() else "no_value"
+
+
+def confidence(text):
+    t = text.strip().lower()
+    if t.startswith("low"):
+        return "confidence::low"
+    if t.startswith("medium"):
+        return "confidence::medium"
+    return "confidence::high"
+
+
+ERRATA_COLUMNS = ["article", "gpu_key", "field", "article_says", "correct", "verdict"]
+NUMERIC = ["sm_count", "cuda_cores", "tensor_cores", "boost_clock_mhz", "memory_gb", "memory_bandwidth_gbs",
+           "l2_cache_mb", "tdp_w", "mig_instances", "nvlink_gbs", "pcie_gen"] + [col for _, col in PEAKS]
+
+
+
 def validate(rows, errata, legend):
     keys = [r["key"] for r in rows]
     seen = set()
@@ -75,33 +103,6 @@ def validate(rows, errata, legend):
     for line, e in enumerate(errata, start=2):
         if e["gpu_key"] not in keys:
             raise SheetError(f"data/gpu-errata.csv:{line}: gpu_key '{e['gpu_key']}' is not a row of data/gpus.csv")
-
-
-PEAKS = [("fp64", "fp64_tflops"), ("fp64_tensor", "fp64_tensor_tflops"), ("fp32", "fp32_tflops"),
-         ("tf32", "tf32_tensor_tflops_dense"), ("fp16", "fp16_tensor_tflops_dense"),
-         ("bf16", "bf16_tensor_tflops_dense"), ("fp8", "fp8_tensor_tflops_dense"), ("int8", "int8_tensor_tops_dense")]
-
-
-def cpp_string(text):
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def number(text):
-    return text.strip() if text.strip() else "no_value"
-
-
-def confidence(text):
-    t = text.strip().lower()
-    if t.startswith("low"):
-        return "confidence::low"
-    if t.startswith("medium"):
-        return "confidence::medium"
-    return "confidence::high"
-
-
-NUMERIC = ["sm_count", "cuda_cores", "tensor_cores", "boost_clock_mhz", "memory_gb", "memory_bandwidth_gbs",
-           "l2_cache_mb", "tdp_w", "mig_instances", "nvlink_gbs", "pcie_gen"] + [col for _, col in PEAKS]
-
 
 def render(rows, errata, legend):
     """The text of specs_data.hpp and gpu-database.md."""
@@ -175,9 +176,6 @@ def render(rows, errata, legend):
     for key, where in legend.items():
         doc.append(f"| {key} | {where} |")
     return header, "\n".join(doc) + "\n"
-
-
-ERRATA_COLUMNS = ["article", "gpu_key", "field", "article_says", "correct", "verdict"]
 
 
 def main():

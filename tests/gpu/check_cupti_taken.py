@@ -10,11 +10,12 @@ usage: check_cupti_taken.py CUPTI_TAKEN_BINARY OUT_DIR
    kernel mode is a typed unsupported and the other modes are measured.
 Exit 0: every check passed; 1: one failed (each is printed); 77: no CUDA device.
 """
-import json
 import os
 import shutil
 import subprocess
 import sys
+
+from result_rows import Checks, error_of, measured, rows_of
 
 OTHER_MODES = ("hot", "cold", "graph")
 
@@ -23,32 +24,23 @@ def run(cmd, out, env_extra):
     env = dict(os.environ, **env_extra)
     done = subprocess.run(cmd + [f"--benchmark_out={out}", "--benchmark_out_format=json"], env=env,
                           capture_output=True, text=True, timeout=600)
-    rows = {}
-    if os.path.exists(out):
-        try:
-            rows = {b["name"].split("/iterations")[0]: b for b in json.load(open(out))["benchmarks"]}
-        except (OSError, ValueError):
-            rows = {}
+    try:
+        rows = rows_of(out)
+    except (OSError, ValueError, KeyError):
+        rows = {}
     return done, rows
 
 
 def main():
     binary, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
-    failures = []
+    check = Checks()
 
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    def spin_measured(rows, mode):
+        return measured(rows.get(f"cupti_taken/spin/{mode}"))
 
-    def measured(rows, mode):
-        row = rows.get(f"cupti_taken/spin/{mode}")
-        return row is not None and not row.get("error_occurred") and row.get("real_time", 0) > 0
-
-    def error_of(rows, mode):
-        row = rows.get(f"cupti_taken/spin/{mode}", {})
-        return row.get("error_message", "") if row.get("error_occurred") else ""
+    def spin_error(rows, mode):
+        return error_of(rows.get(f"cupti_taken/spin/{mode}"))
 
     free, rows = run([binary], os.path.join(out_dir, "cupti_free.json"), {})
     if free.returncode == 77:
@@ -56,16 +48,16 @@ def main():
         return 77
     check(free.returncode == 0, f"with CUPTI free the run exits 0 (exit {free.returncode})")
     for mode in ("kernel",) + OTHER_MODES:
-        check(measured(rows, mode), f"with CUPTI free, {mode} mode is measured {error_of(rows, mode)!r}")
+        check(spin_measured(rows, mode), f"with CUPTI free, {mode} mode is measured {spin_error(rows, mode)!r}")
 
     taken, rows = run([binary], os.path.join(out_dir, "cupti_taken.json"), {"GPUCMP_TEST_TAKE_CUPTI": "1"})
     check(taken.returncode == 0, f"with CUPTI taken the run exits 0 (exit {taken.returncode})")
-    kernel = error_of(rows, "kernel")
+    kernel = spin_error(rows, "kernel")
     check(kernel.startswith("unsupported: kernel mode unavailable: CUPTI is already taken"),
           f"with CUPTI taken, kernel mode is a typed unsupported ({kernel!r})")
     check("gpucmp cupti_taken test" in kernel, "the message names the other subscriber")
     for mode in OTHER_MODES:
-        check(measured(rows, mode), f"with CUPTI taken, {mode} mode is still measured {error_of(rows, mode)!r}")
+        check(spin_measured(rows, mode), f"with CUPTI taken, {mode} mode is still measured {spin_error(rows, mode)!r}")
 
     sanitizer = shutil.which("compute-sanitizer")
     if sanitizer is None:
@@ -74,16 +66,16 @@ def main():
         tool, rows = run([sanitizer, "--tool", "memcheck", "--error-exitcode", "3", binary],
                          os.path.join(out_dir, "cupti_under_sanitizer.json"), {})
         check(tool.returncode == 0, f"under compute-sanitizer the run exits 0 (exit {tool.returncode})")
-        kernel = error_of(rows, "kernel")
+        kernel = spin_error(rows, "kernel")
         check(kernel.startswith("unsupported: kernel mode unavailable:"),
               f"under compute-sanitizer, kernel mode is a typed unsupported ({kernel!r})")
         for mode in OTHER_MODES:
-            check(measured(rows, mode), f"under compute-sanitizer, {mode} mode is measured {error_of(rows, mode)!r}")
-        if failures:
+            check(spin_measured(rows, mode), f"under compute-sanitizer, {mode} mode is measured {spin_error(rows, mode)!r}")
+        if check.failures:
             print(tool.stdout[-2000:], tool.stderr[-2000:])
-    if failures:
+    if check.failures:
         print(taken.stderr[-3000:])
-    return 1 if failures else 0
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ It runs with --gpucmp_timeout_s=2, --gpucmp_power and GPUCMP_NVML_LIBRARY pointi
 library that does not exist (a machine without NVML). Exit 0: every check passed; 1: one
 failed (each is printed); 77: no CUDA device (the binary said so).
 """
-import json
 import os
 import subprocess
 import sys
+
+from result_rows import Checks, error_of, measured, rows_of
 
 
 def main():
@@ -22,48 +23,34 @@ def main():
     if run.returncode == 77:
         print("SKIPPED: no CUDA device")
         return 77
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
-
+    check = Checks()
     check(run.returncode == 1, f"the run exits 1 after a failure (exit {run.returncode})")
     check("fault/5_trap/hot" in run.stderr, "stderr names the benchmark that failed")
     check("context was lost after an error in fault/5_trap/hot" in run.stderr, "stderr says the CUDA context was lost")
     try:
-        results = json.load(open(out))
-    except (OSError, ValueError) as e:
+        rows = rows_of(out)
+    except (OSError, ValueError, KeyError) as e:
         check(False, f"the JSON output is complete and valid ({e})")
         print(run.stdout[-3000:], run.stderr[-3000:])
         return 1
-    rows = {b["name"].split("/iterations")[0]: b for b in results["benchmarks"]}
 
-    def error_of(row):
-        return row.get("error_message", "") if row.get("error_occurred") else ""
-
-    def measured(name):
-        row = rows.get(name)
-        return row is not None and not row.get("error_occurred") and row.get("real_time", 0) > 0
-
-    check(measured("fault/1_before/hot"), "the benchmark before every fault is measured")
+    check(measured(rows.get("fault/1_before/hot")), "the benchmark before every fault is measured")
     before = rows.get("fault/1_before/hot", {})
     check("power_w" not in before, "without NVML there are no power columns")
     check("NVML not available" in before.get("label", ""), "without NVML the label says why power is missing")
-    check(measured("fault/2_sweep/hot/1048576"), "the sweep's first size is measured")
+    check(measured(rows.get("fault/2_sweep/hot/1048576")), "the sweep's first size is measured")
     check(error_of(rows.get("fault/2_sweep/hot/1125899906842624", {})).startswith("oom: "),
           "the size that does not fit is a typed oom cell")
-    check(measured("fault/2_sweep/hot/2097152"), "the sweep goes on after the oom")
+    check(measured(rows.get("fault/2_sweep/hot/2097152")), "the sweep goes on after the oom")
     slow = error_of(rows.get("fault/3_slow/hot", {}))
     check(slow.startswith("timeout: ") and "2 s budget" in slow, f"the slow benchmark is a typed timeout ({slow!r})")
-    check(measured("fault/4_after_timeout/hot"), "the run goes on after the timeout")
+    check(measured(rows.get("fault/4_after_timeout/hot")), "the run goes on after the timeout")
     check(error_of(rows.get("fault/5_trap/hot", {})).startswith("failed: CUDA error"), "the trap is a failed cell")
     check(error_of(rows.get("fault/6_after_trap/hot", {})).startswith("skipped: the CUDA context was lost"),
           "after the trap the rest is skipped without the GPU")
-    if failures:
+    if check.failures:
         print(run.stderr[-3000:])
-    return 1 if failures else 0
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -50,9 +50,7 @@ struct cupti_functions {
   CUptiResult(CUPTIAPI* activity_get_num_dropped_records)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult(CUPTIAPI* push_external_correlation_id)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
   CUptiResult(CUPTIAPI* pop_external_correlation_id)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
-  CUptiResult(CUPTIAPI* subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
-  CUptiResult(CUPTIAPI* subscribe_v2)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*,
-                                      CUpti_SubscriberParams*) = nullptr;  // optional: names the other subscriber
+  CUptiResult(CUPTIAPI* subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams*) = nullptr;
   CUptiResult(CUPTIAPI* unsubscribe)(CUpti_SubscriberHandle) = nullptr;
 };
 
@@ -99,9 +97,8 @@ inline cupti_functions load_cupti(const std::vector<std::string>& candidates) {
     resolve(f.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
     resolve(f.push_external_correlation_id, "cuptiActivityPushExternalCorrelationId");
     resolve(f.pop_external_correlation_id, "cuptiActivityPopExternalCorrelationId");
-    resolve(f.subscribe, "cuptiSubscribe");
+    resolve(f.subscribe, "cuptiSubscribe_v2");  // names the other subscriber when it fails
     resolve(f.unsubscribe, "cuptiUnsubscribe");
-    f.subscribe_v2 = reinterpret_cast<decltype(f.subscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
     if (!missing.empty()) {
       tried += "\n  " + name + ": lacks " + missing;
       continue;  // the handle stays open: unloading CUPTI is not supported
@@ -225,17 +222,12 @@ class cupti_session {
   void subscribe() {
     if (m_subscriber != nullptr) return;
     char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-    CUptiResult result = CUPTI_SUCCESS;
-    if (m_functions->subscribe_v2 != nullptr) {
-      CUpti_SubscriberParams params{};
-      params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-      params.subscriberName = "gpucmp kernel mode";
-      params.oldSubscriberName = other;
-      params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-      result = m_functions->subscribe_v2(&m_subscriber, &ignore_callback, nullptr, &params);
-    } else {
-      result = m_functions->subscribe(&m_subscriber, &ignore_callback, nullptr);
-    }
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "gpucmp kernel mode";
+    params.oldSubscriberName = other;
+    params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+    const CUptiResult result = m_functions->subscribe(&m_subscriber, &ignore_callback, nullptr, &params);
     if (result == CUPTI_SUCCESS) return;
     m_subscriber = nullptr;
     if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -244,7 +236,7 @@ class cupti_session {
                         ", such as Nsight Systems, Nsight Compute, compute-sanitizer or a profiler in this "
                         "process; the other modes do not need it");
     }
-    check(result, "cuptiSubscribe");
+    check(result, "cuptiSubscribe_v2");
   }
 
   void check(CUptiResult result, const char* call) const {

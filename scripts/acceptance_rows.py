@@ -1,0 +1,25 @@
+"""Acceptance rows as the issues ask for them: a list of {row, measured, target, unit, pass},
+written as OUT_DIR/acceptance.json and as a markdown table in OUT_DIR/summary.md. Shared by
+scripts/reliability/acceptance.py and scripts/architecture/acceptance.py."""
+import json
+import os
+
+
+class Rows:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, measured, target, unit, passed):
+        self.rows.append({"row": name, "measured": measured, "target": target, "unit": unit, "pass": bool(passed)})
+
+    def write(self, out_dir):
+        """Writes acceptance.json and summary.md into out_dir and prints the table."""
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "acceptance.json"), "w") as f:
+            json.dump(self.rows, f, indent=1)
+        table = "| row | measured | target | unit | pass |\n|---|---|---|---|---|\n" + "".join(
+            f"| {r['row']} | {r['measured']} | {r['target']} | {r['unit']} | {'PASS' if r['pass'] else 'FAIL'} |\n"
+            for r in self.rows)
+        with open(os.path.join(out_dir, "summary.md"), "w") as f:
+            f.write(table)
+        print(table)
