@@ -51,7 +51,7 @@ for run in $(seq 1 "$runs"); do
   for b in "${binaries[@]}"; do
     tb=$(date +%s)
     rc=0
-    "$build_dir/tests/$b" "[gpu]" -s -r xml -o "$dir/$b.xml" > "$dir/$b.log" 2>&1 || { rc=$?; failed=$((failed + 1)); }
+    "$build_dir/tests/$b" "[gpu]" -s -d yes -r xml -o "$dir/$b.xml" > "$dir/$b.log" 2>&1 || { rc=$?; failed=$((failed + 1)); }
     printf '%s\t%s\t%s\t%s\n' "$run" "$b" "$(( $(date +%s) - tb ))" "$rc" >> "$out_dir/binary_times.tsv"
   done
   python3 "$repo_root/tests/gpu/check_fault_suite.py" "$build_dir/tests/gpucmp_fault_suite" "$dir/faults" \

@@ -30,6 +30,21 @@ gpucmp::conv_problem small_problem() {
   return p;
 }
 
+// The verification cases check the convolution that the search chose. A short search (a few
+// candidates of each API, one timing each, no sustain, re-timing or duel) keeps them quick:
+// at the defaults these three cases took 39 s of the ops tests' 74 s on the H200. The
+// search's rules (choose_fastest_verified, shared with the GEMM) have their own cases in
+// ops_gemm_test.cu.
+gpucmp::search_options short_search() {
+  gpucmp::search_options s;
+  s.max_candidates = 4;
+  s.trials = 1;
+  s.sustain_seconds = 0;
+  s.refine_rounds = 0;
+  s.duel_contenders = 0;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][conv]") {
@@ -45,6 +60,7 @@ TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][co
           gpucmp::conv_options o;
           o.direction = d;
           o.api = api;
+          o.search = short_search();
           gpucmp::conv c(p, o, s.get());
           INFO(c.name() << ": " << c.algorithm().describe());
           const gpucmp::verification v = c.verify(s.get());
@@ -75,6 +91,7 @@ TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
     p.dtype = gpucmp::conv_dtype::fp16;
     gpucmp::conv_options o;
     o.direction = d;
+    o.search = short_search();
     gpucmp::conv c(p, o, s.get());
     const gpucmp::verification v = c.verify(s.get());
     INFO(c.name() << ": " << v.summary());
@@ -90,7 +107,7 @@ TEST_CASE("ResNet-50 shapes at batch 8 pass verification against the GPU referen
                    gpucmp::conv_direction::backward_filter}) {
       gpucmp::conv_options o;
       o.direction = d;
-      o.search.trials = 2;
+      o.search = short_search();
       gpucmp::conv c(p, o, s.get());
       const gpucmp::verification v = c.verify(s.get());
       INFO(c.name() << ": " << c.algorithm().describe() << ": " << v.summary());
