@@ -14,8 +14,10 @@
 # With Catch2 v3 each test binary is split into GPUCMP_SANITIZE_SHARDS shards (default 4;
 # --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone.
 # racecheck and synccheck track GPUCMP_SANITIZE_CUDA_BARRIERS cuda::barrier objects per
-# block (default 64; empty: the tool's default): with its default, synccheck overflowed on
-# cuDNN's fused-convolution kernels on the H200 and the launch failed.
+# block (default 512; empty: the tool's default). On the H200 synccheck overflowed its
+# tracking on cuDNN's fused-convolution kernels with the default and with 64, and the launch
+# failed; 512 ran the fused-layer case clean; 8192 left the tool without memory to track
+# launches (results/h200/reliability/sanitizers.md).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR]}
@@ -34,7 +36,7 @@ rm -rf "$cells" && mkdir -p "$cells"
 jobs=${GPUCMP_SANITIZE_JOBS:-1}
 [ "$jobs" -ge 1 ] || jobs=1
 shards=${GPUCMP_SANITIZE_SHARDS:-4}
-barriers=${GPUCMP_SANITIZE_CUDA_BARRIERS-64}
+barriers=${GPUCMP_SANITIZE_CUDA_BARRIERS-512}
 # Runs one program under one tool and writes its error count (or what went wrong) to
 # $cells/TOOL.BINARY.N; a cell of the table joins its invocations with " + ".
 # GPUCMP_SANITIZE_STOP_AFTER_S: start nothing past this many seconds (a lease's end): the
