@@ -12,7 +12,9 @@
 # not pay on the H200: memcheck of gpucmp_models_tests ended within 45 s alone and ran past
 # 370 s as one of 8 (results/h200/reliability/sanitizers.md).
 # With Catch2 v3 each test binary is split into GPUCMP_SANITIZE_SHARDS shards (default 4;
-# --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone.
+# --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone. Each
+# test case's duration goes to the logs (-d yes): where a tool's time goes. Test searches are
+# paced for sanitizers (tests/gpu/search_pace.hpp): every candidate runs, each step once.
 # racecheck and synccheck track GPUCMP_SANITIZE_CUDA_BARRIERS cuda::barrier objects per
 # block (default 512; empty: the tool's default). On the H200 synccheck overflowed its
 # tracking on cuDNN's fused-convolution kernels with the default and with 64, and the launch
@@ -78,10 +80,10 @@ for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tes
     for i in $(seq 0 $(( n - 1 ))); do
       shard=""
       [ "$n" -gt 1 ] && shard=";--shard-count;$n;--shard-index;$i"
-      queue+=("$tool|$t|1s$i|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error]$shard")
+      queue+=("$tool|$t|1s$i|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error];-d;yes$shard")
     done
     if "$bin" --list-tests "[api_error]" 2>/dev/null | grep -q "^  [a-zA-Z]"; then
-      queue+=("$tool|$t|2|no|$bin|[gpu][api_error]~[timing]~[cupti]")
+      queue+=("$tool|$t|2|no|$bin|[gpu][api_error]~[timing]~[cupti];-d;yes")
     fi
   done
 done

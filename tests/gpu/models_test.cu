@@ -9,6 +9,7 @@
 // layer by layer in kernel mode; and an impossible batch reported as a typed out-of-memory
 // with the largest batch that fits.
 #include "catch.hpp"
+#include "search_pace.hpp"
 
 #include <gpucmp/measure/engine.hpp>
 #if GPUCMP_TEST_KERNEL_MODE
@@ -187,7 +188,7 @@ TEST_CASE("fused convolution layers verify in every precision, epilogue and layo
           auto set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, buf.ws.bytes());
           gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
           std::vector<gpucmp::candidate_time> log;
-          layer.search(s.get(), gpucmp::network_options::fast_search(), log);
+          layer.search(s.get(), gpucmp_test::paced(gpucmp::network_options::fast_search()), log);
           const gpucmp::verification v = layer.verify(s.get());
           INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
           CHECK(v.passed());
@@ -233,7 +234,7 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
         }
         gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
         std::vector<gpucmp::candidate_time> log;
-        layer.search(s.get(), gpucmp::network_options::fast_search(), log);
+        layer.search(s.get(), gpucmp_test::paced(gpucmp::network_options::fast_search()), log);
         const gpucmp::verification v = layer.verify_every_output(s.get());
         INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
         CHECK(set->name().find("_nchw/") != std::string::npos);
@@ -341,7 +342,7 @@ TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both lay
     o.batch = batch;
     o.dtype = t;
     o.layout = layout;
-    gpucmp::network net(def, o, s.get());
+    gpucmp::network net(def, gpucmp_test::paced(o), s.get());
     INFO(net.name());
     for (const auto& l : net.layers()) {
       INFO(l.name << ": " << l.algorithm << ": " << l.check.summary());
@@ -370,7 +371,7 @@ TEST_CASE("softmax as the last layer gives probabilities", "[gpu][models]") {
   const gpucmp::network_definition def = small_cnn(true);
   gpucmp::network_options o;
   o.batch = 3;
-  gpucmp::network net(def, o, s.get());
+  gpucmp::network net(def, gpucmp_test::paced(o), s.get());
   net(s.get());
   const std::vector<float> probs = net.output(s.get());
   REQUIRE(probs.size() == 30);
@@ -386,7 +387,7 @@ TEST_CASE("ResNet-50 v1.5 builds, verifies every layer and reuses activation mem
   const gpucmp::network_definition def = gpucmp::resnet50_random(1);
   gpucmp::network_options o;
   o.batch = 2;
-  gpucmp::network net(def, o, s.get());
+  gpucmp::network net(def, gpucmp_test::paced(o), s.get());
   CHECK(net.layers().size() == 56);
   for (const auto& l : net.layers()) CHECK(l.check.passed());
   CHECK(net.memory().activation_bytes < net.memory().activation_bytes_without_reuse / 4);
@@ -455,7 +456,7 @@ TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch th
   gpucmp::network_options o;
   o.batch = largest * 2;
   try {
-    gpucmp::network net(def, o, s.get());
+    gpucmp::network net(def, gpucmp_test::paced(o), s.get());
     FAIL("batch " << o.batch << " should not fit");
   } catch (const gpucmp::out_of_memory& e) {
     CHECK(e.requested_bytes() > e.free_bytes());
@@ -463,7 +464,7 @@ TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch th
   }
   // Nothing is left broken: a small batch still builds and runs.
   o.batch = 1;
-  gpucmp::network net(def, o, s.get());
+  gpucmp::network net(def, gpucmp_test::paced(o), s.get());
   net(s.get());
   CHECK(net.output(s.get()).size() == 1000);
 }

@@ -5,6 +5,7 @@
 // padding, dilation and groups, verified against the FP64 references (CPU for small
 // problems, GPU samples for large ones); corrupted outputs are caught; bad input is typed.
 #include "catch.hpp"
+#include "search_pace.hpp"
 
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/workload_shapes.hpp>
@@ -129,7 +130,7 @@ TEST_CASE("a corrupted convolution output fails verification", "[gpu][ops][conv]
     p.stride_h = p.stride_w = 1;
     p.dtype = gpucmp::conv_dtype::fp32;
     p.layout = gpucmp::conv_layout::nchw;
-    gpucmp::conv c(p, {}, s.get());
+    gpucmp::conv c(p, gpucmp_test::paced(gpucmp::conv_options{}), s.get());
     const gpucmp::verification before = c.verify(s.get());
     INFO(c.algorithm().describe() << ": " << before.summary());
     REQUIRE(before.passed());
@@ -160,7 +161,7 @@ TEST_CASE("bad convolutions get typed errors that say what is wrong", "[gpu][ops
   }
   gpucmp::conv_options tiny;
   tiny.workspace_limit = 0;
-  gpucmp::conv c(small_problem(), tiny, s.get());  // algorithms without workspace exist
+  gpucmp::conv c(small_problem(), gpucmp_test::paced(tiny), s.get());  // algorithms without workspace exist
   CHECK(c.algorithm().workspace == 0);
   CHECK(c.verify(s.get()).passed());
 }

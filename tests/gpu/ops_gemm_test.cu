@@ -5,6 +5,7 @@
 // (CPU for small problems, GPU for large ones), transposes, leading dimensions and batches
 // included; a corrupted output is caught by both references; bad input gets typed errors.
 #include "catch.hpp"
+#include "search_pace.hpp"
 
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/ops/gemm.cuh>
@@ -58,7 +59,7 @@ TEST_CASE("every GEMM precision passes verification on the CPU and the GPU refer
       p.transpose_a = needs_tn(t);
       p.dtype = t;
       INFO(gpucmp::to_string(t) << " " << p.shape_name());
-      gpucmp::gemm g(p, {}, s.get());
+      gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
       const gpucmp::verification v = g.verify(s.get());
       INFO(v.summary());
       CHECK(v.passed());
@@ -90,7 +91,7 @@ TEST_CASE("transposes, leading dimensions and batches are verified", "[gpu][ops]
           p.batch = batch;
           p.dtype = gpucmp::gemm_dtype::fp16;
           INFO(p.shape_name());
-          gpucmp::gemm g(p, {}, s.get());
+          gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
           const gpucmp::verification v = g.verify(s.get());
           INFO(v.summary());
           CHECK(v.passed());
@@ -106,7 +107,7 @@ TEST_CASE("a corrupted output element fails verification and is located", "[gpu]
     gpucmp::gemm_problem p;
     p.m = p.n = p.k = size;
     p.dtype = gpucmp::gemm_dtype::fp32;
-    gpucmp::gemm g(p, {}, s.get());
+    gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
     REQUIRE(g.verify(s.get()).passed());
     corrupt<float>(g, 0, 5, 1e3);  // row 0 is always among the checked rows
     const gpucmp::verification v = g.check_output(s.get());
@@ -168,18 +169,18 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
     skinny.k = sh.k;
     skinny.dtype = sh.dtype;
     INFO(skinny.shape_name() << " " << gpucmp::to_string(sh.dtype));
-    gpucmp::gemm g(skinny, {}, s.get());
+    gpucmp::gemm g(skinny, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
     CHECK(variants(g) > 0);
     CHECK(g.verify(s.get()).passed());
     gpucmp::gemm_options off;
     off.split_k_variants = false;
-    CHECK(variants(gpucmp::gemm(skinny, off, s.get())) == 0);
+    CHECK(variants(gpucmp::gemm(skinny, gpucmp_test::paced(off), s.get())) == 0);
   }
   gpucmp::gemm_problem large;  // 16.8 M outputs: many waves of tiles already
   large.m = large.n = 4096;
   large.k = 256;
   large.dtype = gpucmp::gemm_dtype::fp16;
-  CHECK(variants(gpucmp::gemm(large, {}, s.get())) == 0);
+  CHECK(variants(gpucmp::gemm(large, gpucmp_test::paced(gpucmp::gemm_options{}), s.get())) == 0);
 }
 
 TEST_CASE("a search asked for neighbours of the heuristic's first candidates times each new configuration", "[gpu][ops][gemm]") {
@@ -195,7 +196,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
     INFO(gpucmp::to_string(dtype));
     gpucmp::gemm_options on;
     on.config_variants = true;
-    gpucmp::gemm g(p, on, s.get());
+    gpucmp::gemm g(p, gpucmp_test::paced(on), s.get());
     CHECK(variants(g) > 0);
     std::set<std::string> seen;
     std::size_t timed = 0;
@@ -206,7 +207,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
     }
     CHECK(timed > 0);
     CHECK(g.verify(s.get()).passed());
-    CHECK(variants(gpucmp::gemm(p, {}, s.get())) == 0);  // off by default
+    CHECK(variants(gpucmp::gemm(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get())) == 0);  // off by default
   }
 }
 
@@ -239,18 +240,18 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     REQUIRE(gpucmp::staging_plan(p).operands() == sh.operands);
     gpucmp::gemm_options only;
     only.staging = gpucmp::operand_staging::only;  // the staged path must run, and verify
-    gpucmp::gemm forced(p, only, s.get());
+    gpucmp::gemm forced(p, gpucmp_test::paced(only), s.get());
     CHECK(forced.algorithm().staged == sh.operands);
     CHECK_FALSE(forced.algorithm().staged_as.empty());  // each of these runs padded
     CHECK(staged(forced) == forced.candidates().size());
     CHECK(forced.verify(s.get()).passed());
-    gpucmp::gemm searched(p, {}, s.get());  // default: both kinds compete
+    gpucmp::gemm searched(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());  // default: both kinds compete
     CHECK(staged(searched) > 0);
     CHECK(staged(searched) < searched.candidates().size());
     CHECK(searched.verify(s.get()).passed());
     gpucmp::gemm_options off;
     off.staging = gpucmp::operand_staging::off;
-    CHECK(staged(gpucmp::gemm(p, off, s.get())) == 0);
+    CHECK(staged(gpucmp::gemm(p, gpucmp_test::paced(off), s.get())) == 0);
   }
   gpucmp::gemm_problem aligned;  // nothing to stage: "only" leaves the plain candidates
   aligned.m = aligned.n = 1024;
@@ -258,7 +259,7 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
   aligned.dtype = gpucmp::gemm_dtype::fp16;
   gpucmp::gemm_options only;
   only.staging = gpucmp::operand_staging::only;
-  gpucmp::gemm plain(aligned, only, s.get());
+  gpucmp::gemm plain(aligned, gpucmp_test::paced(only), s.get());
   CHECK(staged(plain) == 0);
   CHECK(plain.algorithm().staged.empty());
 }
@@ -270,6 +271,7 @@ TEST_CASE("the search times its close contenders again and keeps the fastest med
   p.dtype = gpucmp::gemm_dtype::bf16;
   gpucmp::gemm_options o;
   o.search.duel_contenders = 0;  // the re-timing alone; the duel has its own test
+  o = gpucmp_test::paced(o);
   gpucmp::gemm g(p, o, s.get());
   std::size_t retimed = 0;
   double fastest = std::numeric_limits<double>::infinity(), fastest_median = fastest;
@@ -296,7 +298,7 @@ TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's 
   gpucmp::gemm_problem p;  // 1.4 ms per call on an H200: long enough to duel
   p.m = p.n = p.k = 8192;
   p.dtype = gpucmp::gemm_dtype::bf16;
-  const gpucmp::gemm_options o;
+  const gpucmp::gemm_options o = gpucmp_test::paced(gpucmp::gemm_options{});
   gpucmp::gemm g(p, o, s.get());
   std::size_t duelists = 0;
   double best_sustained = std::numeric_limits<double>::infinity();
@@ -359,6 +361,6 @@ TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]
   // The stream and device are still usable after all of that.
   gpucmp::gemm_problem ok;
   ok.m = ok.n = ok.k = 128;
-  gpucmp::gemm g(ok, {}, s.get());
+  gpucmp::gemm g(ok, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
   CHECK(g.verify(s.get()).passed());
 }

@@ -5,6 +5,7 @@
 // most the power limit), energy from the driver's counter agreeing with the sampled power
 // integrated over time, and the engine's power record on a measurement.
 #include "catch.hpp"
+#include "search_pace.hpp"
 
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/ops/gemm.cuh>
@@ -92,7 +93,7 @@ TEST_CASE("a measurement with power on carries a power record over at least the 
   gpucmp::gemm_problem p;
   p.m = p.n = p.k = 4096;
   p.dtype = gpucmp::gemm_dtype::bf16;
-  gpucmp::gemm g(p, {}, eng.stream());
+  gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), eng.stream());
   gpucmp::measure_options o;
   o.power = true;
   o.power_window_s = 0.6;
