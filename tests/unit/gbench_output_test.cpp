@@ -188,3 +188,141 @@ TEST_CASE("measurement options: the group's defaults, then the command-line flag
   group.name = "my range";
   CHECK(gpucmp::detail::resolve_options(group, flags, "gemm/x/hot").name == "my range");
 }
+
+namespace {
+
+// A run as Google Benchmark reports it (the fields every release from 1.7 has).
+benchmark::BenchmarkReporter::Run iteration_run(const std::string& function, const std::string& args, std::int64_t repetition,
+                                                 std::int64_t repetitions) {
+  benchmark::BenchmarkReporter::Run run;
+  run.run_name.function_name = function;
+  run.run_name.args = args;
+  run.run_name.iterations = "iterations:1";
+  run.run_name.time_type = "manual_time";
+  run.run_type = benchmark::BenchmarkReporter::Run::RT_Iteration;
+  run.repetition_index = repetition;
+  run.repetitions = repetitions;
+  run.iterations = 1;
+  run.real_accumulated_time = 1e-4;
+  run.cpu_accumulated_time = 1e-5;
+  run.time_unit = benchmark::kMicrosecond;
+  return run;
+}
+
+gpucmp::result_row measured(double seconds) {
+  gpucmp::result_row row;
+  row.timing_mode = gpucmp::mode::graph;
+  row.declared.flops = 1e9;
+  row.declared.arithmetic = gpucmp::precision::bf16;
+  row.has_flops = true;
+  row.seconds = row.seconds_min = row.seconds_max = seconds;
+  row.noise = 0.01;
+  row.samples = 10;
+  row.batch = 4;
+  return row;
+}
+
+// What the typed reporter writes for `runs` (each call one benchmark instance).
+gpucmp::detail::json write_typed(const std::vector<std::vector<benchmark::BenchmarkReporter::Run>>& calls) {
+  std::stringstream out;
+  gpucmp::typed_json_reporter reporter;
+  reporter.SetOutputStream(&out);
+  reporter.SetErrorStream(&out);
+  benchmark::BenchmarkReporter::Context context;
+  REQUIRE(reporter.ReportContext(context));
+  for (const auto& runs : calls) reporter.ReportRuns(runs);
+  reporter.Finalize();
+  return gpucmp::detail::parse_json(out.str());  // the whole file is valid JSON
+}
+
+}  // namespace
+
+TEST_CASE("the typed reporter writes Google Benchmark's JSON plus a gpucmp section, pairing rows with runs", "[gbench]") {
+  gpucmp::detail::pending_rows().clear();
+  gpucmp::detail::reported_rows().clear();
+  // Two instances of one family (as where State has no name(): paired by registration, in
+  // order), the second with two repetitions; a typed failure of another registration.
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(1e-3)});
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(2e-3)});
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(3e-3)});
+  gpucmp::result_row oom;
+  oom.status = gpucmp::result_status::out_of_memory;
+  oom.message = "oom: needs 90 GB, 80 GB free";
+  oom.timing_mode = gpucmp::mode::cold;
+  // The 1.8+ path: the row knows its exact run name.
+  gpucmp::detail::pending_rows().push_back({"conv/y/cold", "conv/y/cold/7/iterations:1/manual_time", oom});
+  const gpucmp::detail::json file =
+      write_typed({{iteration_run("gemm/x/graph", "64", 0, 1)},
+                   {iteration_run("gemm/x/graph", "128", 0, 2), iteration_run("gemm/x/graph", "128", 1, 2)},
+                   {iteration_run("conv/y/cold", "7", 0, 1)}});
+  REQUIRE(file.find("benchmarks") != nullptr);
+  CHECK(file.find("benchmarks")->items().size() == 4);
+  const auto rows = gpucmp::result_rows_of(file, "typed.json");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].name == "gemm/x/graph/64/iterations:1/manual_time");
+  CHECK(rows[0].benchmark == "gemm/x/graph/64");
+  CHECK(rows[0].seconds == 1e-3);
+  CHECK(rows[1].benchmark == "gemm/x/graph/128");
+  CHECK(rows[1].repetition_index == 0);
+  CHECK(rows[2].benchmark == "gemm/x/graph/128");
+  CHECK(rows[2].repetition_index == 1);
+  CHECK(rows[2].seconds == 3e-3);
+  CHECK(rows[2].declared.arithmetic == gpucmp::precision::bf16);
+  CHECK(rows[3].status == gpucmp::result_status::out_of_memory);
+  CHECK(rows[3].message == oom.message);
+  CHECK(rows[3].timing_mode == gpucmp::mode::cold);
+  CHECK(gpucmp::detail::pending_rows().empty());
+  gpucmp::detail::reported_rows().clear();
+}
+
+TEST_CASE("with aggregates only in the file, each row is still paired with its benchmark", "[gbench]") {
+  gpucmp::detail::pending_rows().clear();
+  gpucmp::detail::reported_rows().clear();
+  gpucmp::detail::pending_rows().push_back({"op/hot", "", measured(1e-3)});
+  gpucmp::detail::pending_rows().push_back({"op/hot", "", measured(2e-3)});
+  auto median = iteration_run("op/hot", "", 0, 2);
+  median.run_type = benchmark::BenchmarkReporter::Run::RT_Aggregate;
+  median.aggregate_name = "median";
+  const auto rows = gpucmp::result_rows_of(write_typed({{median}}), "aggregates.json");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].benchmark == "op/hot");
+  CHECK(rows[1].repetition_index == 1);
+  gpucmp::detail::reported_rows().clear();
+}
+
+namespace {
+void skipping_benchmark(gpucmp::state& st) { st.skip("skipped: this test measures nothing"); }
+}  // namespace
+
+TEST_CASE("a registered benchmark's typed row gives its status and mode through RunSpecifiedBenchmarks", "[gbench]") {
+  gpucmp::detail::pending_rows().clear();
+  gpucmp::detail::reported_rows().clear();
+  gpucmp::register_benchmark("typed_rows_skip", skipping_benchmark, {gpucmp::mode::cold, gpucmp::mode::kernel})->Arg(3);
+  std::stringstream out;
+  gpucmp::typed_json_reporter reporter;  // as the display reporter: no --benchmark_out needed
+  reporter.SetOutputStream(&out);
+  reporter.SetErrorStream(&out);
+  benchmark::RunSpecifiedBenchmarks(&reporter, "^typed_rows_skip/");
+  const auto rows = gpucmp::result_rows_of(gpucmp::detail::parse_json(out.str()), "run");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].benchmark == "typed_rows_skip/cold/3");
+  CHECK(rows[0].timing_mode == gpucmp::mode::cold);
+  CHECK(rows[1].timing_mode == gpucmp::mode::kernel);
+  for (const auto& r : rows) {
+    CHECK(r.status == gpucmp::result_status::skipped);  // no device here, or the body's own skip
+    CHECK_FALSE(r.message.empty());
+  }
+  gpucmp::detail::reported_rows().clear();
+}
+
+TEST_CASE("a JSON --benchmark_out is what selects the typed reporter", "[gbench]") {
+  auto writes = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return gpucmp::detail::writes_json_results(static_cast<int>(argv.size()), argv.data());
+  };
+  CHECK(writes({"prog", "--benchmark_out=r.json"}));
+  CHECK(writes({"prog", "--benchmark_out=r.json", "--benchmark_out_format=json"}));
+  CHECK_FALSE(writes({"prog", "--benchmark_out=r.csv", "--benchmark_out_format=csv"}));
+  CHECK_FALSE(writes({"prog", "--benchmark_format=json"}));  // stdout only: Google Benchmark's own
+}

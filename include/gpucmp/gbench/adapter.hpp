@@ -13,7 +13,8 @@
 // The adapter by concern: flags.hpp (--gpucmp_* flags and their precedence), process.hpp
 // (what a process shares), state.hpp (gpucmp::state and its counters), registration.hpp
 // (registration, fixtures, macros), context.hpp (the JSON context), output_files.hpp
-// (--gpucmp_kernels_out, output checks), main.hpp (benchmark_main).
+// (--gpucmp_kernels_out, output checks), result_rows.hpp (the typed rows of the result
+// file and its reporter), main.hpp (benchmark_main).
 #pragma once
 
 #include <gpucmp/gbench/context.hpp>
@@ -22,4 +23,5 @@
 #include <gpucmp/gbench/output_files.hpp>
 #include <gpucmp/gbench/process.hpp>
 #include <gpucmp/gbench/registration.hpp>
+#include <gpucmp/gbench/result_rows.hpp>
 #include <gpucmp/gbench/state.hpp>

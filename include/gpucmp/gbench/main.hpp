@@ -9,6 +9,7 @@
 #include <gpucmp/gbench/output_files.hpp>
 #include <gpucmp/gbench/process.hpp>
 #include <gpucmp/gbench/registration.hpp>
+#include <gpucmp/gbench/result_rows.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -36,12 +37,19 @@ inline int benchmark_main(int argc, char** argv) {
   const std::vector<std::string> unwritable = detail::unwritable_outputs(argc, argv, flags);
   for (const auto& problem : unwritable) std::fprintf(stderr, "gpucmp: %s; nothing was measured\n", problem.c_str());
   if (!unwritable.empty()) return exit_failures;
+  // Read before Initialize, which takes Google Benchmark's flags out of argv.
+  const bool typed_file = detail::writes_json_results(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
   add_context();
   const std::string& no_device = detail::cached_no_device_reason();
   if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
-  benchmark::RunSpecifiedBenchmarks();
+  if (typed_file) {
+    typed_json_reporter file_reporter;  // Google Benchmark's JSON plus the typed rows
+    benchmark::RunSpecifiedBenchmarks(nullptr, &file_reporter);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   if (!flags.kernels_out.empty() && !detail::write_kernel_breakdowns(flags.kernels_out)) {
     std::fprintf(stderr, "gpucmp: cannot write kernel breakdowns to %s\n", flags.kernels_out.c_str());

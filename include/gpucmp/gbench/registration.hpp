@@ -9,6 +9,7 @@
 
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/gbench/process.hpp>
+#include <gpucmp/gbench/result_rows.hpp>
 #include <gpucmp/gbench/state.hpp>
 #include <gpucmp/measure/options.hpp>
 
@@ -30,30 +31,52 @@ namespace detail {
 /// Runs `body(state&)` for one registration, turning every error into SkipWithError.
 template <class Body>
 void run_guarded(benchmark::State& gb, const std::string& name, mode m, const measure_options& defaults, Body&& body) {
+  // Every way out leaves the run's typed row (gbench/result_rows.hpp) with its status: a new
+  // one, or the one state::run already recorded when the body threw after it.
+  const std::size_t rows_before = pending_rows().size();
+  auto typed = [&](result_status status, const std::string& message) {
+    if (pending_rows().size() > rows_before) {
+      pending_rows().back().row.status = status;
+      pending_rows().back().row.message = message;
+    } else {
+      record_row(gb, name, unmeasured_row(m, status, message));
+    }
+  };
   const std::string& no_device = cached_no_device_reason();
   if (!no_device.empty()) {
     tally().no_device = true;
+    typed(result_status::skipped, no_device);
     gb.SkipWithError(no_device.c_str());
     return;
   }
   if (!tally().context_lost_in.empty()) {  // nothing can run on a lost context; do not touch the GPU
     const std::string why = "skipped: the CUDA context was lost after an error in " + tally().context_lost_in;
+    typed(result_status::skipped, why);
     gb.SkipWithError(why.c_str());
     return;
   }
   try {
     state st(gb, name, m, engine_for_current_device(), defaults);
     body(st);
-    if (!st.finished()) report_failure(gb, name, "failed: the benchmark function returned without calling gpucmp::state::run");
+    if (!st.finished()) {
+      const std::string why = "failed: the benchmark function returned without calling gpucmp::state::run";
+      typed(result_status::failed, why);
+      report_failure(gb, name, why);
+    }
   } catch (const unsupported& e) {
+    typed(result_status::unsupported, e.what());
     gb.SkipWithError(e.what());  // this GPU cannot run it: a typed result, not a failure
   } catch (const out_of_memory& e) {
+    typed(result_status::out_of_memory, e.what());
     gb.SkipWithError(e.what());  // does not fit: a typed result (needed vs free), not a failure
   } catch (const timeout_error& e) {
+    typed(result_status::timeout, e.what());
     gb.SkipWithError(e.what());  // ran past its budget: a typed result, and the run goes on
   } catch (const std::exception& e) {
+    typed(result_status::failed, std::string("failed: ") + e.what());
     report_failure(gb, name, std::string("failed: ") + e.what());
   } catch (...) {
+    typed(result_status::failed, "failed: unknown exception");
     report_failure(gb, name, "failed: unknown exception");
   }
 }
@@ -175,6 +198,7 @@ void run_fixture(Fixture& fixture, benchmark::State& gb, const std::string& name
     try {
       fixture.TearDown(gb);
     } catch (const std::exception& e) {
+      mark_last_row_failed(name, std::string("failed in TearDown: ") + e.what());
       report_failure(gb, name, std::string("failed in TearDown: ") + e.what());
     }
   }

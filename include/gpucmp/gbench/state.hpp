@@ -9,6 +9,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/gbench/process.hpp>
+#include <gpucmp/gbench/result_rows.hpp>
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/measure/options.hpp>
 #include <gpucmp/measure/result.hpp>
@@ -90,6 +91,9 @@ class state {
   /// Skips this benchmark with `reason` (not counted as a failure).
   void skip(const std::string& reason) {
     m_skipped = true;
+    result_row row = detail::unmeasured_row(m_mode, result_status::skipped, reason);
+    row.declared = m_work;
+    detail::record_row(m_gb, m_name, std::move(row));
     m_gb.SkipWithError(reason.c_str());
   }
 
@@ -107,6 +111,7 @@ class state {
 
   void report() {
     const measurement& r = *m_measurement;
+    detail::record_row(m_gb, m_name, detail::measured_row(r, m_work));
     if (!r.ok()) {
       if (r.status != result_status::failed) {  // oom, unsupported, timeout: a typed result, not a failure
         m_gb.SkipWithError(r.message.c_str());

@@ -2,10 +2,13 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A small strict JSON reader (result files, safetensors headers), with errors that say
-// where (line:column) and what is wrong. Internal: not part of gpucmp's API.
+// where (line:column) and what is wrong, and the writer beside it (typed result rows).
+// Internal: not part of gpucmp's API.
 #pragma once
 
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <cstdlib>
 #include <map>
@@ -262,6 +265,68 @@ inline json parse_json(const std::string& text) {
   p.skip_space();
   if (p.i != text.size()) p.fail("unexpected text after the JSON value");
   return root;
+}
+
+/// `text` as a JSON string literal: quotes, backslashes and control characters escaped (the
+/// bytes are written as they are; the reader of a typed result checks their UTF-8).
+inline std::string json_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+/// `value` as JSON text, `indent` spaces per level from `depth` (0: on one line). Numbers
+/// round-trip (17 significant digits); NaN and infinities, which JSON lacks, become null.
+inline std::string to_json_text(const json& value, int indent = 0, int depth = 0) {
+  const std::string pad = indent > 0 ? "\n" + std::string(std::size_t(indent * (depth + 1)), ' ') : "";
+  const std::string close = indent > 0 ? "\n" + std::string(std::size_t(indent * depth), ' ') : "";
+  switch (value.type()) {
+    case json::kind::null: return "null";
+    case json::kind::boolean: return value.boolean() ? "true" : "false";
+    case json::kind::number: {
+      if (!std::isfinite(value.number())) return "null";
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", value.number());
+      return buf;
+    }
+    case json::kind::string: return json_quoted(value.string());
+    case json::kind::array: {
+      if (value.items().empty()) return "[]";
+      std::string out = "[";
+      for (std::size_t i = 0; i < value.items().size(); ++i) {
+        out += (i ? "," : "") + pad + to_json_text(value.items()[i], indent, depth + 1);
+      }
+      return out + close + "]";
+    }
+    case json::kind::object: {
+      if (value.members().empty()) return "{}";
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [key, member] : value.members()) {
+        out += (first ? "" : ",") + pad + json_quoted(key) + (indent > 0 ? ": " : ":") +
+               to_json_text(member, indent, depth + 1);
+        first = false;
+      }
+      return out + close + "}";
+    }
+  }
+  return "null";
 }
 
 }  // namespace gpucmp::detail

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The typed result schema: every fact of one benchmark run under a documented key with its
+// unit (as nvbench's summaries), written by the adapter into a result file's "gpucmp"
+// section and read back by the report and the scripts, so that no reader takes a fact from a
+// benchmark's name or message. A new metric is one row of result_keys() plus one line in
+// to_json and one in result_row_from_json; docs/results-format.md lists every key (a test
+// keeps the two in sync).
+#pragma once
+
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/io/json.hpp>
+#include <gpucmp/measure/options.hpp>
+#include <gpucmp/measure/result.hpp>
+#include <gpucmp/specs/specs_types.hpp>
+#include <gpucmp/specs/work.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// The version of the "gpucmp" section a result file carries. A reader accepts its own
+/// version only: a change of meaning or of a required key is a new version.
+inline constexpr int result_schema_version = 1;
+
+/// When a key is present in a row.
+enum class key_presence {
+  always,    ///< in every row
+  measured,  ///< when status is ok
+  declared,  ///< when the benchmark declared a nonzero amount of that part of its work
+  power,     ///< with --gpucmp_power (or measure_options::power), when measured
+  kernel,    ///< in kernel mode, when measured
+};
+
+/// One key of a typed result row.
+struct result_key {
+  const char* key;        ///< the JSON key
+  const char* unit;       ///< "s", "W", "J", "FLOP", "B", ... ("" for names and counts)
+  key_presence presence;  ///< when it is there
+  const char* meaning;    ///< what it holds
+};
+
+/// Every key of a typed result row, in the order docs/results-format.md lists them.
+inline const std::vector<result_key>& result_keys() {
+  static const std::vector<result_key> keys = {
+      {"name", "", key_presence::always, "Google Benchmark's name of the run, as in the file's benchmarks[].name"},
+      {"benchmark", "", key_presence::always,
+       "the registration name with its arguments, without Google Benchmark's decorations: the row's identity "
+       "across files and repetitions"},
+      {"repetition_index", "", key_presence::always, "which repetition of the benchmark this row is (0 without repetitions)"},
+      {"status", "", key_presence::always, "ok, failed, unsupported, oom, skipped or timeout"},
+      {"message", "", key_presence::always, "why the run was not measured; empty when status is ok"},
+      {"mode", "", key_presence::always, "the timing mode: cold, hot, graph or kernel"},
+      {"precision", "", key_presence::always, "the precision the declared FLOPs run in (none: no FLOPs declared)"},
+      {"seconds", "s", key_presence::measured, "median GPU time per launch"},
+      {"seconds_min", "s", key_presence::measured, "fastest sample, per launch"},
+      {"seconds_max", "s", key_presence::measured, "slowest sample, per launch"},
+      {"noise", "", key_presence::measured, "relative noise of the samples (robust spread / median)"},
+      {"samples", "", key_presence::measured, "timed samples"},
+      {"batch", "", key_presence::measured, "launches per sample"},
+      {"flops", "FLOP", key_presence::declared, "declared FLOPs per launch"},
+      {"bytes_read", "B", key_presence::declared, "declared bytes read from device memory per launch"},
+      {"bytes_written", "B", key_presence::declared, "declared bytes written to device memory per launch"},
+      {"items", "", key_presence::declared, "declared domain items (elements, images, tokens) per launch"},
+      {"power_w", "W", key_presence::power, "average board power over the power window"},
+      {"power_peak_w", "W", key_presence::power, "highest power over any 100 ms of the window"},
+      {"energy_j", "J", key_presence::power, "energy of the power window"},
+      {"power_limit_w", "W", key_presence::power, "the enforced power limit (0: unknown)"},
+      {"throttled_fraction", "", key_presence::power, "share of power samples taken while slowed for power or heat"},
+      {"kernels", "", key_presence::kernel, "the kernels of one launch, largest share of busy time first"},
+  };
+  return keys;
+}
+
+/// The power facts of a row.
+struct row_power {
+  double average_w = 0;           ///< power_w
+  double peak_w = 0;              ///< power_peak_w
+  double energy_j = 0;            ///< energy_j
+  double limit_w = 0;             ///< power_limit_w
+  double throttled_fraction = 0;  ///< throttled_fraction
+};
+
+/// One benchmark run, typed: what the adapter writes and the readers get back.
+struct result_row {
+  std::string name;       ///< Google Benchmark's run name
+  std::string benchmark;  ///< registration name with arguments
+  std::int64_t repetition_index = 0;
+  result_status status = result_status::ok;
+  std::string message;
+  mode timing_mode = mode::hot;
+  /// Declared work per launch; `arithmetic` is the precision.
+  work declared;
+  /// Which parts of `declared` the benchmark declared (a declared 0 differs from none).
+  bool has_flops = false, has_bytes = false, has_items = false;
+  double seconds = NAN, seconds_min = NAN, seconds_max = NAN, noise = NAN;  ///< when measured
+  std::int64_t samples = 0, batch = 0;                                     ///< when measured
+  std::optional<row_power> power;
+  std::vector<std::string> kernels;  ///< kernel mode
+
+  bool ok() const noexcept { return status == result_status::ok; }
+};
+
+/// The status named `text` ("ok", "oom", ...), or nullopt.
+inline std::optional<result_status> status_from_name(const std::string& text) noexcept {
+  for (result_status s : {result_status::ok, result_status::failed, result_status::unsupported,
+                          result_status::out_of_memory, result_status::skipped, result_status::timeout}) {
+    if (text == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+/// `row` as a JSON object under result_keys().
+inline detail::json to_json(const result_row& row) {
+  using detail::json;
+  json o = json::make_object();
+  auto& m = o.members();
+  auto number = [&](const char* key, double v) { m[key] = json::make_number(v); };
+  m["name"] = json::make_string(row.name);
+  m["benchmark"] = json::make_string(row.benchmark);
+  number("repetition_index", double(row.repetition_index));
+  m["status"] = json::make_string(to_string(row.status));
+  m["message"] = json::make_string(row.ok() ? "" : row.message);
+  m["mode"] = json::make_string(to_string(row.timing_mode));
+  m["precision"] = json::make_string(to_string(row.declared.arithmetic));
+  if (row.ok()) {
+    number("seconds", row.seconds);
+    number("seconds_min", row.seconds_min);
+    number("seconds_max", row.seconds_max);
+    number("noise", row.noise);
+    number("samples", double(row.samples));
+    number("batch", double(row.batch));
+  }
+  if (row.has_flops) number("flops", row.declared.flops);
+  if (row.has_bytes) {
+    number("bytes_read", row.declared.bytes_read);
+    number("bytes_written", row.declared.bytes_written);
+  }
+  if (row.has_items) number("items", row.declared.items);
+  if (row.ok() && row.power) {
+    number("power_w", row.power->average_w);
+    number("power_peak_w", row.power->peak_w);
+    number("energy_j", row.power->energy_j);
+    number("power_limit_w", row.power->limit_w);
+    number("throttled_fraction", row.power->throttled_fraction);
+  }
+  if (row.ok() && !row.kernels.empty()) {
+    json list = json::make_array();
+    for (const auto& k : row.kernels) list.items().push_back(json::make_string(k));
+    m["kernels"] = list;
+  }
+  return o;
+}
+
+/// The row in `o`; throws invalid_argument naming `where` and the key for anything that
+/// does not follow the schema (a missing or mistyped key, an unknown status, mode or
+/// precision, a number that no measurement gives). Unknown keys are ignored.
+inline result_row result_row_from_json(const detail::json& o, const std::string& where) {
+  using detail::json;
+  if (!o.is_object()) throw invalid_argument(where + ": a result row is not an object");
+  result_row row;
+  auto fail = [&](const std::string& key, const std::string& what) -> void {
+    const json* n = o.find("name");
+    const std::string who = n != nullptr && n->is_string() ? " '" + n->string() + "'" : "";
+    throw invalid_argument(where + ": result row" + who + ": '" + key + "' " + what);
+  };
+  auto text = [&](const char* key) -> std::string {
+    const json* v = o.find(key);
+    if (v == nullptr) fail(key, "is missing");
+    if (!v->is_string()) fail(key, "is not a string");
+    return v->string();
+  };
+  // A count or amount: finite and not negative.
+  auto amount = [&](const char* key, bool required, double fallback) -> double {
+    const json* v = o.find(key);
+    if (v == nullptr) {
+      if (required) fail(key, "is missing");
+      return fallback;
+    }
+    if (!v->is_number()) fail(key, "is not a number");
+    if (!std::isfinite(v->number()) || v->number() < 0) fail(key, "is " + std::to_string(v->number()) + " (expected a finite number >= 0)");
+    return v->number();
+  };
+  row.name = text("name");
+  row.benchmark = text("benchmark");
+  row.repetition_index = std::int64_t(amount("repetition_index", true, 0));
+  const std::string status = text("status");
+  const auto s = status_from_name(status);
+  if (!s) fail("status", "is '" + status + "' (expected ok, failed, unsupported, oom, skipped or timeout)");
+  row.status = *s;
+  row.message = text("message");
+  try {
+    row.timing_mode = parse_mode(text("mode"));
+  } catch (const invalid_argument& e) {
+    fail("mode", e.what());
+  }
+  const std::string p = text("precision");
+  row.declared.arithmetic = precision_from_name(p);
+  if (row.declared.arithmetic == precision::none && p != to_string(precision::none)) fail("precision", "is '" + p + "', not a precision");
+  if (row.ok()) {
+    row.seconds = amount("seconds", true, NAN);
+    if (!(row.seconds > 0)) fail("seconds", "is 0 in a measured row");
+    row.seconds_min = amount("seconds_min", true, NAN);
+    row.seconds_max = amount("seconds_max", true, NAN);
+    row.noise = amount("noise", true, NAN);
+    row.samples = std::int64_t(amount("samples", true, 0));
+    row.batch = std::int64_t(amount("batch", true, 0));
+  }
+  row.has_flops = o.find("flops") != nullptr;
+  row.declared.flops = amount("flops", false, 0);
+  row.has_bytes = o.find("bytes_read") != nullptr || o.find("bytes_written") != nullptr;
+  row.declared.bytes_read = amount("bytes_read", false, 0);
+  row.declared.bytes_written = amount("bytes_written", false, 0);
+  row.has_items = o.find("items") != nullptr;
+  row.declared.items = amount("items", false, 0);
+  if (o.find("power_w") != nullptr) {
+    row_power pw;
+    pw.average_w = amount("power_w", true, 0);
+    pw.peak_w = amount("power_peak_w", true, 0);
+    pw.energy_j = amount("energy_j", true, 0);
+    pw.limit_w = amount("power_limit_w", true, 0);
+    pw.throttled_fraction = amount("throttled_fraction", true, 0);
+    row.power = pw;
+  }
+  if (const json* k = o.find("kernels")) {
+    if (!k->is_array()) fail("kernels", "is not a list");
+    for (const json& name : k->items()) {
+      if (!name.is_string()) fail("kernels", "holds a name that is not a string");
+      row.kernels.push_back(name.string());
+    }
+  }
+  return row;
+}
+
+/// The "gpucmp" section of a result file: {"schema_version": N, "results": [rows]}.
+inline detail::json results_section(const std::vector<result_row>& rows) {
+  using detail::json;
+  json section = json::make_object();
+  section.members()["schema_version"] = json::make_number(result_schema_version);
+  json list = json::make_array();
+  for (const auto& r : rows) list.items().push_back(to_json(r));
+  section.members()["results"] = list;
+  return section;
+}
+
+/// The typed rows of a parsed result file `root` (named `where` in errors). Throws
+/// invalid_argument when the file has no "gpucmp" section (written before the typed schema,
+/// or by a main other than gpucmp::benchmark_main, or without --benchmark_out), when its
+/// schema_version is not this reader's, or when a row breaks the schema.
+inline std::vector<result_row> result_rows_of(const detail::json& root, const std::string& where) {
+  const detail::json* section = root.find("gpucmp");
+  if (section == nullptr || !section->is_object()) {
+    throw invalid_argument(where + ": has no typed gpucmp results (no \"gpucmp\" section with a schema_version): it was "
+                           "written before result schema " + std::to_string(result_schema_version) +
+                           ", or by a main other than gpucmp::benchmark_main; rerun it, or read it as a legacy file");
+  }
+  const detail::json* version = section->find("schema_version");
+  if (version == nullptr || !version->is_number()) {
+    throw invalid_argument(where + ": its gpucmp section has no numeric schema_version");
+  }
+  if (version->number() != result_schema_version) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", version->number());
+    throw invalid_argument(where + ": written with result schema " + text + "; this reader knows schema " +
+                           std::to_string(result_schema_version));
+  }
+  const detail::json* rows = section->find("results");
+  if (rows == nullptr || !rows->is_array()) throw invalid_argument(where + ": its gpucmp section has no results list");
+  std::vector<result_row> out;
+  for (const auto& r : rows->items()) out.push_back(result_row_from_json(r, where));
+  return out;
+}
+
+}  // namespace gpucmp
