@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The architecture issue's acceptance rows, computed from the tree and from run outputs.
 
-usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE]
+usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE] [--report GPUCMP_REPORT]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
 OUT_DIR/summary.md. Rows measured on the tree are always made; rows that need a run are
 made only from the files given, never filled in:
   --compat FILE       scripts/gbench-compat.sh's table (build-gbench/compat.md)
   --h200-compat FILE  the same table from the H200 (Google Benchmark 1.8.3 there)
+  --report BINARY     gpucmp-report, for the random-names test of the report's reader
 The H200 comparison rows (ops and ResNet-50 within 2 % of their committed ratios, the spin
 table, the searches' choices) are added when those runs are made on the new contract.
 """
@@ -14,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from acceptance_rows import Rows  # noqa: E402  (scripts/acceptance_rows.py)
@@ -69,9 +71,22 @@ def main():
     timing = grep(root, r"cudaEventRecord|cudaStreamBeginCapture|time_back_to_back", ["include/gpucmp/ops", "include/gpucmp/models"])
     row("timing outside the engine: cudaEventRecord, graph capture or time_back_to_back in ops/ and models/",
         len(timing), 0, "lines", not timing)
-    prose = grep(root, r"precision_of\(|kind_of_error\(", ["tools/report"])
-    row("the report taking facts from names or messages: precision_of / kind_of_error calls in tools/report",
-        len(prose), 0, "lines", not prose)
+    # The report's reader of result files (parse_result_file; the legacy reader serves only
+    # `gpucmp-report upgrade`): what in it parses a name, a message or a rate counter.
+    model = open(os.path.join(root, "tools", "report", "model.hpp")).read()
+    start = model.find("inline result_file parse_result_file(")
+    body = model[start:model.find("\n}\n", start)] if start >= 0 else ""
+    prose = len(re.findall(r"precision_of\(|kind_of_error\(|clean_name\(|\"TFLOP/s\"|\"GB/s\"|error_message", body))
+    random_ok = None
+    if "--report" in options:  # the random-names test: status, precision and work from the fields
+        with tempfile.TemporaryDirectory() as t:
+            done = subprocess.run([sys.executable, os.path.join(root, "tests", "report", "random_names_check.py"),
+                                   options["--report"], os.path.join(root, "tests", "report", "inputs", "h200_suite.json"), t],
+                                  capture_output=True, text=True)
+            random_ok = done.returncode == 0
+    row("the report taking facts from names or messages: name, message or rate-counter parsing in its reader"
+        + ("" if random_ok is None else f" (random-names test {'passed' if random_ok else 'FAILED'})"),
+        prose, 0, "calls", bool(body) and prose == 0 and random_ok is not False)
     results = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-results.py"), root],
                              capture_output=True, text=True)
     size = re.search(r"(\d+) files, (\d+) bytes", results.stdout)

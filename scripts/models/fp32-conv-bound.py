@@ -22,6 +22,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py: the one reader of gpucmp's files)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAYER_TABLE = os.path.join(HERE, "..", "..", "include", "gpucmp", "data", "resnet50_v1_5.hpp")
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -49,31 +52,26 @@ def torch_conv_seconds(path, layout):
 
 
 def gpucmp_conv_seconds(paths):
+    """Per shape: the median over files of gpucmp's measured FP32 NCHW forward convolutions in
+    graph mode (typed rows; the shape is the fourth part of conv_fwd/cudnn/fp32_nchw/<shape>/graph)."""
     rounds = {}
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for b in doc.get("benchmarks", []):
-            parts = b["name"].split("/")
-            if b.get("error_occurred") or parts[:3] != ["conv_fwd", "cudnn", "fp32_nchw"] or parts[4] != "graph":
+        for r in gpucmp_results.load(path).rows:
+            parts = r.benchmark.split("/")
+            if not r.ok or r.mode != "graph" or parts[:3] != ["conv_fwd", "cudnn", "fp32_nchw"] or len(parts) < 4:
                 continue
-            rounds.setdefault(parts[3], []).append(b["real_time"] * UNITS[b.get("time_unit", "ns")])
+            rounds.setdefault(parts[3], []).append(r.seconds)
     return {k: statistics.median(v) for k, v in rounds.items()}
 
 
 def network_seconds(path, fmt):
-    """resnet50/fp32/bs<N>/graph -> seconds, from torch_resnet50.py ("torch") or gbench ("gbench") JSON."""
+    """resnet50/fp32/bs<N>/graph -> seconds, from torch_resnet50.py ("torch") or gpucmp ("gbench") JSON."""
     if path is None:
         return {}
-    with open(path) as f:
-        doc = json.load(f)
     if fmt == "torch":
-        return {r["key"]: r["seconds"] for r in doc["rows"]}
-    out = {}
-    for b in doc.get("benchmarks", []):
-        if not b.get("error_occurred"):
-            out["/".join(b["name"].split("/")[:4])] = b["real_time"] * UNITS[b.get("time_unit", "ns")]
-    return out
+        with open(path) as f:
+            return {r["key"]: r["seconds"] for r in json.load(f)["rows"]}
+    return {"/".join(r.benchmark.split("/")[:4]): r.seconds for r in gpucmp_results.load(path).rows if r.ok}
 
 
 def main():

@@ -19,6 +19,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py: the one reader of gpucmp's files)
+
 
 CONTEXT = {}
 LARGE_GEMM_WINDOWS = set()  # gpucmp's fixed sampling windows (s) of the 8192^3 rows; 0: the noise rule
@@ -44,27 +47,32 @@ def median(values):
 
 
 def gpucmp_rows(paths):
-    """{(provider, key, mode): (seconds, label)} from Google Benchmark JSON files; a row that
-    several files hold (repeated rounds) gets the median of its times."""
+    """{(provider, key, mode): (seconds, label)} from gpucmp result files' typed rows; a row
+    that several files hold (repeated rounds) gets the median of its times. The key's parts
+    follow the naming rule op/provider/dtype/shape/mode; status, mode and time are the rows'
+    own fields, and the label (the chosen algorithm, for the table) is Google Benchmark's."""
     rounds = {}
     for path in paths:
-        doc = load(path)
-        if doc is None:
+        try:
+            results = gpucmp_results.load(path)
+        except (OSError, gpucmp_results.ResultFileError) as e:
+            print(f"compare-ops: skipping {path}: {e}", file=sys.stderr)
+            SKIPPED.append(path)
             continue
         for key in ("cublasLt_version", "cudnn_version", "gpu_name", "gpu_driver_version"):
-            if key in doc.get("context", {}):
-                CONTEXT[key] = doc["context"][key]
-        for b in doc.get("benchmarks", []):
-            if b.get("error_occurred"):
+            if key in results.context:
+                CONTEXT[key] = results.context[key]
+        for r in results.rows:
+            if not r.ok or r.mode is None:
                 continue
-            parts = b["name"].split("/")
+            parts = r.benchmark.split("/")
             if len(parts) < 5:
                 continue
-            op, provider, dtype, shape, mode = parts[:5]
-            if op == "gemm" and shape.startswith("8192x8192x8192") and mode == "graph":
-                LARGE_GEMM_WINDOWS.add(float(b.get("window_s", 0)))
-            unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-            rounds.setdefault((provider, f"{op}/{dtype}/{shape}", mode), []).append((b["real_time"] * unit, b.get("label", "")))
+            op, provider, dtype, shape = parts[:4]
+            entry = results.benchmarks.get(r.name, {})
+            if op == "gemm" and shape.startswith("8192x8192x8192") and r.mode == "graph":
+                LARGE_GEMM_WINDOWS.add(float(entry.get("window_s", 0)))
+            rounds.setdefault((provider, f"{op}/{dtype}/{shape}", r.mode), []).append((r.seconds, entry.get("label", "")))
     return {key: (median([t for t, _ in runs]), runs[0][1]) for key, runs in rounds.items()}
 
 

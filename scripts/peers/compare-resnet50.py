@@ -15,7 +15,11 @@ Usage: compare-resnet50.py --gpucmp R1.json [R2.json ...] --torch T1.json [T2.js
 import argparse
 import json
 import statistics
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py: the one reader of gpucmp's files)
 
 BARS = {("fp16", 16): 1.5, ("fp16", 32): 1.5, ("fp16", 64): 2.0, ("fp16", 128): 2.0, ("fp16", 256): 2.0,
         ("tf32", 16): 1.2, ("tf32", 32): 1.2, ("tf32", 64): 1.2, ("fp32", 16): 1.2, ("fp32", 32): 1.2, ("fp32", 64): 1.2}
@@ -23,22 +27,21 @@ BARS = {("fp16", 16): 1.5, ("fp16", 32): 1.5, ("fp16", 64): 2.0, ("fp16", 128): 
 
 def gpucmp_seconds(paths):
     """Per row (resnet50/<dtype>/bs<N>/<mode>): the median over rounds of its faster layout,
-    that layout, its label, and the errors of rows that did not run."""
+    that layout, its label, and the errors of rows that did not run. From the files' typed
+    rows; the key's parts follow the benchmarks' naming rule resnet50/<dtype>[_<layout>]/bs<N>/<mode>."""
     rounds, notes, errors = {}, {}, {}
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for b in doc.get("benchmarks", []):
-            parts = b["name"].split("/")[:4]  # without Google Benchmark's "/iterations:1/manual_time"
+        results = gpucmp_results.load(path)
+        for r in results.rows:
+            parts = r.benchmark.split("/")[:4]
             dtype, _, layout = parts[1].partition("_")
             name = "/".join([parts[0], dtype] + parts[2:])
             layout = layout or "nhwc"
-            if b.get("error_occurred"):
-                errors["/".join(parts)] = b.get("error_message", "")
+            if not r.ok:
+                errors["/".join(parts)] = r.message
                 continue
-            unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-            rounds.setdefault((name, layout), []).append(b["real_time"] * unit)
-            notes[(name, layout)] = b.get("label", "")
+            rounds.setdefault((name, layout), []).append(r.seconds)
+            notes[(name, layout)] = results.benchmarks.get(r.name, {}).get("label", "")
     best, layouts, labels = {}, {}, {}
     for (name, layout), times in rounds.items():
         seconds = statistics.median(times)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Fuzzes gpucmp-report's loader of result files (Google Benchmark JSON) and everything made
-// from what it accepts: the comparison with projections and prices, and the markdown, CSV
-// and HTML renderings. Input is either rejected with input_error or rendered.
+// Fuzzes gpucmp-report's loader of result files (Google Benchmark JSON with typed rows) and
+// everything made from what it accepts: the comparison with projections and prices, and the
+// markdown, CSV and HTML renderings; and the legacy path of `gpucmp-report upgrade`, whose
+// output the loader must then accept. Input is either rejected with input_error or used.
 #include "model.hpp"
 #include "render.hpp"
 
@@ -25,5 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const gpucmp_report::input_error&) {
     // rejected with a message naming the file: the expected outcome
   }
+  std::string upgraded;
+  try {
+    upgraded = gpucmp_report::upgraded_result_text(text, "fuzz.json");
+  } catch (const gpucmp_report::input_error&) {
+    return 0;  // not a legacy gpucmp result
+  }
+  // What the upgrade writes is a typed file the loader accepts (a throw here is a finding).
+  gpucmp_report::parse_result_file(upgraded, "upgraded.json");
   return 0;
 }

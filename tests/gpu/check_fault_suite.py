@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from result_rows import Checks, error_of, measured, rows_of
+from result_rows import Checks, error_of, measured, rows_of, status_of
 
 
 def main():
@@ -28,25 +28,28 @@ def main():
     check("fault/5_trap/hot" in run.stderr, "stderr names the benchmark that failed")
     check("context was lost after an error in fault/5_trap/hot" in run.stderr, "stderr says the CUDA context was lost")
     try:
-        rows = rows_of(out)
+        rows, labels = rows_of(out)
     except (OSError, ValueError, KeyError) as e:
         check(False, f"the JSON output is complete and valid ({e})")
         print(run.stdout[-3000:], run.stderr[-3000:])
         return 1
 
     check(measured(rows.get("fault/1_before/hot")), "the benchmark before every fault is measured")
-    before = rows.get("fault/1_before/hot", {})
-    check("power_w" not in before, "without NVML there are no power columns")
-    check("NVML not available" in before.get("label", ""), "without NVML the label says why power is missing")
+    before = rows.get("fault/1_before/hot")
+    check(before is not None and before.power_w is None, "without NVML there are no power columns")
+    check("NVML not available" in labels.get("fault/1_before/hot", ""), "without NVML the label says why power is missing")
     check(measured(rows.get("fault/2_sweep/hot/1048576")), "the sweep's first size is measured")
-    check(error_of(rows.get("fault/2_sweep/hot/1125899906842624", {})).startswith("oom: "),
+    check(status_of(rows.get("fault/2_sweep/hot/1125899906842624")) == "oom",
           "the size that does not fit is a typed oom cell")
     check(measured(rows.get("fault/2_sweep/hot/2097152")), "the sweep goes on after the oom")
-    slow = error_of(rows.get("fault/3_slow/hot", {}))
-    check(slow.startswith("timeout: ") and "2 s budget" in slow, f"the slow benchmark is a typed timeout ({slow!r})")
+    slow = rows.get("fault/3_slow/hot")
+    check(status_of(slow) == "timeout" and "2 s budget" in error_of(slow),
+          f"the slow benchmark is a typed timeout ({status_of(slow)}: {error_of(slow)!r})")
     check(measured(rows.get("fault/4_after_timeout/hot")), "the run goes on after the timeout")
-    check(error_of(rows.get("fault/5_trap/hot", {})).startswith("failed: CUDA error"), "the trap is a failed cell")
-    check(error_of(rows.get("fault/6_after_trap/hot", {})).startswith("skipped: the CUDA context was lost"),
+    trap = rows.get("fault/5_trap/hot")
+    check(status_of(trap) == "failed" and "CUDA error" in error_of(trap), "the trap is a failed cell")
+    after = rows.get("fault/6_after_trap/hot")
+    check(status_of(after) == "skipped" and "the CUDA context was lost" in error_of(after),
           "after the trap the rest is skipped without the GPU")
     if check.failures:
         print(run.stderr[-3000:])

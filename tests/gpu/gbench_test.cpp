@@ -11,7 +11,9 @@
 #include <gpucmp/measure/kernel_trace.hpp>
 #endif
 
+#include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -155,6 +157,41 @@ TEST_CASE("errors become skipped runs with their message and the run goes on", "
              GPUCMP_CONTAINS("failed: CUDA error cudaErrorInvalid"));
   CHECK(runs.at("adapter_errors/ok/hot/10/iterations:1/manual_time").error.empty());
   CHECK(gpucmp::detail::tally().failed == failed_before + 2);
+}
+
+TEST_CASE("every run's typed row gives its status, mode, work and time, errors included", "[gpu][gbench][api_error]") {
+  gpucmp::register_benchmark("adapter_typed/ok", spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(20);
+  gpucmp::register_benchmark("adapter_typed/throwing", throwing_benchmark);
+  gpucmp::register_benchmark("adapter_typed/invalid_launch", invalid_launch_benchmark);
+  std::stringstream out;
+  gpucmp::typed_json_reporter reporter;  // as the display reporter, writing into `out`
+  reporter.SetOutputStream(&out);
+  reporter.SetErrorStream(&out);
+  benchmark::RunSpecifiedBenchmarks(&reporter, "^adapter_typed/");
+  const auto file = gpucmp::detail::parse_json(out.str());
+  std::map<std::string, gpucmp::result_row> rows;
+  for (auto& r : gpucmp::result_rows_of(file, "adapter_typed")) rows[r.benchmark] = r;
+  REQUIRE(rows.size() == 4);
+  for (const char* name : {"adapter_typed/ok/hot/20", "adapter_typed/ok/graph/20"}) {
+    INFO(name);
+    const gpucmp::result_row& r = rows.at(name);
+    CHECK(r.status == gpucmp::result_status::ok);
+    CHECK(r.timing_mode == (std::string(name).find("graph") != std::string::npos ? gpucmp::mode::graph : gpucmp::mode::hot));
+    CHECK(r.seconds >= 20e-6);  // the spin lasts at least its nominal time
+    CHECK(r.seconds_min <= r.seconds);
+    CHECK(r.seconds_max >= r.seconds);
+    CHECK(r.declared.bytes_read == 1e6);
+    CHECK(r.declared.items == 2);
+    CHECK_FALSE(r.has_flops);
+    CHECK(r.declared.arithmetic == gpucmp::precision::none);
+    CHECK(r.samples >= 10);
+    CHECK(r.name == std::string(name) + "/iterations:1/manual_time");
+  }
+  CHECK(rows.at("adapter_typed/throwing/hot").status == gpucmp::result_status::unsupported);
+  CHECK(rows.at("adapter_typed/throwing/hot").message == "unsupported: fp8 needs sm_89+");
+  CHECK(rows.at("adapter_typed/invalid_launch/hot").status == gpucmp::result_status::failed);
+  CHECK(std::isnan(rows.at("adapter_typed/invalid_launch/hot").seconds));
+  gpucmp::detail::reported_rows().clear();
 }
 
 TEST_CASE("a fixture's buffers are set up outside the timed path and measured cold", "[gpu][gbench]") {

@@ -1,22 +1,35 @@
-"""Shared by the fault checks (check_fault_suite.py, check_cupti_taken.py): the rows of a
-Google Benchmark JSON file by name, what each row says, and a list of named checks."""
-import json
+"""Shared by the fault checks (check_fault_suite.py, check_cupti_taken.py): a result file's
+typed rows by benchmark (scripts/gpucmp_results.py, the one reader), what each row says, and
+a list of named checks."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import gpucmp_results  # noqa: E402
 
 
 def rows_of(path):
-    """{name without Google Benchmark's /iterations:... suffix: row}; raises OSError or ValueError."""
-    with open(path) as f:
-        return {b["name"].split("/iterations")[0]: b for b in json.load(f)["benchmarks"]}
+    """{benchmark: typed row}, and {benchmark: Google Benchmark's label}; raises OSError or
+    gpucmp_results.ResultFileError (a ValueError)."""
+    results = gpucmp_results.load(path)
+    rows = {r.benchmark: r for r in results.rows}
+    labels = {r.benchmark: results.benchmarks.get(r.name, {}).get("label", "") for r in results.rows}
+    return rows, labels
+
+
+def status_of(row):
+    """The row's status ("ok", "oom", ...), or "missing"."""
+    return row.status if row is not None else "missing"
 
 
 def error_of(row):
-    """The row's error message, or "" when it was measured (or is missing)."""
-    return row.get("error_message", "") if row and row.get("error_occurred") else ""
+    """The row's message when it was not measured, else ""."""
+    return row.message if row is not None and not row.ok else ""
 
 
 def measured(row):
-    """True when the row exists, has no error and a positive time."""
-    return row is not None and not row.get("error_occurred") and row.get("real_time", 0) > 0
+    """True when the row exists, is measured and has a positive time."""
+    return row is not None and row.ok and row.seconds > 0
 
 
 class Checks:

@@ -16,6 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from typed_fixture import typed  # noqa: E402
+
 resnet_script, logits_script, bound_script = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
 
@@ -39,9 +42,9 @@ with tempfile.TemporaryDirectory() as d:
     bars = [("fp16", b) for b in (16, 32, 64, 128, 256)] + [(t, b) for t in ("tf32", "fp32") for b in (16, 32, 64)]
     # gpucmp 2x PyTorch everywhere, except fp32 (1.1x); two rounds with different times.
     def gbench(scale):
-        return {"benchmarks": [{"name": f"resnet50/{t}/bs{b}/graph/iterations:1/manual_time",
-                                "real_time": scale * b * (1.0 / 1.1 if t == "fp32" else 0.5), "time_unit": "ms"}
-                               for t, b in bars]}
+        return typed([{"name": f"resnet50/{t}/bs{b}/graph/iterations:1/manual_time",
+                       "real_time": scale * b * (1.0 / 1.1 if t == "fp32" else 0.5), "time_unit": "ms"}
+                      for t, b in bars])
     torch_doc = {"torch": "2.x", "cudnn": 91900,
                  "rows": [{"key": f"resnet50/{t}/bs{b}/graph", "seconds": b * 1e-3, "layout": "channels_last"} for t, b in bars]}
     g1, g2, g3 = write("g1.json", gbench(1.0)), write("g2.json", gbench(1.0)), write("g3.json", gbench(3.0))
@@ -61,7 +64,7 @@ with tempfile.TemporaryDirectory() as d:
                             "real_time": b / 1.3, "time_unit": "ms"} for b in (16, 32)]
     nchw["benchmarks"].append({"name": "resnet50/fp32_nchw/bs64/graph/iterations:1/manual_time",
                                "real_time": 64 / 1.05, "time_unit": "ms"})  # slower than NHWC's 1.1x
-    r = run([resnet_script, "--gpucmp", write("n.json", nchw), "--torch", tt, "--out-md", md, "--out-json", js])
+    r = run([resnet_script, "--gpucmp", write("n.json", typed(nchw["benchmarks"])), "--torch", tt, "--out-md", md, "--out-json", js])
     rows = {row["key"]: row for row in json.load(open(js))["rows"]}
     check(abs(rows["resnet50/fp32/bs16/graph"]["ratio"] - 1.3) < 1e-9 and rows["resnet50/fp32/bs16/graph"]["gpucmp_layout"] == "nchw",
           "the faster NCHW row counts, named nchw")
@@ -69,7 +72,7 @@ with tempfile.TemporaryDirectory() as d:
           "the faster NHWC row counts where NCHW is slower")
     check(rows["resnet50/fp32/bs16/graph"]["passed"] is True and "(nchw)" in open(md).read(), "table names gpucmp's layout")
     # A missing bar row is reported and fails.
-    partial = write("p.json", {"benchmarks": gbench(1.0)["benchmarks"][1:]})
+    partial = write("p.json", typed(gbench(1.0)["benchmarks"][1:]))
     r = run([resnet_script, "--gpucmp", partial, "--torch", tt, "--out-md", md, "--out-json", js])
     check(r.returncode == 1 and "no pair for resnet50/fp16/bs16/graph" in r.stderr, "missing row named")
 
@@ -121,8 +124,8 @@ with tempfile.TemporaryDirectory() as d:
     ops = write("t_ops.json", {"rows": torch_rows})
     net = write("t_net.json", {"torch": "2.x", "cudnn": 1, "rows": [
         {"key": "resnet50/fp32/bs32/graph", "seconds": 0.0106, "layout": "nchw"}]})
-    conv = write("g_conv.json", {"benchmarks": [
-        {"name": f"conv_fwd/cudnn/fp32_nchw/{stem}/graph/iterations:1/manual_time", "real_time": 50, "time_unit": "us"}]})
+    conv = write("g_conv.json", typed([
+        {"name": f"conv_fwd/cudnn/fp32_nchw/{stem}/graph/iterations:1/manual_time", "real_time": 50, "time_unit": "us"}]))
     r = run([bound_script, "--torch-ops", ops, "--gpucmp-conv", conv, "--torch-resnet50", net, "--out-md", md, "--out-json", js])
     row = json.load(open(js))["rows"][0] if r.returncode == 0 else {}
     check(r.returncode == 0 and abs(row["convolutions_seconds"] - (52 * 1e-4 + 5e-5)) < 1e-12,

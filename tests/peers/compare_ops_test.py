@@ -12,13 +12,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from typed_fixture import typed  # noqa: E402
+
 script = sys.argv[1]
 
 
 def gbench(rows):
-    return {"context": {"cudnn_version": "91900", "cublasLt_version": "130100"},
-            "benchmarks": [{"name": name + "/iterations:1/manual_time", "real_time": us, "time_unit": "us",
-                            "label": "algo 1; verified"} for name, us in rows]}
+    return typed([{"name": name + "/iterations:1/manual_time", "real_time": us, "time_unit": "us",
+                   "label": "algo 1; verified"} for name, us in rows],
+                 {"cudnn_version": "91900", "cublasLt_version": "130100"})
 
 
 def torch(rows):

@@ -2,8 +2,8 @@
 """The repository-rule checks fail when a rule is broken, on small trees made here.
 
 usage: repo_rules_test.py REPO_ROOT
-Runs scripts/check-include-layers.py, scripts/check-results.py and scripts/specs/generate.py
-on temporary trees: each must pass on a tree that keeps its rule and fail, naming the
+Runs scripts/check-include-layers.py, scripts/check-results.py, scripts/specs/generate.py and
+scripts/check-results-format.py on temporary trees: each must pass on a tree that keeps its rule and fail, naming the
 culprit, on one that breaks it.
 """
 import os
@@ -105,6 +105,21 @@ def main():
         rc, out = generate("--check")
         check(rc != 0 and "source key 'N-NOPE' is not in data/gpu-sources.csv" in out,
               "specs: an unknown source key is refused", out)
+
+    with tempfile.TemporaryDirectory() as t:
+        fmt = os.path.join(repo, "scripts", "check-results-format.py")
+        for path in ("include/gpucmp/measure/result_schema.hpp", "docs/results-format.md"):
+            write(t, path, open(os.path.join(repo, path)).read())
+        rc, out = run(fmt, t)
+        check(rc == 0, "results format: passes on the repository's header and page", out)
+        doc = os.path.join(t, "docs", "results-format.md")
+        text = open(doc).read()
+        open(doc, "w").write(text.replace("| `power_peak_w` | W |", "| `power_peak_w` | kW |", 1))
+        rc, out = run(fmt, t)
+        check(rc == 1 and "power_peak_w" in out, "results format: a wrong unit on the page fails, naming the key", out)
+        open(doc, "w").write("".join(l for l in text.splitlines(keepends=True) if not l.startswith("| `kernels`")))
+        rc, out = run(fmt, t)
+        check(rc == 1 and "kernels" in out, "results format: a key missing from the page fails, naming it", out)
     return 1 if failures else 0
 
 

@@ -133,6 +133,8 @@ TEST_CASE("a row that breaks the schema is an error naming the key", "[schema]")
       {"flops", json::make_string("many"), "'flops' is not a number"},
       {"kernels", json::make_number(3), "'kernels' is not a list"},
       {"name", json(), "'name' is missing"},
+      {"status", json(), "'status' is missing"},
+      {"noise", json::make_number(-0.5), "'noise' is -0.5"},
   };
   for (const auto& c : cases) {
     INFO(c.key << ": " << c.says);

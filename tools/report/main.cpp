@@ -25,6 +25,7 @@ const char* usage =
     "      --price KEY=USD_PER_H   price of a GPU per hour (repeatable); --prices FILE with KEY=USD lines\n"
     "      --markdown FILE  --csv FILE  --html FILE   outputs (default: markdown on standard output; - = standard output)\n"
     "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
+    "  gpucmp-report upgrade OLD.json NEW.json   adds the typed section to a file written before it\n"
     "exit status: 0 done, 1 bad input (nothing written), 2 bad usage\n";
 
 struct usage_error : std::runtime_error {
@@ -128,6 +129,9 @@ int run(int argc, char** argv) {
     if (!csv_path.empty()) outputs.push_back({csv_path, gpucmp_report::render_csv(cmp)});
     if (!html_path.empty()) outputs.push_back({html_path, gpucmp_report::render_html(cmp)});
     if (outputs.empty()) to_stdout = md;
+  } else if (command == "upgrade") {
+    if (positional.size() != 2) throw usage_error("upgrade takes OLD.json NEW.json");
+    outputs.push_back({positional[1], gpucmp_report::upgraded_result_text(gpucmp_report::read_file(positional[0]), positional[0])});
   } else {
     throw usage_error("unknown command '" + command + "'");
   }

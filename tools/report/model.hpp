@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The report's model: gpucmp result files (Google Benchmark JSON) read and validated, lined
-// up by benchmark name into a comparison of measured and projected cells. Renderers only
-// read a comparison.
+// The report's model: gpucmp result files (Google Benchmark JSON with the typed "gpucmp"
+// section) read and validated, lined up by benchmark into a comparison of measured and
+// projected cells. Renderers only read a comparison. The legacy reader, for files written
+// before the typed schema, serves only `gpucmp-report upgrade`.
 #pragma once
 
 #include <gpucmp/io/json.hpp>
+#include <gpucmp/measure/result_schema.hpp>
 
 #include <gpucmp/specs/projection.hpp>
 #include <gpucmp/specs/specs.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -197,15 +200,19 @@ inline std::string valid_utf8(const std::string& text) {
 /// Reads and validates one gpucmp result file.
 inline result_file load_result_file(const std::string& path);
 
-/// Validates the content `text` of a gpucmp result file, naming it `path` in errors; throws
-/// input_error for anything malformed.
-inline result_file parse_result_file(const std::string& text, const std::string& path) {
-  json root;
+namespace detail {
+
+/// The parsed root of `text`; malformed JSON is an input_error naming `path`.
+inline json parse_root(const std::string& text, const std::string& path) {
   try {
-    root = parse_json(text);
+    return parse_json(text);
   } catch (const json_error& e) {
     throw input_error(path + ": malformed JSON: " + e.what());
   }
+}
+
+/// A result file's GPU, from its context; what is not a gpucmp result is an input_error.
+inline result_file file_of_context(const json& root, const std::string& path) {
   const json* context = root.find("context");
   const json* benchmarks = root.find("benchmarks");
   if (context == nullptr || !context->is_object() || benchmarks == nullptr || !benchmarks->is_array()) {
@@ -237,6 +244,85 @@ inline result_file parse_result_file(const std::string& text, const std::string&
   facts.l2_bytes = context_number(*context, "gpu_l2_bytes");
   file.gpu = gpucmp::spec_for_device(facts);
 
+  return file;
+}
+
+inline cell_kind kind_of_status(gpucmp::result_status s) {
+  switch (s) {
+    case gpucmp::result_status::ok: return cell_kind::measured;
+    case gpucmp::result_status::failed: return cell_kind::failed;
+    case gpucmp::result_status::unsupported: return cell_kind::unsupported;
+    case gpucmp::result_status::out_of_memory: return cell_kind::oom;
+    case gpucmp::result_status::skipped: return cell_kind::skipped;
+    case gpucmp::result_status::timeout: return cell_kind::timeout;
+  }
+  return cell_kind::failed;
+}
+
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace detail
+
+/// Validates the content `text` of a gpucmp result file, naming it `path` in errors; throws
+/// input_error for anything malformed. Every fact comes from the file's typed rows (its
+/// "gpucmp" section, docs/results-format.md), none from a name, label or message; a file
+/// without them is refused with a pointer to `gpucmp-report upgrade`.
+inline result_file parse_result_file(const std::string& text, const std::string& path) {
+  const json root = detail::parse_root(text, path);
+  result_file file = detail::file_of_context(root, path);
+  std::vector<gpucmp::result_row> rows;
+  try {
+    rows = gpucmp::result_rows_of(root, valid_utf8(path));
+  } catch (const gpucmp::invalid_argument& e) {
+    std::string why = valid_utf8(e.what());
+    if (root.find("gpucmp") == nullptr) why += " (gpucmp-report upgrade OLD.json NEW.json reads it the legacy way)";
+    throw input_error(why);
+  }
+  // Repetitions of one benchmark: the median of their times; any that did not measure
+  // makes the cell that outcome.
+  std::map<std::string, std::vector<const gpucmp::result_row*>> by_benchmark;
+  for (const auto& row : rows) {
+    const std::string name = valid_utf8(row.benchmark);
+    for (const auto* seen : by_benchmark[name]) {
+      if (seen->repetition_index == row.repetition_index) {
+        throw input_error(path + ": benchmark '" + name + "' appears twice with the same repetition (conflicting duplicates)");
+      }
+    }
+    by_benchmark[name].push_back(&row);
+  }
+  for (const auto& [name, reps] : by_benchmark) {
+    result r;
+    const auto bad = std::find_if(reps.begin(), reps.end(), [](const gpucmp::result_row* x) { return !x->ok(); });
+    if (bad != reps.end()) {
+      r.kind = detail::kind_of_status((*bad)->status);
+      r.message = valid_utf8((*bad)->message);
+      file.results[name] = r;
+      continue;
+    }
+    std::vector<double> seconds, watts;
+    for (const auto* x : reps) {
+      seconds.push_back(x->seconds);
+      if (x->power) watts.push_back(x->power->average_w);
+    }
+    r.seconds = detail::median_of(seconds);
+    if (watts.size() == reps.size()) r.watts = detail::median_of(watts);
+    r.declared = reps.front()->declared;
+    file.results[name] = r;
+  }
+  return file;
+}
+
+/// The explicit legacy path: a result file written before the typed schema, read the old way
+/// (precision from a name's path elements, the kind of error from the message's prefix,
+/// work rebuilt from the rate counters). Only `gpucmp-report upgrade` uses it.
+inline result_file parse_legacy_result_file(const std::string& text, const std::string& path) {
+  const json root = detail::parse_root(text, path);
+  result_file file = detail::file_of_context(root, path);
+  const json* benchmarks = root.find("benchmarks");
   // Repetitions of one benchmark are combined through their median aggregate when present.
   std::map<std::string, std::vector<const json*>> iterations;
   std::map<std::string, const json*> medians;
@@ -309,6 +395,61 @@ inline result_file parse_result_file(const std::string& text, const std::string&
 }
 
 inline result_file load_result_file(const std::string& path) { return parse_result_file(read_file(path), path); }
+
+/// `gpucmp-report upgrade`: the legacy file `text` (named `path`) with the typed "gpucmp"
+/// section added, as the legacy reader understands it: the mode from a path element of the
+/// name (left out when none names one), the status from the message's prefix, bytes read and
+/// written together as bytes_read (the GB/s counter holds their sum), power from power_w.
+inline std::string upgraded_result_text(const std::string& text, const std::string& path) {
+  const json root = detail::parse_root(text, path);
+  if (!root.is_object()) throw input_error(path + ": not a JSON object");
+  if (root.find("gpucmp") != nullptr) throw input_error(path + ": already has typed gpucmp results");
+  const result_file legacy = parse_legacy_result_file(text, path);
+  std::vector<gpucmp::result_row> rows;
+  for (const auto& [name, r] : legacy.results) {
+    gpucmp::result_row row;
+    row.name = row.benchmark = name;
+    row.mode_known = false;
+    std::stringstream parts(name);
+    for (std::string part; std::getline(parts, part, '/');) {
+      for (gpucmp::mode m : {gpucmp::mode::cold, gpucmp::mode::hot, gpucmp::mode::graph, gpucmp::mode::kernel}) {
+        if (part == gpucmp::to_string(m)) {
+          row.timing_mode = m;
+          row.mode_known = true;
+        }
+      }
+    }
+    switch (r.kind) {
+      case cell_kind::oom: row.status = gpucmp::result_status::out_of_memory; break;
+      case cell_kind::unsupported: row.status = gpucmp::result_status::unsupported; break;
+      case cell_kind::timeout: row.status = gpucmp::result_status::timeout; break;
+      case cell_kind::skipped: row.status = gpucmp::result_status::skipped; break;
+      case cell_kind::measured: row.status = gpucmp::result_status::ok; break;
+      default: row.status = gpucmp::result_status::failed; break;
+    }
+    if (row.ok() && !(r.seconds > 0)) {  // the legacy reader let 0 through; no measurement takes 0 s
+      throw input_error(path + ": benchmark '" + name + "' has real_time 0 in a measured row");
+    }
+    row.message = r.message;
+    row.declared = r.declared;
+    row.has_flops = r.declared.flops > 0;
+    row.has_bytes = r.declared.bytes() > 0;
+    row.seconds = r.seconds;
+    if (std::isfinite(r.watts)) {
+      gpucmp::row_power p;
+      p.average_w = r.watts;
+      row.power = p;
+    }
+    rows.push_back(row);
+  }
+  // The old text stays as it was, byte for byte; the section goes in before its last brace.
+  const std::size_t close = text.find_last_of('}');
+  std::size_t end = close;
+  while (end > 0 && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(0, end) + ",\n  \"gpucmp\": " + gpucmp::detail::to_json_text(gpucmp::results_section(rows), 2, 1) +
+         "\n" + text.substr(close);
+}
+
 
 // ---------------------------------------------------------------------------------------
 // Lining up

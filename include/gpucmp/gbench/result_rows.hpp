@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>

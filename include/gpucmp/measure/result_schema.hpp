@@ -31,7 +31,7 @@ inline constexpr int result_schema_version = 1;
 /// When a key is present in a row.
 enum class key_presence {
   always,    ///< in every row
-  measured,  ///< when status is ok
+  measured,  ///< when status is ok (a file upgraded from before the schema may hold only "seconds")
   declared,  ///< when the benchmark declared a nonzero amount of that part of its work
   power,     ///< with --gpucmp_power (or measure_options::power), when measured
   kernel,    ///< in kernel mode, when measured
@@ -55,7 +55,9 @@ inline const std::vector<result_key>& result_keys() {
       {"repetition_index", "", key_presence::always, "which repetition of the benchmark this row is (0 without repetitions)"},
       {"status", "", key_presence::always, "ok, failed, unsupported, oom, skipped or timeout"},
       {"message", "", key_presence::always, "why the run was not measured; empty when status is ok"},
-      {"mode", "", key_presence::always, "the timing mode: cold, hot, graph or kernel"},
+      {"mode", "", key_presence::always,
+       "the timing mode: cold, hot, graph or kernel (absent only in a file upgraded from before the schema whose "
+       "names do not say it)"},
       {"precision", "", key_presence::always, "the precision the declared FLOPs run in (none: no FLOPs declared)"},
       {"seconds", "s", key_presence::measured, "median GPU time per launch"},
       {"seconds_min", "s", key_presence::measured, "fastest sample, per launch"},
@@ -94,6 +96,7 @@ struct result_row {
   result_status status = result_status::ok;
   std::string message;
   mode timing_mode = mode::hot;
+  bool mode_known = true;  ///< false only in a row upgraded from a name that does not say the mode
   /// Declared work per launch; `arithmetic` is the precision.
   work declared;
   /// Which parts of `declared` the benchmark declared (a declared 0 differs from none).
@@ -126,15 +129,15 @@ inline detail::json to_json(const result_row& row) {
   number("repetition_index", double(row.repetition_index));
   m["status"] = json::make_string(to_string(row.status));
   m["message"] = json::make_string(row.ok() ? "" : row.message);
-  m["mode"] = json::make_string(to_string(row.timing_mode));
+  if (row.mode_known) m["mode"] = json::make_string(to_string(row.timing_mode));
   m["precision"] = json::make_string(to_string(row.declared.arithmetic));
   if (row.ok()) {
     number("seconds", row.seconds);
-    number("seconds_min", row.seconds_min);
-    number("seconds_max", row.seconds_max);
-    number("noise", row.noise);
-    number("samples", double(row.samples));
-    number("batch", double(row.batch));
+    if (std::isfinite(row.seconds_min)) number("seconds_min", row.seconds_min);
+    if (std::isfinite(row.seconds_max)) number("seconds_max", row.seconds_max);
+    if (std::isfinite(row.noise)) number("noise", row.noise);
+    if (row.samples > 0) number("samples", double(row.samples));
+    if (row.batch > 0) number("batch", double(row.batch));
   }
   if (row.has_flops) number("flops", row.declared.flops);
   if (row.has_bytes) {
@@ -194,10 +197,13 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
   if (!s) fail("status", "is '" + status + "' (expected ok, failed, unsupported, oom, skipped or timeout)");
   row.status = *s;
   row.message = text("message");
-  try {
-    row.timing_mode = parse_mode(text("mode"));
-  } catch (const invalid_argument& e) {
-    fail("mode", e.what());
+  row.mode_known = o.find("mode") != nullptr;
+  if (row.mode_known) {
+    try {
+      row.timing_mode = parse_mode(text("mode"));
+    } catch (const invalid_argument& e) {
+      fail("mode", e.what());
+    }
   }
   const std::string p = text("precision");
   row.declared.arithmetic = precision_from_name(p);
@@ -205,11 +211,11 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
   if (row.ok()) {
     row.seconds = amount("seconds", true, NAN);
     if (!(row.seconds > 0)) fail("seconds", "is 0 in a measured row");
-    row.seconds_min = amount("seconds_min", true, NAN);
-    row.seconds_max = amount("seconds_max", true, NAN);
-    row.noise = amount("noise", true, NAN);
-    row.samples = std::int64_t(amount("samples", true, 0));
-    row.batch = std::int64_t(amount("batch", true, 0));
+    row.seconds_min = amount("seconds_min", false, NAN);
+    row.seconds_max = amount("seconds_max", false, NAN);
+    row.noise = amount("noise", false, NAN);
+    row.samples = std::int64_t(amount("samples", false, 0));
+    row.batch = std::int64_t(amount("batch", false, 0));
   }
   row.has_flops = o.find("flops") != nullptr;
   row.declared.flops = amount("flops", false, 0);

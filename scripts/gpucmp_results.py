@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""The one Python reader of gpucmp result files (docs/results-format.md).
+
+A result file is Google Benchmark's JSON plus a "gpucmp" section of typed rows
+(include/gpucmp/measure/result_schema.hpp). Scripts take every fact from those rows: the
+status, the mode, the precision, the time, the declared work, power and kernel names; never
+from a name's wording, a label or a message. A file without the section is refused with a
+message that says so (`gpucmp-report upgrade OLD.json NEW.json` adds it to an old file).
+
+    rows = gpucmp_results.load("suite.json").rows   # [Row], in run order
+    ok = [r for r in rows if r.ok]
+"""
+import json
+import math
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "unsupported", "oom", "skipped", "timeout")
+MODES = ("cold", "hot", "graph", "kernel")
+
+
+class ResultFileError(ValueError):
+    """A file that is not a typed gpucmp result file, naming it and what is wrong."""
+
+
+class Row:
+    """One benchmark run. Attributes follow the schema's keys; a key that the row does not
+    hold reads None (kernels: [])."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields):
+        self.fields = fields
+
+    def __getattr__(self, key):
+        fields = object.__getattribute__(self, "fields")
+        if key == "ok":
+            return fields["status"] == "ok"
+        if key == "kernels":
+            return fields.get("kernels", [])
+        return fields.get(key)
+
+    def __repr__(self):
+        return f"Row({self.fields!r})"
+
+
+class ResultFile:
+    def __init__(self, path, context, rows, benchmarks):
+        self.path = path
+        self.context = context        # Google Benchmark's context, gpucmp's facts included
+        self.rows = rows              # [Row], in run order
+        self.benchmarks = benchmarks  # Google Benchmark's own entries, by name (labels, counters)
+
+    def by_benchmark(self):
+        """{benchmark: [Row, ...]}: the repetitions of each benchmark."""
+        out = {}
+        for r in self.rows:
+            out.setdefault(r.benchmark, []).append(r)
+        return out
+
+
+def _check_row(path, index, row):
+    where = f"{path}: result row {index}"
+    if not isinstance(row, dict):
+        raise ResultFileError(f"{where} is not an object")
+    for key in ("name", "benchmark", "status", "message", "precision"):
+        if not isinstance(row.get(key), str):
+            raise ResultFileError(f"{where}: '{key}' is missing or not a string")
+    if row["status"] not in STATUSES:
+        raise ResultFileError(f"{where}: status '{row['status']}' is not one of {', '.join(STATUSES)}")
+    if "mode" in row and row["mode"] not in MODES:
+        raise ResultFileError(f"{where}: mode '{row['mode']}' is not one of {', '.join(MODES)}")
+    for key, value in row.items():
+        if key in ("name", "benchmark", "status", "message", "precision", "mode", "kernels"):
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+            raise ResultFileError(f"{where}: '{key}' is {value!r} (expected a finite number >= 0)")
+    if row["status"] == "ok" and not row.get("seconds", 0) > 0:
+        raise ResultFileError(f"{where}: a measured row without a positive 'seconds'")
+
+
+def parse(doc, path="<result>"):
+    """The typed rows of a parsed result file `doc`."""
+    section = doc.get("gpucmp") if isinstance(doc, dict) else None
+    if not isinstance(section, dict):
+        raise ResultFileError(f"{path}: has no typed gpucmp results (no \"gpucmp\" section with a schema_version): "
+                              "written before result schema 1, by a main other than gpucmp::benchmark_main, or "
+                              "without --benchmark_out; gpucmp-report upgrade OLD.json NEW.json adds it")
+    version = section.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ResultFileError(f"{path}: written with result schema {version}; this reader knows schema {SCHEMA_VERSION}")
+    rows = section.get("results")
+    if not isinstance(rows, list):
+        raise ResultFileError(f"{path}: its gpucmp section has no results list")
+    for i, row in enumerate(rows):
+        _check_row(path, i, row)
+    benchmarks = {b.get("name"): b for b in doc.get("benchmarks", []) if isinstance(b, dict)}
+    return ResultFile(path, doc.get("context", {}), [Row(r) for r in rows], benchmarks)
+
+
+def load(path):
+    """The result file at `path`; raises OSError, or ResultFileError naming what is wrong."""
+    with open(path) as f:
+        try:
+            doc = json.load(f)
+        except ValueError as e:
+            raise ResultFileError(f"{path}: malformed JSON: {e}") from e
+    return parse(doc, path)
