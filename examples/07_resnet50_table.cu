@@ -7,8 +7,8 @@
 // A100 80GB SXM and an L20 layer by layer (each layer's measured time scaled on the roofline
 // of the target's datasheet, models/network.cuh + projection.hpp); the first batch that no
 // longer fits each GPU's memory is the OOM cell, from the network's memory plan.
-//   07_resnet50_table [fp16|bf16|tf32|fp32]
-// Prints markdown; exits 77 without a GPU.
+//   07_resnet50_table [fp16|bf16|tf32|fp32] [BATCH...]   (default batches: 16 32 64)
+// Prints markdown; exits 77 without a GPU, 1 on an error (a bad batch is named).
 #include <gpucmp/specs/device_specs.hpp>
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/models/network.cuh>
@@ -18,7 +18,9 @@
 #include <gpucmp/specs/specs.hpp>
 #include <gpucmp/cuda/stream.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,14 @@ int main(int argc, char** argv) {
   }
   try {
     const gpucmp::conv_dtype dtype = argc > 1 ? gpucmp::parse_conv_dtype(argv[1]) : gpucmp::conv_dtype::fp16;
+    std::vector<std::int64_t> batches;
+    for (int i = 2; i < argc; ++i) {
+      char* end = nullptr;
+      const long long b = std::strtoll(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || b < 1) throw gpucmp::invalid_argument(std::string("batch '") + argv[i] + "' is not a positive integer");
+      batches.push_back(b);
+    }
+    if (batches.empty()) batches = {16, 32, 64};  // the articles' batches
     const gpucmp::network_definition def = gpucmp::resnet50_random(1);
     gpucmp::engine eng;
     const gpucmp::gpu_profile here = gpucmp::spec_for_device(gpucmp::facts_of(eng.device()));
@@ -70,7 +80,7 @@ int main(int argc, char** argv) {
                 gpucmp::to_string(dtype), eng.device().name.c_str());
     std::printf("| batch | ms on this GPU | images/s | ms projected on %s | ms projected on %s |\n|---|---|---|---|---|\n",
                 a100.name.c_str(), l20.name.c_str());
-    for (std::int64_t batch : {16, 32, 64}) {
+    for (std::int64_t batch : batches) {
       gpucmp::network_options o;
       o.batch = batch;
       o.dtype = dtype;

@@ -209,6 +209,19 @@ benchmark::BenchmarkReporter::Run iteration_run(const std::string& function, con
   return run;
 }
 
+// Marks `run` as skipped with an error (Google Benchmark 1.8 renamed the fields).
+template <class Run>
+auto set_error(Run& run, const std::string& message, int) -> decltype(run.skip_message, void()) {
+  using skipped_kind = decltype(run.skipped);  // Google Benchmark's internal Skipped enum
+  run.skipped = skipped_kind::SkippedWithError;
+  run.skip_message = message;
+}
+template <class Run>
+void set_error(Run& run, const std::string& message, long) {
+  run.error_occurred = true;
+  run.error_message = message;
+}
+
 gpucmp::result_row measured(double seconds) {
   gpucmp::result_row row;
   row.timing_mode = gpucmp::mode::graph;
@@ -240,21 +253,27 @@ gpucmp::detail::json write_typed(const std::vector<std::vector<benchmark::Benchm
 TEST_CASE("the typed reporter writes Google Benchmark's JSON plus a gpucmp section, pairing rows with runs", "[gbench]") {
   gpucmp::detail::pending_rows().clear();
   gpucmp::detail::reported_rows().clear();
-  // Two instances of one family (as where State has no name(): paired by registration, in
-  // order), the second with two repetitions; a typed failure of another registration.
-  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(1e-3)});
-  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(2e-3)});
-  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", "", measured(3e-3)});
+  // Two instances of one family, the second with two repetitions, measured interleaved (as
+  // --benchmark_enable_random_interleaving runs them): each row pairs with the run that holds
+  // its time. And a typed failure of another registration, paired by its message.
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", measured(2e-3)});
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", measured(1e-3)});
+  gpucmp::detail::pending_rows().push_back({"gemm/x/graph", measured(3e-3)});
   gpucmp::result_row oom;
   oom.status = gpucmp::result_status::out_of_memory;
   oom.message = "oom: needs 90 GB, 80 GB free";
   oom.timing_mode = gpucmp::mode::cold;
-  // The 1.8+ path: the row knows its exact run name.
-  gpucmp::detail::pending_rows().push_back({"conv/y/cold", "conv/y/cold/7/iterations:1/manual_time", oom});
+  gpucmp::detail::pending_rows().push_back({"conv/y/cold", oom});
+  auto timed = [](benchmark::BenchmarkReporter::Run run, double seconds) {
+    run.real_accumulated_time = seconds;
+    return run;
+  };
+  auto failed = iteration_run("conv/y/cold", "7", 0, 1);
+  set_error(failed, oom.message, 0);
   const gpucmp::detail::json file =
-      write_typed({{iteration_run("gemm/x/graph", "64", 0, 1)},
-                   {iteration_run("gemm/x/graph", "128", 0, 2), iteration_run("gemm/x/graph", "128", 1, 2)},
-                   {iteration_run("conv/y/cold", "7", 0, 1)}});
+      write_typed({{timed(iteration_run("gemm/x/graph", "64", 0, 1), 1e-3)},
+                   {timed(iteration_run("gemm/x/graph", "128", 0, 2), 2e-3), timed(iteration_run("gemm/x/graph", "128", 1, 2), 3e-3)},
+                   {failed}});
   REQUIRE(file.find("benchmarks") != nullptr);
   CHECK(file.find("benchmarks")->items().size() == 4);
   const auto rows = gpucmp::result_rows_of(file, "typed.json");
@@ -264,6 +283,7 @@ TEST_CASE("the typed reporter writes Google Benchmark's JSON plus a gpucmp secti
   CHECK(rows[0].seconds == 1e-3);
   CHECK(rows[1].benchmark == "gemm/x/graph/128");
   CHECK(rows[1].repetition_index == 0);
+  CHECK(rows[1].seconds == 2e-3);
   CHECK(rows[2].benchmark == "gemm/x/graph/128");
   CHECK(rows[2].repetition_index == 1);
   CHECK(rows[2].seconds == 3e-3);
@@ -278,8 +298,8 @@ TEST_CASE("the typed reporter writes Google Benchmark's JSON plus a gpucmp secti
 TEST_CASE("with aggregates only in the file, each row is still paired with its benchmark", "[gbench]") {
   gpucmp::detail::pending_rows().clear();
   gpucmp::detail::reported_rows().clear();
-  gpucmp::detail::pending_rows().push_back({"op/hot", "", measured(1e-3)});
-  gpucmp::detail::pending_rows().push_back({"op/hot", "", measured(2e-3)});
+  gpucmp::detail::pending_rows().push_back({"op/hot", measured(1e-3)});
+  gpucmp::detail::pending_rows().push_back({"op/hot", measured(2e-3)});
   auto median = iteration_run("op/hot", "", 0, 2);
   median.run_type = benchmark::BenchmarkReporter::Run::RT_Aggregate;
   median.aggregate_name = "median";

@@ -5,7 +5,10 @@
 // that writes them: Google Benchmark's own JSON, plus a "gpucmp" section that the report and
 // the scripts read instead of names, labels and messages. Google Benchmark carries only
 // numbers for a run it reports (and none for a skipped one), so each row is kept here and
-// paired with its run when Google Benchmark reports it.
+// paired with its run when Google Benchmark reports it: by registration (the run's function
+// name), and among the rows of one registration by what the run itself holds (its time, or
+// its error message), so the instances of a family pair right even when
+// --benchmark_enable_random_interleaving runs them out of order.
 #pragma once
 
 #include <gpucmp/io/json.hpp>
@@ -32,7 +35,6 @@ namespace detail {
 /// A row measured but not yet paired with Google Benchmark's run.
 struct pending_row {
   std::string registration;  ///< the name registered with Google Benchmark (the run's function name)
-  std::string run_name;      ///< the run's full name where benchmark::State says it (1.8+), else ""
   result_row row;
 };
 
@@ -56,21 +58,22 @@ inline std::vector<result_row>& reported_rows() {
   return rows;
 }
 
-// benchmark::State::name() (Google Benchmark 1.8 and later): the run's exact name.
-template <class State>
-auto run_name_of(const State& gb, int) -> decltype(std::string(gb.name())) {
-  return gb.name();
+// A reported run's error message ("" when it ran): Google Benchmark 1.8 renamed
+// error_occurred/error_message to skipped/skip_message.
+template <class Run>
+auto run_error_message(const Run& run, int) -> decltype(std::string(run.skip_message)) {
+  return run.skipped ? run.skip_message : std::string();
 }
-template <class State>
-std::string run_name_of(const State&, long) {
-  return "";
+template <class Run>
+std::string run_error_message(const Run& run, long) {
+  return run.error_occurred ? run.error_message : std::string();
 }
 
 /// Keeps `row`, the outcome of the run `gb` of registration `registration`, until Google
 /// Benchmark reports that run.
-inline void record_row(const benchmark::State& gb, const std::string& registration, result_row row) {
+inline void record_row(const benchmark::State&, const std::string& registration, result_row row) {
   if (!typed_rows_enabled()) return;
-  pending_rows().push_back({registration, run_name_of(gb, 0), std::move(row)});
+  pending_rows().push_back({registration, std::move(row)});
 }
 
 /// The row of a run that ended before (or without) a measurement.
@@ -127,39 +130,52 @@ inline result_row measured_row(const measurement& r, const work& declared) {
   return row;
 }
 
+/// Whether pending row `p` holds what Google Benchmark reported for `run`: its time (the
+/// adapter reports the median as the manual time of its one iteration) or its message.
+inline bool row_matches(const pending_row& p, const benchmark::BenchmarkReporter::Run& run) {
+  const std::string error = run_error_message(run, 0);
+  if (!error.empty()) return !p.row.ok() && p.row.message == error;
+  return p.row.ok() && run.iterations > 0 &&
+         p.row.seconds == run.real_accumulated_time / static_cast<double>(run.iterations);
+}
+
 /// Pairs the pending rows of the runs in `runs` (one benchmark instance: its repetitions,
 /// or only their aggregates under --benchmark_report_aggregates_only) with those runs.
-/// Where Google Benchmark predates State::name(), rows pair by registration in run order.
 inline void claim_rows(const std::vector<benchmark::BenchmarkReporter::Run>& runs, std::set<std::string>& claimed) {
   if (runs.empty()) return;
   const auto& first = runs.front();
   const std::string instance = first.run_name.str();
   if (claimed.count(instance)) return;  // its repetitions came first; these are its aggregates
-  std::vector<std::int64_t> repetitions;
-  for (const auto& run : runs) {
-    if (run.run_type == benchmark::BenchmarkReporter::Run::RT_Iteration) repetitions.push_back(run.repetition_index);
-  }
-  if (repetitions.empty()) {  // aggregates only: they stand for every repetition
-    for (std::int64_t i = 0; i < first.repetitions; ++i) repetitions.push_back(i);
-  }
   claimed.insert(instance);
-  const std::string benchmark =
-      first.run_name.function_name + (first.run_name.args.empty() ? "" : "/" + first.run_name.args);
+  const std::string& registration = first.run_name.function_name;
+  const std::string benchmark = registration + (first.run_name.args.empty() ? "" : "/" + first.run_name.args);
   auto& pending = pending_rows();
-  std::size_t next = 0;
-  for (auto it = pending.begin(); it != pending.end() && next < repetitions.size();) {
-    const bool ours = it->run_name.empty() ? it->registration == first.run_name.function_name : it->run_name == instance;
-    if (!ours) {
-      ++it;
-      continue;
-    }
+  auto take = [&](std::vector<pending_row>::iterator it, std::int64_t repetition) {
     result_row row = std::move(it->row);
     row.name = instance;
     row.benchmark = benchmark;
-    row.repetition_index = std::max<std::int64_t>(0, repetitions[next]);
-    ++next;
+    row.repetition_index = std::max<std::int64_t>(0, repetition);
     reported_rows().push_back(std::move(row));
-    it = pending.erase(it);
+    pending.erase(it);
+  };
+  auto first_of_registration = [&]() {
+    return std::find_if(pending.begin(), pending.end(), [&](const pending_row& p) { return p.registration == registration; });
+  };
+  bool any_iteration = false;
+  for (const auto& run : runs) {
+    if (run.run_type != benchmark::BenchmarkReporter::Run::RT_Iteration) continue;
+    any_iteration = true;
+    auto it = std::find_if(pending.begin(), pending.end(),
+                           [&](const pending_row& p) { return p.registration == registration && row_matches(p, run); });
+    if (it == pending.end()) it = first_of_registration();  // a row Google Benchmark reports otherwise
+    if (it != pending.end()) take(it, run.repetition_index);
+  }
+  if (!any_iteration) {  // aggregates only: they stand for every repetition, in run order
+    for (std::int64_t i = 0; i < first.repetitions; ++i) {
+      const auto it = first_of_registration();
+      if (it == pending.end()) break;
+      take(it, i);
+    }
   }
 }
 
