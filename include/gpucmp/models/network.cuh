@@ -75,9 +75,9 @@ struct network_options {
   /// Guard band after every activation buffer and workspace: the bytes a layer may write past
   /// its output without touching another tensor, checked by every verification.
   std::size_t guard_bytes = std::size_t{1} << 20;
-  /// Largest workspace an algorithm may use (as ops/conv.cuh): the FP16 stem's legacy
-  /// tensor-op algorithm needs 2 MiB per image, 514 MB at batch 256 (0.55 ms there, against
-  /// 1.49 ms for the best algorithm within 256 MiB).
+  /// Largest workspace an algorithm may use (as ops/conv.cuh): the FP16 stem's fastest
+  /// algorithm needs 2 MiB per image, so a smaller limit excludes it at large batches
+  /// (docs/models.md, "The stem").
   std::size_t workspace_limit = std::size_t{1} << 30;
   std::uint64_t input_seed = 7;                         ///< random input used by the verification
 
@@ -577,8 +577,7 @@ class network {
   // After the search: each convolution gets a private, zeroed workspace of what its algorithm
   // needs (plus a guard band), and cuBLASLt keeps its own. Engines 39 and 41 keep a few bytes
   // of state in their workspace between calls; with one buffer shared by every layer and
-  // cuBLASLt, any of them could overwrite another's. (It was not the cause of the FP16 logits
-  // failures of 2026-11-30; an unwaited host copy was: docs/models.md.)
+  // cuBLASLt, any of them could overwrite another's.
   void give_layers_private_workspaces(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
     m_layer_workspaces.clear();

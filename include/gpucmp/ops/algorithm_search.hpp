@@ -35,33 +35,28 @@ enum class algorithm_choice {
 /// "heuristic" or "search".
 inline const char* to_string(algorithm_choice c) noexcept { return c == algorithm_choice::heuristic ? "heuristic" : "search"; }
 
-/// Settings of a timed search.
+/// Settings of a timed search. Each rule's measured evidence (what went wrong without it, on
+/// which GPU, and what it gave) is in docs/operations.md, "Algorithm choice".
 struct search_options {
   int max_candidates = 16;          ///< how many of the heuristic's candidates are timed
   int trials = 5;                   ///< timed batches per candidate (median taken)
   double min_batch_seconds = 2e-4;  ///< each batch is at least this long (launch gaps amortised)
   bool in_graph = true;             ///< time batches as CUDA-graph replays, as graph mode measures
   /// Before its trials, a candidate runs back to back at least this long, so it is ranked at
-  /// the clocks it sustains: ranked on 0.2 ms bursts, the FP8 8192^3 configuration chosen on
-  /// the H200 ran 794 us in the search but 943 us sustained (power-capped), 3-5 % behind the
-  /// configuration cuBLAS's default picks.
+  /// the clocks it sustains, not at a burst's (a power-capped GPU slows under sustained load).
   double sustain_seconds = 0.03;
   /// Only candidates whose one call takes at least this long are sustained (smaller ones do
   /// not reach the power limit within a batch, and a sweep has thousands of them).
   double sustain_min_call_seconds = 5e-5;
-  /// A sustained candidate's batches are at least this long. Under the power cap the H200's
-  /// clocks swing between states on a millisecond scale (8192^3 FP8 samples of 1.8 ms split
-  /// into 753 and 976 us per call), so a batch of one 0.9 ms call samples one state and five
-  /// of them rank candidates by which states they caught; 5 ms spans several swings, as the
-  /// 9 ms samples of the PyTorch comparison do.
+  /// A sustained candidate's batches are at least this long: under a power cap the clocks
+  /// swing between states on a millisecond scale, and a batch must span several swings, not
+  /// sample one state.
   double sustained_batch_seconds = 5e-3;
   /// Close contenders are timed again: candidates within `refine_margin` of the fastest (the
   /// fastest `refine_contenders` of them) get `refine_rounds` more timings, interleaved and
   /// in rotating order, are ranked by the median of all their timings, and are chosen before
-  /// any candidate timed only once (verification permitting). One timing each
-  /// ranks a family of near-equal configurations by noise: on the H200 the eight FP8 8192^3
-  /// candidates were within 15 % of each other and the search chose a different one in each
-  /// of three runs. 0 rounds: one timing per candidate.
+  /// any candidate timed only once (verification permitting): one timing each ranks a family
+  /// of near-equal configurations by noise. 0 rounds: one timing per candidate.
   int refine_rounds = 2;
   double refine_margin = 0.10;  ///< relative to the fastest first timing
   int refine_contenders = 4;    ///< at most this many are re-timed (the fastest first)
@@ -69,12 +64,10 @@ struct search_options {
   /// `duel_contenders` within `duel_margin` of it are each timed again and again for a spell
   /// (up to `duel_timings` timings or `duel_spell_seconds` of wall time), twice, in the order
   /// A B B A, and ranked by the median of the second half of each spell, where the power
-  /// limiter has caught up with that candidate's own draw. Short timings under a power cap
-  /// can favour configurations that draw more power (the likely reason; per-candidate power
-  /// was not measured): the limiter lowers the clocks only after ~0.1 s, so the slowdown a
-  /// candidate causes falls on whichever runs next. On the H200 the FP8
-  /// 8192^3 search chose a configuration 0.5 % ahead in 5 ms batches that then ran 2 % behind
-  /// the heuristic's first choice in 1 s windows. 0 or 1 contenders: no duel.
+  /// limiter has caught up with that candidate's own draw: short timings under a power cap
+  /// can favour configurations that draw more power, since the limiter lowers the clocks
+  /// only after ~0.1 s and the slowdown a candidate causes falls on whichever runs next.
+  /// 0 or 1 contenders: no duel.
   int duel_contenders = 2;
   double duel_margin = 0.03;             ///< relative to the fastest, after re-timing
   double duel_min_call_seconds = 2e-4;   ///< shorter calls do not reach the power limit in a batch
@@ -82,10 +75,9 @@ struct search_options {
   double duel_spell_seconds = 0.5;       ///< and at most this much wall time per spell
   /// The caller's first candidate (the library heuristic's own choice) as the duel's
   /// incumbent: it joins the duel whenever it is within `refine_margin` of the fastest, and
-  /// keeps the lead unless a duelist's sustained median beats it by more than this fraction.
-  /// A duel resolves about 1 % (on the H200 it ranked two 8192^3 TF32 configurations 0.8 %
-  /// apart that 1 s windows then ranked 0.4 % the other way), so a smaller lead is no
-  /// evidence against the heuristic. 0: no incumbent (gemm_options' search sets 0.01).
+  /// keeps the lead unless a duelist's sustained median beats it by more than this fraction:
+  /// a duel resolves about 1 %, so a smaller lead is no evidence against the heuristic.
+  /// 0: no incumbent (gemm_options' search sets 0.01).
   double duel_incumbent_lead = 0;
 };
 
@@ -337,10 +329,9 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
       entry.seconds = timings[c].empty() ? 0.0 : seconds[contenders[c]];
     }
     // Contenders first, by median, then the rest in first-timing order, then whatever failed.
-    // A contender's median includes its later timings; a candidate timed once lost to every
-    // contender on first timings and is not ranked against that median by its one timing: on
-    // the H200 an FP8 8192^3 candidate timed once at 884 us beat contenders' medians of
-    // 887-909 us and then ran 966 us sustained.
+    // A contender's median includes its later timings, on a warmer GPU; a candidate timed
+    // once lost to every contender on first timings and is not ranked against that median by
+    // its one timing (docs/operations.md, "Algorithm choice", has the case that showed it).
     detail::leaders_first(order, contenders, seconds);
   }
   detail::sustained_duel(time, order, seconds, log, first, options);
