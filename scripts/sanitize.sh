@@ -20,21 +20,40 @@
 # tracking on cuDNN's fused-convolution kernels with the default and with 64, and the launch
 # failed; 512 ran the fused-layer case clean; 8192 left the tool without memory to track
 # launches (results/h200/reliability/sanitizers.md).
+# One device call may not hold every tool over every program: GPUCMP_SANITIZE_TOOLS and
+# GPUCMP_SANITIZE_PROGRAMS (space-separated names) pick a part, and
+#   scripts/sanitize.sh --table OUT_DIR CELLS_DIR...
+# writes the whole table from the cells/ folders of several calls (a cell made again in a
+# later folder replaces the earlier one), running nothing.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR]}
-build_dir=${2:-$build_dir}
+table_only=0
+if [ "${1:-}" = --table ]; then table_only=1; shift; fi
+out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR] | sanitize.sh --table OUT_DIR CELLS_DIR...}
+shift
 mkdir -p "$out_dir"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-[ -x "$sanitizer" ] || { echo "sanitize: compute-sanitizer not found" >&2; exit 1; }
-export GPUCMP_TEST_NO_TIMING=1
 tests=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
 examples=(01_engine_custom_kernel 03_modes_side_by_side 04_verified_ops 05_serving_latency 06_concurrency
           07_resnet50_table 08_custom_cnn)
 tools=(memcheck racecheck synccheck initcheck)
 status=0
 cells="$out_dir/cells"
-rm -rf "$cells" && mkdir -p "$cells"
+if [ $table_only = 1 ]; then
+  [ $# -gt 0 ] || { echo "sanitize: --table needs at least one CELLS_DIR" >&2; exit 2; }
+  rm -rf "$cells" && mkdir -p "$cells"
+  for d in "$@"; do
+    [ -d "$d" ] || { echo "sanitize: $d is not a folder of cells" >&2; exit 2; }
+    cp "$d"/* "$cells"/ 2>/dev/null
+  done
+else
+  build_dir=${1:-$build_dir}
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [ -x "$sanitizer" ] || { echo "sanitize: compute-sanitizer not found" >&2; exit 1; }
+  rm -rf "$cells" && mkdir -p "$cells"
+fi
+export GPUCMP_TEST_NO_TIMING=1
+# picked NAME: true when NAME is in the space-separated list $2 (or the list is empty).
+picked() { [ -z "$2" ] || [[ " $2 " == *" $1 "* ]]; }
 jobs=${GPUCMP_SANITIZE_JOBS:-1}
 [ "$jobs" -ge 1 ] || jobs=1
 shards=${GPUCMP_SANITIZE_SHARDS:-4}
@@ -71,12 +90,15 @@ run_one() {  # tool cell_file log api_errors program args...
 # Every invocation (tool|binary|part|API errors|program|arguments separated by ';'), the
 # longest first so that the pool ends together.
 queue=()
+[ $table_only = 1 ] && build_dir=/nonexistent  # nothing to run
 for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests; do
   bin="$build_dir/tests/$t"
   [ -x "$bin" ] || continue
+  picked "$t" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
   n=1
   "$bin" --help 2>/dev/null | grep -q -- "--shard-count" && n=$shards
   for tool in "${tools[@]}"; do
+    picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" || continue
     for i in $(seq 0 $(( n - 1 ))); do
       shard=""
       [ "$n" -gt 1 ] && shard=";--shard-count;$n;--shard-index;$i"
@@ -91,15 +113,18 @@ for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_servi
          01_engine_custom_kernel; do
   bin="$build_dir/examples/$e"
   [ -x "$bin" ] || continue
+  picked "$e" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
   arg=""
   [ "$e" = 08_custom_cnn ] && arg=--benchmark_min_time=0
   # Example 7's table at one small batch: the same path (build, verify every layer, time,
   # project, the OOM cell) as its three article batches, a fraction of the work under a tool.
   [ "$e" = 07_resnet50_table ] && arg="fp16;2"
-  for tool in "${tools[@]}"; do queue+=("$tool|$e|1|explicit|$bin|$arg"); done
+  for tool in "${tools[@]}"; do
+    picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" && queue+=("$tool|$e|1|explicit|$bin|$arg")
+  done
 done
-: > "$out_dir/timings.tsv"
-for item in "${queue[@]}"; do
+[ $table_only = 1 ] || : > "$out_dir/timings.tsv"
+for item in ${queue[@]+"${queue[@]}"}; do
   IFS='|' read -r tool name part api bin arg <<< "$item"
   if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
     break
