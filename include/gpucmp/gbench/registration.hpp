@@ -153,6 +153,18 @@ class benchmark_group {
   std::shared_ptr<measure_options> m_options;
 };
 
+namespace detail {
+
+/// Keeps a group for the whole process, as Google Benchmark keeps its registrations (a
+/// caller may drop the pointer after configuring it: `register_benchmark(...)->Arg(1)`).
+inline benchmark_group* keep(std::unique_ptr<benchmark_group> group) {
+  static std::vector<std::unique_ptr<benchmark_group>> groups;
+  groups.push_back(std::move(group));
+  return groups.back().get();
+}
+
+}  // namespace detail
+
 /// Registers `fn(gpucmp::state&)` once per mode as "<name>/<mode>" (default mode: hot).
 template <class Function>
 benchmark_group* register_benchmark(const std::string& name, Function fn, std::initializer_list<mode> modes = {}) {
@@ -166,7 +178,7 @@ benchmark_group* register_benchmark(const std::string& name, Function fn, std::i
     detail::configure_defaults(b);
     registrations.push_back(b);
   }
-  return new benchmark_group(std::move(registrations), std::move(options));  // lives as long as the registry
+  return detail::keep(std::make_unique<benchmark_group>(std::move(registrations), std::move(options)));
 }
 
 /// Registers `fn(gpucmp::state&)` once, in mode `m`, under exactly `name` (no mode suffix:
@@ -178,7 +190,7 @@ benchmark_group* register_benchmark_as(const std::string& name, mode m, Function
     detail::run_guarded(gb, name, m, *options, fn);
   });
   detail::configure_defaults(b);
-  return new benchmark_group({b}, std::move(options));  // lives as long as the registry
+  return detail::keep(std::make_unique<benchmark_group>(std::vector<detail::gbench_registration*>{b}, std::move(options)));
 }
 
 namespace detail {
@@ -219,7 +231,7 @@ benchmark_group* register_fixture(const std::string& name, std::initializer_list
     configure_defaults(b);
     registrations.push_back(b);
   }
-  return new benchmark_group(std::move(registrations), std::move(options));
+  return keep(std::make_unique<benchmark_group>(std::move(registrations), std::move(options)));
 }
 
 }  // namespace detail
