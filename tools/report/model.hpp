@@ -9,6 +9,7 @@
 
 #include <gpucmp/io/json.hpp>
 #include <gpucmp/measure/result_schema.hpp>
+#include <gpucmp/measure/statistics.hpp>
 
 #include <gpucmp/specs/projection.hpp>
 #include <gpucmp/specs/specs.hpp>
@@ -259,12 +260,6 @@ inline cell_kind kind_of_status(gpucmp::result_status s) {
   return cell_kind::failed;
 }
 
-inline double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace detail
 
 /// Validates the content `text` of a gpucmp result file, naming it `path` in errors; throws
@@ -308,8 +303,8 @@ inline result_file parse_result_file(const std::string& text, const std::string&
       seconds.push_back(x->seconds);
       if (x->power) watts.push_back(x->power->average_w);
     }
-    r.seconds = detail::median_of(seconds);
-    if (watts.size() == reps.size()) r.watts = detail::median_of(watts);
+    r.seconds = gpucmp::summarize(seconds).median;
+    if (watts.size() == reps.size()) r.watts = gpucmp::summarize(watts).median;
     r.declared = reps.front()->declared;
     file.results[name] = r;
   }

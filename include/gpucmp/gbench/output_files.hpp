@@ -8,6 +8,7 @@
 
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/gbench/process.hpp>
+#include <gpucmp/io/json.hpp>
 #include <gpucmp/measure/kernel_profile.hpp>
 #include <gpucmp/version.hpp>
 
@@ -24,27 +25,6 @@ namespace gpucmp {
 
 namespace detail {
 
-inline std::string json_escape(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
-
 /// Writes every kernel-mode breakdown of this process as JSON; false when the file cannot be written.
 inline bool write_kernel_breakdowns(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "w");
@@ -52,13 +32,13 @@ inline bool write_kernel_breakdowns(const std::string& path) {
   std::fprintf(file, "{\n  \"gpucmp_version\": \"%s\",\n  \"breakdowns\": [", version_string);
   const auto& list = kernel_breakdowns();
   for (std::size_t b = 0; b < list.size(); ++b) {
-    std::fprintf(file, "%s\n    {\"benchmark\": \"%s\", \"kernels\": [", b ? "," : "", json_escape(list[b].benchmark).c_str());
+    std::fprintf(file, "%s\n    {\"benchmark\": %s, \"kernels\": [", b ? "," : "", json_quoted(list[b].benchmark).c_str());
     for (std::size_t k = 0; k < list[b].kernels.size(); ++k) {
       const kernel_stat& s = list[b].kernels[k];
       std::fprintf(file,
-                   "%s\n      {\"name\": \"%s\", \"kind\": \"%s\", \"count\": %zu, \"per_launch\": %.6g, "
+                   "%s\n      {\"name\": %s, \"kind\": \"%s\", \"count\": %zu, \"per_launch\": %.6g, "
                    "\"total_s\": %.9g, \"median_s\": %.9g, \"share\": %.6g}",
-                   k ? "," : "", json_escape(s.name).c_str(), to_string(s.kind), s.count, s.per_launch, s.total_s,
+                   k ? "," : "", json_quoted(s.name).c_str(), to_string(s.kind), s.count, s.per_launch, s.total_s,
                    s.median_s, s.share);
     }
     std::fprintf(file, "\n    ]}");
