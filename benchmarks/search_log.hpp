@@ -6,7 +6,8 @@
 // libraries' versions in the benchmark context, so a table can say which builds it compared.
 #pragma once
 
-#include <gpucmp/gbench/adapter.hpp>  // gpucmp::detail::json_escape
+#include <gpucmp/gbench/adapter.hpp>
+#include <gpucmp/io/json.hpp>  // gpucmp::detail::json_quoted
 #include <gpucmp/ops/algorithm_search.hpp>
 
 #include <benchmark/benchmark.h>
@@ -25,15 +26,15 @@ inline void log_search(const std::string& benchmark, const std::string& chosen,
                        const std::vector<gpucmp::candidate_time>& candidates) {
   const char* path = std::getenv("GPUCMP_SEARCH_LOG");
   if (path == nullptr || *path == '\0') return;
-  std::string line = "{\"benchmark\": \"" + gpucmp::detail::json_escape(benchmark) + "\", \"chosen\": \"" + gpucmp::detail::json_escape(chosen) +
-                     "\", \"candidates\": [";
+  std::string line = "{\"benchmark\": " + gpucmp::detail::json_quoted(benchmark) + ", \"chosen\": " + gpucmp::detail::json_quoted(chosen) +
+                     ", \"candidates\": [";
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     char us[32];
     std::snprintf(us, sizeof us, "%.3f", candidates[i].seconds * 1e6);
-    line += std::string(i ? ", " : "") + "{\"algorithm\": \"" + gpucmp::detail::json_escape(candidates[i].description) + "\", \"us\": " + us +
+    line += std::string(i ? ", " : "") + "{\"algorithm\": " + gpucmp::detail::json_quoted(candidates[i].description) + ", \"us\": " + us +
             ", \"timings\": " + std::to_string(candidates[i].timings) +
-            ", \"duel_timings\": " + std::to_string(candidates[i].duel_timings) + ", \"failure\": \"" +
-            gpucmp::detail::json_escape(candidates[i].failure) + "\"}";
+            ", \"duel_timings\": " + std::to_string(candidates[i].duel_timings) + ", \"failure\": " +
+            gpucmp::detail::json_quoted(candidates[i].failure) + "}";
   }
   line += "]}\n";
   if (FILE* f = std::fopen(path, "a")) {
