@@ -32,6 +32,9 @@ TEST_CASE("each invalid option is named in the error", "[options]") {
       {"max_batch", [](auto& o) { o.max_batch = 0; }},
       {"batch", [](auto& o) { o.batch = o.max_batch + 1; }},
       {"hold_timeout_s", [](auto& o) { o.hold_timeout_s = std::numeric_limits<double>::infinity(); }},
+      {"settle_s", [](auto& o) { o.settle_s = -1; }},
+      {"settle_s", [&](auto& o) { o.settle_s = nan; }},
+      {"settle_s", [](auto& o) { o.settle_s = 3600; }},
   };
   for (const auto& c : cases) {
     INFO("field " << c.field);

@@ -10,6 +10,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/measure/engine.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/measure/kernel_profile.hpp>
 #include <gpucmp/specs/device_specs.hpp>
 
@@ -69,15 +70,9 @@ inline const std::string& cached_no_device_reason() {
   return reason;
 }
 
-/// One engine per device, created on first use and kept for the whole process, so the
-/// stream, events, L2 flush buffer and stream hold are allocated once.
-inline engine& engine_for_current_device() {
-  static std::map<int, std::unique_ptr<engine>> engines;
-  const int ordinal = current_device();
-  auto& slot = engines[ordinal];
-  if (!slot) slot = std::make_unique<engine>(ordinal);
-  return *slot;
-}
+/// The engine the adapter measures with: the process's engine of the current device
+/// (measure/shared_engine.hpp), which operations' searches share.
+inline engine& engine_for_current_device() { return shared_engine(); }
 
 /// The datasheet figures of a device, looked up once per device.
 inline const gpu_profile& spec_of(const device_info& d) {

@@ -135,6 +135,7 @@ class state {
     c["samples"] = static_cast<double>(r.gpu.count);
     c["batch"] = static_cast<double>(r.batch);
     if (r.cooldown_s > 0) c["cooldown_s"] = r.cooldown_s;
+    if (r.settle_s > 0) c["settle_s"] = r.settle_s;
     if (r.power_settle_s > 0) c["power_settle_s"] = r.power_settle_s;
     if (r.window_s > 0) {  // a fixed window is compared with a peer timed alike: say how
       c["window_s"] = r.window_s;

@@ -188,24 +188,25 @@ class engine {
     return n > 0 ? fastest_s : 0.0;
   }
 
-  // Back-to-back launches for power_settle_s, waiting on an event every ~10 ms of GPU time
-  // so the queue stays short and the time budget is honoured.
+  // Back-to-back launches for `duration_s` of wall time, waiting on an event every ~10 ms of
+  // GPU time so the queue stays short and the time budget is honoured; returns the wall time.
   template <class Launch>
-  void settle_power(Launch& launch, double launch_estimate_s, const measure_options& options, measurement& record) {
+  double settle(Launch& launch, double launch_estimate_s, double duration_s, const measure_options& options,
+                const char* phase) {
     const auto start = clock::now();
     const double per_wait = launch_estimate_s > 0 ? std::ceil(0.01 / launch_estimate_s) : 1.0;
     const auto launches_per_wait =
         static_cast<std::size_t>(std::clamp(per_wait, 1.0, static_cast<double>(std::max<std::size_t>(options.max_batch, 1))));
     std::size_t n = 0;
-    while (seconds_since(start) < options.power_settle_s) {
+    while (seconds_since(start) < duration_s) {
       for (std::size_t i = 0; i < launches_per_wait; ++i, ++n) {
         launch(stream());
-        check_launch("power settle", n);
+        check_launch(phase, n);
       }
       m_stop.record(stream());
-      wait(m_stop, "the power settle");
+      wait(m_stop, phase);
     }
-    record.power_settle_s = seconds_since(start);
+    return seconds_since(start);
   }
 
   static std::size_t choose_batch(double launch_estimate_s, const measure_options& options) {
@@ -309,10 +310,14 @@ class engine {
         if (monitor != nullptr) monitor->cancel();
       }
     } cancel{monitor};
+    if (options.settle_s > 0) {
+      const nvtx_range settle_range("gpucmp settle");
+      record.settle_s = settle(launch, launch_estimate_s, options.settle_s, options, "the settle");
+    }
     if (monitor != nullptr) {
       if (options.power_settle_s > 0) {
         const nvtx_range settle_range("gpucmp power settle");
-        settle_power(launch, launch_estimate_s, options, record);
+        record.power_settle_s = settle(launch, launch_estimate_s, options.power_settle_s, options, "the power settle");
       }
       sampling.min_gpu_time_s = std::max(sampling.min_gpu_time_s, options.power_window_s);
       if (sampling.window_s > 0) sampling.window_s = std::max(sampling.window_s, options.power_window_s);

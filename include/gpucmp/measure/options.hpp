@@ -97,6 +97,13 @@ struct measure_options {
   double power_settle_s = 1.0;
   double power_interval_s = 0.005;  ///< NVML reading interval
 
+  /// Back-to-back launches for this long (wall seconds) after the warm-up and before
+  /// sampling, power or not, so the samples see the clocks this load sustains rather than a
+  /// burst's (a power-capped GPU slows under sustained load). The algorithm search sets it
+  /// for long candidates (ops/algorithm_search.hpp). With power on, the power settle
+  /// follows it. 0: none.
+  double settle_s = 0;
+
   /// Throws invalid_argument naming the first field that breaks its rule.
   void validate() const {
     auto require = [](bool ok, const char* what) {
@@ -118,6 +125,7 @@ struct measure_options {
     require(std::isfinite(hold_timeout_s) && hold_timeout_s > 0.0, "hold_timeout_s must be finite and > 0");
     require(finite_nonneg(power_window_s), "power_window_s must be finite and >= 0");
     require(finite_nonneg(power_settle_s), "power_settle_s must be finite and >= 0");
+    require(finite_nonneg(settle_s) && settle_s <= 600.0, "settle_s must be finite, >= 0 and <= 600");
     require(std::isfinite(power_interval_s) && power_interval_s > 0.0, "power_interval_s must be finite and > 0");
   }
 };

@@ -57,6 +57,7 @@ struct measurement {
   std::size_t warmup_launches = 0;    ///< untimed warm-up launches
   double warmup_wall_s = 0;           ///< wall time spent warming up
   double cooldown_s = 0;              ///< idle wall time before the warm-up (measure_options::cooldown_s)
+  double settle_s = 0;                ///< wall time of back-to-back load before sampling (measure_options::settle_s)
   double power_settle_s = 0;          ///< wall time of back-to-back load before the power window (measure_options::power_settle_s)
   double window_s = 0;                ///< fixed sampling window of GPU time (measure_options::window_s); 0: noise rule
   double sampling_wall_s = 0;         ///< wall time of the sampling loop
