@@ -27,6 +27,7 @@ void run_conv(gpucmp::state& st, const gpucmp::conv_problem& problem, gpucmp::co
   options.choice = choice;
   options.api = api;
   gpucmp::conv op(problem, options, st.stream());
+  gpucmp::choose_algorithm(op);  // searched through the adapter's engine
   gpucmp_bench::verify_then_run(st, op);
 }
 

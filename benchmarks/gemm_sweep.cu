@@ -29,6 +29,7 @@ void run_gemm(gpucmp::state& st, const gpucmp::gemm_problem& problem, gpucmp::al
   gpucmp::gemm_options options;
   options.choice = choice;
   gpucmp::gemm op(problem, options, st.stream());
+  gpucmp::choose_algorithm(op);  // searched through the adapter's engine
   gpucmp_bench::verify_then_run(st, op);
 }
 

@@ -24,6 +24,7 @@ int main() {
     p.k = 8192;
     p.dtype = gpucmp::gemm_dtype::fp16;
     gpucmp::gemm request(p, {}, s.get());
+    gpucmp::choose_algorithm(request);
     gpucmp::require_passed(request.name(), request.verify(s.get()));
 
     gpucmp::serving_options closed;

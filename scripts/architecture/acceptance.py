@@ -2,15 +2,24 @@
 """The architecture issue's acceptance rows, computed from the tree and from run outputs.
 
 usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE] [--report GPUCMP_REPORT]
+                     [--ops FILE] [--resnet50 FILE] [--spin FILE]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
 OUT_DIR/summary.md. Rows measured on the tree are always made; rows that need a run are
 made only from the files given, never filled in:
   --compat FILE       scripts/gbench-compat.sh's table (build-gbench/compat.md)
   --h200-compat FILE  the same table from the H200 (Google Benchmark 1.8.3 there)
   --report BINARY     gpucmp-report, for the random-names test of the report's reader
-The H200 comparison rows (ops and ResNet-50 within 2 % of their committed ratios, the spin
-table, the searches' choices) are added when those runs are made on the new contract.
+  --ops FILE          ops_vs_pytorch.json of scripts/peers/run-ops-comparison.sh (on the
+                      operation contract: scripts/architecture/contract-check.sh)
+  --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
+  --spin FILE         spin_table.json of benchmarks/spin_table
+Each is compared with the committed file of the same name under results/h200/: every ops
+section's geometric-mean ratio and every precision's CUDA-graph ResNet-50 ratio within 2 %,
+the same algorithm chosen in every compared GEMM and convolution row (the rows that differ
+are printed), and every spin-table median within its noise.
 """
+import json
+import math
 import os
 import re
 import subprocess
@@ -45,6 +54,64 @@ def compat_rows(path):
         if len(cells) == 4 and cells[0] not in ("Google Benchmark", "---"):
             rows[cells[0]] = cells[1] == "PASS" and cells[2] == "PASS" and "FAIL" not in cells[3]
     return rows
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def ops_rows(row, new_path, old_path):
+    new, old = json.load(open(new_path)), json.load(open(old_path))
+    differing = []
+    for name, section in old["sections"].items():
+        fresh = new["sections"].get(name)
+        if fresh is None:
+            row(f"ops vs PyTorch, {name}: missing from the new run", "missing", 2, "%", False)
+            continue
+        deviation = 100 * abs(fresh["geomean"] / section["geomean"] - 1)
+        row(f"ops vs PyTorch, {name}: geomean ratio {fresh['geomean']:.3f} against the committed {section['geomean']:.3f}",
+            round(deviation, 2), 2, "% apart", deviation <= 2)
+        chosen = {r["key"]: r.get("algorithm", "") for r in fresh["rows"]}
+        for r in section["rows"]:
+            if r["key"] in chosen and chosen[r["key"]] != r.get("algorithm", ""):
+                differing.append((r["key"], r.get("algorithm", ""), chosen[r["key"]]))
+    compared = sum(len(s["rows"]) for s in old["sections"].values())
+    row(f"ops searches: rows whose chosen algorithm differs from the committed run (of {compared})", len(differing), 0,
+        "rows", not differing)
+    for key, before, after in differing:
+        print(f"acceptance: {key}: committed '{before}', now '{after}'")
+
+
+def resnet50_rows(row, new_path, old_path):
+    new, old = json.load(open(new_path)), json.load(open(old_path))
+    for dtype in sorted({r["dtype"] for r in old["rows"]}):
+        def graph_ratios(doc):
+            return [r["ratio"] for r in doc["rows"] if r["dtype"] == dtype and r["mode"] == "graph"]
+        before, after = geomean(graph_ratios(old)), geomean(graph_ratios(new))
+        deviation = 100 * abs(after / before - 1)
+        row(f"ResNet-50 {dtype} CUDA graph vs PyTorch: geomean ratio {after:.3f} over the batches against the committed "
+            f"{before:.3f}", round(deviation, 2) if math.isfinite(deviation) else "missing", 2, "% apart",
+            math.isfinite(deviation) and deviation <= 2)
+
+
+def spin_rows(row, new_path, old_path):
+    new, old = json.load(open(new_path)), json.load(open(old_path))
+    outside, cells = [], 0
+    fresh = {r["nominal_s"]: r for r in new["rows"]}
+    for r in old["rows"]:
+        for m in ("cold", "hot", "graph", "kernel"):
+            if m not in r or r["nominal_s"] not in fresh or m not in fresh[r["nominal_s"]]:
+                continue
+            cells += 1
+            a, b = r[m]["gpu"]["median_s"], fresh[r["nominal_s"]][m]["gpu"]["median_s"]
+            allowed = max(0.02, 2 * r[m]["gpu"].get("relative_noise", 0))
+            if abs(b / a - 1) > allowed:
+                outside.append(f"{r['nominal_s'] * 1e6:g} us {m}: {a * 1e6:.2f} -> {b * 1e6:.2f}")
+    row(f"spin table: medians that moved by more than 2 % or twice their noise (of {cells})", len(outside), 0, "cells",
+        cells > 0 and not outside)
+    for line in outside:
+        print("acceptance: spin " + line)
 
 
 def main():
@@ -108,6 +175,13 @@ def main():
     followed = [s.split("\n", 1)[0] for s in sections if s.startswith("Adding") and re.search(r"Followed for|Example: ", s)]
     row(f"docs/architecture.md recipes followed once ({', '.join(followed) or 'none'} of {len(recipes)})",
         len(followed), len(recipes) if recipes else 4, "recipes", bool(recipes) and len(followed) == len(recipes))
+    committed = os.path.join(root, "results", "h200")
+    if "--ops" in options:
+        ops_rows(row, options["--ops"], os.path.join(committed, "ops", "ops_vs_pytorch.json"))
+    if "--resnet50" in options:
+        resnet50_rows(row, options["--resnet50"], os.path.join(committed, "models", "resnet50_vs_pytorch.json"))
+    if "--spin" in options:
+        spin_rows(row, options["--spin"], os.path.join(committed, "spin_table.json"))
     rows.write(out)
 
 

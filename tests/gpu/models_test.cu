@@ -187,8 +187,8 @@ TEST_CASE("fused convolution layers verify in every precision, epilogue and layo
           layer_buffers buf(p, s.get());
           auto set = std::make_shared<gpucmp::fused_conv_candidates>(handle.get(), p, e, 4, buf.ws.bytes());
           gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
-          std::vector<gpucmp::candidate_time> log;
-          layer.search(s.get(), gpucmp_test::paced(gpucmp::network_options::fast_search()), log);
+          gpucmp::search(layer, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+          const std::vector<gpucmp::candidate_time>& log = layer.search_log();
           const gpucmp::verification v = layer.verify(s.get());
           INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
           CHECK(v.passed());
@@ -233,8 +233,7 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
           continue;
         }
         gpucmp::fused_conv layer(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
-        std::vector<gpucmp::candidate_time> log;
-        layer.search(s.get(), gpucmp_test::paced(gpucmp::network_options::fast_search()), log);
+        gpucmp::search(layer, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
         const gpucmp::verification v = layer.verify_every_output(s.get());
         INFO(set->name() << ": " << layer.algorithm().describe() << ": " << v.summary());
         CHECK(set->name().find("_nchw/") != std::string::npos);

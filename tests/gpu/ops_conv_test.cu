@@ -63,6 +63,7 @@ TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][co
           o.api = api;
           o.search = short_search();
           gpucmp::conv c(p, o, s.get());
+          gpucmp::choose_algorithm(c);
           INFO(c.name() << ": " << c.algorithm().describe());
           const gpucmp::verification v = c.verify(s.get());
           INFO(v.summary());
@@ -94,6 +95,7 @@ TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
     o.direction = d;
     o.search = short_search();
     gpucmp::conv c(p, o, s.get());
+    gpucmp::choose_algorithm(c);
     const gpucmp::verification v = c.verify(s.get());
     INFO(c.name() << ": " << v.summary());
     CHECK(v.passed());
@@ -110,6 +112,7 @@ TEST_CASE("ResNet-50 shapes at batch 8 pass verification against the GPU referen
       o.direction = d;
       o.search = short_search();
       gpucmp::conv c(p, o, s.get());
+      gpucmp::choose_algorithm(c);
       const gpucmp::verification v = c.verify(s.get());
       INFO(c.name() << ": " << c.algorithm().describe() << ": " << v.summary());
       CHECK(v.passed());
@@ -131,6 +134,7 @@ TEST_CASE("a corrupted convolution output fails verification", "[gpu][ops][conv]
     p.dtype = gpucmp::conv_dtype::fp32;
     p.layout = gpucmp::conv_layout::nchw;
     gpucmp::conv c(p, gpucmp_test::paced(gpucmp::conv_options{}), s.get());
+    gpucmp::choose_algorithm(c);
     const gpucmp::verification before = c.verify(s.get());
     INFO(c.algorithm().describe() << ": " << before.summary());
     REQUIRE(before.passed());
@@ -162,6 +166,7 @@ TEST_CASE("bad convolutions get typed errors that say what is wrong", "[gpu][ops
   gpucmp::conv_options tiny;
   tiny.workspace_limit = 0;
   gpucmp::conv c(small_problem(), gpucmp_test::paced(tiny), s.get());  // algorithms without workspace exist
+  gpucmp::choose_algorithm(c);
   CHECK(c.algorithm().workspace == 0);
   CHECK(c.verify(s.get()).passed());
 }

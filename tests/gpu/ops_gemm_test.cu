@@ -60,6 +60,7 @@ TEST_CASE("every GEMM precision passes verification on the CPU and the GPU refer
       p.dtype = t;
       INFO(gpucmp::to_string(t) << " " << p.shape_name());
       gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
+      gpucmp::choose_algorithm(g);
       const gpucmp::verification v = g.verify(s.get());
       INFO(v.summary());
       CHECK(v.passed());
@@ -92,6 +93,7 @@ TEST_CASE("transposes, leading dimensions and batches are verified", "[gpu][ops]
           p.dtype = gpucmp::gemm_dtype::fp16;
           INFO(p.shape_name());
           gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
+          gpucmp::choose_algorithm(g);
           const gpucmp::verification v = g.verify(s.get());
           INFO(v.summary());
           CHECK(v.passed());
@@ -108,6 +110,7 @@ TEST_CASE("a corrupted output element fails verification and is located", "[gpu]
     p.m = p.n = p.k = size;
     p.dtype = gpucmp::gemm_dtype::fp32;
     gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
+    gpucmp::choose_algorithm(g);
     REQUIRE(g.verify(s.get()).passed());
     corrupt<float>(g, 0, 5, 1e3);  // row 0 is always among the checked rows
     const gpucmp::verification v = g.check_output(s.get());
@@ -130,6 +133,7 @@ TEST_CASE("the heuristic choice records its algorithm without timing candidates"
   gpucmp::gemm_options o;
   o.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, o, s.get());
+  gpucmp::choose_algorithm(g);
   CHECK(g.candidates().empty());
   CHECK(g.algorithm().heuristic_rank == 0);
   CHECK(g.algorithm().describe().find("heuristic") != std::string::npos);
@@ -170,17 +174,18 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
     skinny.dtype = sh.dtype;
     INFO(skinny.shape_name() << " " << gpucmp::to_string(sh.dtype));
     gpucmp::gemm g(skinny, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
+    gpucmp::choose_algorithm(g);
     CHECK(variants(g) > 0);
     CHECK(g.verify(s.get()).passed());
     gpucmp::gemm_options off;
     off.split_k_variants = false;
-    CHECK(variants(gpucmp::gemm(skinny, gpucmp_test::paced(off), s.get())) == 0);
+    CHECK(variants(gpucmp_test::chosen(gpucmp::gemm(skinny, gpucmp_test::paced(off), s.get()))) == 0);
   }
   gpucmp::gemm_problem large;  // 16.8 M outputs: many waves of tiles already
   large.m = large.n = 4096;
   large.k = 256;
   large.dtype = gpucmp::gemm_dtype::fp16;
-  CHECK(variants(gpucmp::gemm(large, gpucmp_test::paced(gpucmp::gemm_options{}), s.get())) == 0);
+  CHECK(variants(gpucmp_test::chosen(gpucmp::gemm(large, gpucmp_test::paced(gpucmp::gemm_options{}), s.get()))) == 0);
 }
 
 TEST_CASE("a search asked for neighbours of the heuristic's first candidates times each new configuration", "[gpu][ops][gemm]") {
@@ -197,6 +202,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
     gpucmp::gemm_options on;
     on.config_variants = true;
     gpucmp::gemm g(p, gpucmp_test::paced(on), s.get());
+    gpucmp::choose_algorithm(g);
     CHECK(variants(g) > 0);
     std::set<std::string> seen;
     std::size_t timed = 0;
@@ -207,7 +213,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
     }
     CHECK(timed > 0);
     CHECK(g.verify(s.get()).passed());
-    CHECK(variants(gpucmp::gemm(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get())) == 0);  // off by default
+    CHECK(variants(gpucmp_test::chosen(gpucmp::gemm(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get()))) == 0);  // off by default
   }
 }
 
@@ -241,17 +247,19 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     gpucmp::gemm_options only;
     only.staging = gpucmp::operand_staging::only;  // the staged path must run, and verify
     gpucmp::gemm forced(p, gpucmp_test::paced(only), s.get());
+    gpucmp::choose_algorithm(forced);
     CHECK(forced.algorithm().staged == sh.operands);
     CHECK_FALSE(forced.algorithm().staged_as.empty());  // each of these runs padded
     CHECK(staged(forced) == forced.candidates().size());
     CHECK(forced.verify(s.get()).passed());
     gpucmp::gemm searched(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());  // default: both kinds compete
+    gpucmp::choose_algorithm(searched);
     CHECK(staged(searched) > 0);
     CHECK(staged(searched) < searched.candidates().size());
     CHECK(searched.verify(s.get()).passed());
     gpucmp::gemm_options off;
     off.staging = gpucmp::operand_staging::off;
-    CHECK(staged(gpucmp::gemm(p, gpucmp_test::paced(off), s.get())) == 0);
+    CHECK(staged(gpucmp_test::chosen(gpucmp::gemm(p, gpucmp_test::paced(off), s.get()))) == 0);
   }
   gpucmp::gemm_problem aligned;  // nothing to stage: "only" leaves the plain candidates
   aligned.m = aligned.n = 1024;
@@ -260,6 +268,7 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
   gpucmp::gemm_options only;
   only.staging = gpucmp::operand_staging::only;
   gpucmp::gemm plain(aligned, gpucmp_test::paced(only), s.get());
+  gpucmp::choose_algorithm(plain);
   CHECK(staged(plain) == 0);
   CHECK(plain.algorithm().staged.empty());
 }
@@ -273,6 +282,7 @@ TEST_CASE("the search times its close contenders again and keeps the fastest med
   o.search.duel_contenders = 0;  // the re-timing alone; the duel has its own test
   o = gpucmp_test::paced(o);
   gpucmp::gemm g(p, o, s.get());
+  gpucmp::choose_algorithm(g);
   std::size_t retimed = 0;
   double fastest = std::numeric_limits<double>::infinity(), fastest_median = fastest;
   for (const auto& c : g.candidates()) {
@@ -300,6 +310,7 @@ TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's 
   p.dtype = gpucmp::gemm_dtype::bf16;
   const gpucmp::gemm_options o = gpucmp_test::paced(gpucmp::gemm_options{});
   gpucmp::gemm g(p, o, s.get());
+  gpucmp::choose_algorithm(g);
   std::size_t duelists = 0;
   double best_sustained = std::numeric_limits<double>::infinity();
   for (const auto& c : g.candidates()) {
@@ -362,5 +373,6 @@ TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]
   gpucmp::gemm_problem ok;
   ok.m = ok.n = ok.k = 128;
   gpucmp::gemm g(ok, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
+  gpucmp::choose_algorithm(g);
   CHECK(g.verify(s.get()).passed());
 }

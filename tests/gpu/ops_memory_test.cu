@@ -23,6 +23,7 @@ TEST_CASE("every memory operation copies every byte", "[gpu][ops][memory]") {
                   gpucmp::memory_op::memcpy_h2d, gpucmp::memory_op::memcpy_d2h}) {
     for (std::size_t bytes : {std::size_t{4096 + 16}, std::size_t{64} << 20}) {
       gpucmp::memory_bandwidth m(op, bytes, s.get());
+      gpucmp::choose_algorithm(m);
       const gpucmp::verification v = m.verify(s.get());
       INFO(gpucmp::to_string(op) << " " << bytes << ": " << v.summary());
       CHECK(v.passed());
@@ -42,6 +43,7 @@ TEST_CASE("a corrupted destination fails verification", "[gpu][ops][memory]") {
   gpucmp::stream s;
   for (auto op : {gpucmp::memory_op::copy_kernel, gpucmp::memory_op::triad_kernel, gpucmp::memory_op::memcpy_h2d}) {
     gpucmp::memory_bandwidth m(op, std::size_t{1} << 20, s.get());
+    gpucmp::choose_algorithm(m);
     REQUIRE(m.verify(s.get()).passed());
     const std::uint32_t word = 0x12345678u;
     REQUIRE(cudaMemcpy(static_cast<char*>(m.destination()) + 4096, &word, sizeof word, cudaMemcpyHostToDevice) ==

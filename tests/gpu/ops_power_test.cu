@@ -28,6 +28,7 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
   gpucmp::gemm_options o;
   o.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, o, s.get());
+  gpucmp::choose_algorithm(g);
   REQUIRE(g.verify(s.get()).passed());
 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // let the ~1 s power average settle
@@ -94,6 +95,7 @@ TEST_CASE("a measurement with power on carries a power record over at least the 
   p.m = p.n = p.k = 4096;
   p.dtype = gpucmp::gemm_dtype::bf16;
   gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), eng.stream());
+  gpucmp::choose_algorithm(g);
   gpucmp::measure_options o;
   o.power = true;
   o.power_window_s = 0.6;
@@ -120,6 +122,7 @@ TEST_CASE("a sustained GEMM measured from idle with power on averages at most th
   gpucmp::gemm_options go;
   go.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, go, eng.stream());
+  gpucmp::choose_algorithm(g);
   REQUIRE(g.verify(eng.stream()).passed());
   auto from_idle = [&](double settle_s) {
     gpucmp::measure_options o;

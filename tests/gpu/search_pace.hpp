@@ -13,9 +13,11 @@
 #include "catch.hpp"
 
 #include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/operation.hpp>
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 
 namespace gpucmp_test {
 
@@ -38,6 +40,14 @@ Options paced(Options options) {
   s.duel_timings = std::min(s.duel_timings, 2);  // one timing in each of the two spells
   s.duel_spell_seconds = 0;
   return options;
+}
+
+/// `op` (an operation, gpucmp/ops/operation.hpp) with its algorithm chosen as its options ask,
+/// through the process's engine: for a temporary, `variants(chosen(gpucmp::gemm(...)))`.
+template <class Op>
+Op&& chosen(Op&& op) {
+  gpucmp::choose_algorithm(op);
+  return std::forward<Op>(op);
 }
 
 }  // namespace gpucmp_test

@@ -416,6 +416,56 @@ TEST_CASE("a sustained candidate is timed in batches that span the power cap's c
   CHECK(gpucmp::search_batch_calls(0.0, defaults, 200) == 200);
 }
 
+TEST_CASE("a search's timings go through the engine as fixed batches of its trials, long candidates settled", "[ops][search]") {
+  const gpucmp::search_options defaults;
+  gpucmp::measure_options preset = gpucmp::search_preset();
+  CHECK(preset.power_settle_s == 0);  // a search times dozens of candidates
+  preset.cooldown_s = 2;
+  preset.hold_timeout_s = 3;
+  preset.power = true;
+  // A candidate's first timing: the engine sizes the batch from its warm-up to fill the
+  // short window; nothing but the trials decides when to stop; the search's cool-down once.
+  const gpucmp::measure_options first = gpucmp::search_timing_options(0.0, defaults, preset, true);
+  CHECK_NOTHROW(first.validate());
+  CHECK(first.batch == 0);
+  CHECK(first.min_sample_time_s == defaults.min_batch_seconds);
+  CHECK(first.max_batch == gpucmp::search_max_batch);
+  CHECK(first.min_samples == std::size_t(defaults.trials));
+  CHECK(first.max_samples == std::size_t(defaults.trials));
+  CHECK(first.min_gpu_time_s == 0);
+  CHECK(first.window_s == 0);
+  CHECK(first.warmup_launches == 2);
+  CHECK(first.warmup_time_s == 0);
+  CHECK(first.settle_s == 0);
+  CHECK(first.cooldown_s == 2);
+  // What the caller set is honoured by every timing: hold, power.
+  CHECK(first.hold_timeout_s == 3);
+  CHECK(first.power);
+  const gpucmp::measure_options later = gpucmp::search_timing_options(0.0, defaults, preset, false);
+  CHECK(later.cooldown_s == 0);
+  // Known to be long (0.9 ms): the batch spans the sustained window and the load runs first.
+  const gpucmp::measure_options sustained = gpucmp::search_timing_options(9e-4, defaults, preset, false);
+  CHECK_NOTHROW(sustained.validate());
+  CHECK(sustained.batch == std::size_t(gpucmp::search_batch_calls(9e-4, defaults, int(gpucmp::search_max_batch))));
+  CHECK(sustained.batch == 6);
+  CHECK(sustained.settle_s == defaults.sustain_seconds);
+  // Short (10 us): the short window, no settle.
+  const gpucmp::measure_options brief = gpucmp::search_timing_options(1e-5, defaults, preset, false);
+  CHECK(brief.batch == 21);
+  CHECK(brief.settle_s == 0);
+  // A tiny call never asks for more than the cap.
+  CHECK(gpucmp::search_timing_options(1e-9, defaults, preset, false).batch == gpucmp::search_max_batch);
+  // Paced for a sanitizer (one trial, no sustain, no batch window): one launch, one sample.
+  gpucmp::search_options paced;
+  paced.trials = 1;
+  paced.sustain_seconds = 0;
+  paced.min_batch_seconds = 0;
+  const gpucmp::measure_options one = gpucmp::search_timing_options(9e-4, paced, gpucmp::search_preset(), false);
+  CHECK(one.batch == 1);
+  CHECK(one.max_samples == 1);
+  CHECK(one.settle_s == 0);
+}
+
 TEST_CASE("a contender that fails when timed again drops out with its reason", "[ops][search]") {
   std::vector<gpucmp::candidate_time> log;
   int timings_of_0 = 0;

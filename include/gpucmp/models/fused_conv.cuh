@@ -21,6 +21,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/models/guard_band.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cudnn_backend.hpp>
@@ -561,6 +562,8 @@ class fused_conv_candidates {
 };
 
 /// One fused convolution layer bound to its tensors: runs the candidate its search chose.
+/// Searchable through ops/operation.hpp's search(); the network answers support and memory
+/// for it (its memory plan).
 class fused_conv {
  public:
   /// Binds `tensors` and a workspace of `workspace_bytes` to a shared candidate set; the
@@ -570,6 +573,11 @@ class fused_conv {
       : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
         m_workspace_guard(workspace_guard) {
     m_packs = m_set->make_packs(m_tensors, m_workspace);
+    for (std::size_t i = 0; i < m_set->size(); ++i) {
+      if (m_set->info(i).conv.workspace <= m_workspace_bytes) m_usable.push_back(i);
+    }
+    if (!m_usable.empty()) m_current = m_usable[0];
+    if (m_set->size() > 0) m_chosen = m_set->info(m_current);
   }
 
   /// Enqueues the layer on `stream`.
@@ -577,31 +585,30 @@ class fused_conv {
     m_set->launch(m_current, m_tensors, m_packs, m_workspace, m_workspace_bytes, stream);
   }
 
-  /// Times every candidate that fits the workspace and keeps the fastest that verifies;
-  /// every timing lands in `log`. Throws unsupported when none ran and verified.
-  void search(cudaStream_t stream, const search_options& options, std::vector<candidate_time>& log) {
-    std::vector<std::size_t> usable;
-    for (std::size_t i = 0; i < m_set->size(); ++i) {
-      if (m_set->info(i).conv.workspace <= m_workspace_bytes) usable.push_back(i);
-    }
-    const search_choice chosen = choose_fastest_verified(
-        usable.size(), [&](std::size_t i) { return m_set->info(usable[i]).describe(); },
-        [&](std::size_t i) {
-          m_current = usable[i];
-          zero_workspace(stream);  // no candidate sees another's leftovers
-          return time_back_to_back([&](cudaStream_t s) { (*this)(s); }, stream, options);
-        },
-        [&](std::size_t i) {
-          m_current = usable[i];
-          zero_workspace(stream);
-          return verify(stream);
-        },
-        log, "fused conv " + m_set->name(), options);
-    m_current = usable[chosen.index];
+  /// "fused conv " and the candidate set's name.
+  std::string name() const { return "fused conv " + m_set->name(); }
+  /// The candidates a search times: those of the shared set whose workspace fits.
+  std::size_t candidate_count() const noexcept { return m_usable.size(); }
+  /// What search candidate `i` runs.
+  std::string describe_candidate(std::size_t i) const { return m_set->info(m_usable.at(i)).describe(); }
+  /// Runs search candidate `i` from now on (its verification tolerance comes with it), on a
+  /// workspace zeroed on `stream`: no candidate sees another's leftovers.
+  void select(std::size_t i, cudaStream_t stream) {
+    m_current = m_usable.at(i);
+    m_chosen = m_set->info(m_current);
+    zero_workspace(stream);
+  }
+  /// Keeps a search's verdict and timings (search_log()).
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
+    m_current = m_usable.at(chosen.index);
     m_chosen = m_set->info(m_current);
     m_chosen.conv.chosen_by = algorithm_choice::search;
     m_chosen.conv.searched_seconds = chosen.seconds;
+    m_search_log = std::move(log);
   }
+  /// Every timing of its search (empty until a search ran; a layer that reused another's
+  /// choice has none).
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
 
   /// Moves the layer to its own workspace of `bytes` (at least workspace_needed()). Some
   /// engines keep counters in their workspace between calls (they reset them on exit), so a
@@ -764,8 +771,10 @@ class fused_conv {
   std::size_t m_workspace_bytes;
   std::size_t m_workspace_guard;  // guard band bytes after the workspace
   fused_conv_candidates::packs m_packs;
+  std::vector<std::size_t> m_usable;  // candidates whose workspace fits the one bound at construction
   std::size_t m_current = 0;
   fused_conv_algorithm m_chosen;
+  std::vector<candidate_time> m_search_log;
 };
 
 }  // namespace gpucmp

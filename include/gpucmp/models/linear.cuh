@@ -36,7 +36,8 @@ struct linear_tensors {
   float* y = nullptr;          ///< N x out
 };
 
-/// One fully connected layer bound to its tensors.
+/// One fully connected layer bound to its tensors. Searchable through ops/operation.hpp's
+/// search(); the network answers support and memory for it (its memory plan).
 class linear_layer {
  public:
   /// Creates the cuBLASLt descriptors for `rows` x `in` -> `out` in `dtype` (FP32 without
@@ -94,24 +95,25 @@ class linear_layer {
                                        m_workspace, m_workspace_bytes, stream));
   }
 
-  /// Times the heuristic's candidates and keeps the fastest that verifies.
-  void search(cudaStream_t stream, const search_options& options, std::vector<candidate_time>& log) {
-    const search_choice chosen = choose_fastest_verified(
-        m_heuristics.size(), [&](std::size_t i) { return "cuBLASLt heuristic rank " + std::to_string(i); },
-        [&](std::size_t i) {
-          m_current = i;
-          zero_workspace(stream);  // no candidate sees another's leftovers
-          return time_back_to_back([&](cudaStream_t s) { (*this)(s); }, stream, options);
-        },
-        [&](std::size_t i) {
-          m_current = i;
-          zero_workspace(stream);
-          return verify(stream);
-        },
-        log, name(), options);
+  /// How many of the heuristic's candidates a search times.
+  std::size_t candidate_count() const noexcept { return m_heuristics.size(); }
+  /// "cuBLASLt heuristic rank 2".
+  std::string describe_candidate(std::size_t i) const { return "cuBLASLt heuristic rank " + std::to_string(i); }
+  /// Runs candidate `i` from now on, on a workspace zeroed on `stream` (no candidate sees
+  /// another's leftovers).
+  void select(std::size_t i, cudaStream_t stream) {
+    if (i >= m_heuristics.size()) throw invalid_argument("linear_layer::select: no candidate " + std::to_string(i));
+    m_current = i;
+    zero_workspace(stream);
+  }
+  /// Keeps a search's verdict and timings (search_log()).
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
     m_current = chosen.index;
     m_searched_seconds = chosen.seconds;
+    m_search_log = std::move(log);
   }
+  /// Every timing of its search (empty until a search ran).
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
 
   /// Poisons y, runs the layer, and compares 16 rows (first and last included; every row of
   /// a small batch) with an FP64 reference on the host.
@@ -194,6 +196,7 @@ class linear_layer {
   std::vector<cublasLtMatmulHeuristicResult_t> m_heuristics;
   std::size_t m_current = 0;
   double m_searched_seconds = 0;
+  std::vector<candidate_time> m_search_log;
 };
 
 }  // namespace gpucmp

@@ -31,6 +31,8 @@
 #include <gpucmp/models/pooling.cuh>
 #include <gpucmp/models/softmax.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/operation.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
@@ -549,6 +551,9 @@ class network {
   // the next one searches on realistic activations. A search verifies what it picks.
   void search(cudaStream_t stream) {
     fill_random_input(stream);
+    // The searches time through the process's engine of this device, on its stream; each
+    // waits for what this stream queued (the layers before it) first.
+    engine& searcher = shared_engine();
     const auto& layers = m_definition.layers();
     std::map<const fused_conv_candidates*, std::pair<std::size_t, double>> searched;
     const auto started = std::chrono::steady_clock::now();
@@ -559,19 +564,25 @@ class network {
         if (done != searched.end()) {
           layer.use(done->second.first, done->second.second);
         } else if (m_options.choice == algorithm_choice::search) {
-          layer.search(stream, m_options.search, m_candidate_log);
+          gpucmp::search(layer, searcher, m_options.search);
+          keep_search_log(layer.search_log());
           searched[&layer.candidates()] = {layer.chosen_index(), layer.algorithm().conv.searched_seconds};
         } else {
           layer.use(0, 0);
           searched[&layer.candidates()] = {0, 0.0};
         }
       } else if (layers[i].kind == layer_kind::linear && m_options.choice == algorithm_choice::search) {
-        m_linears[i]->search(stream, m_options.search, m_candidate_log);
+        gpucmp::search(*m_linears[i], searcher, m_options.search);
+        keep_search_log(m_linears[i]->search_log());
       }
       m_steps[i](stream);
     }
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     m_search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+
+  void keep_search_log(const std::vector<candidate_time>& log) {
+    m_candidate_log.insert(m_candidate_log.end(), log.begin(), log.end());
   }
 
   // After the search: each convolution gets a private, zeroed workspace of what its algorithm

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Timed algorithm search shared by the GEMM and convolution wrappers: each candidate is run
-// back to back (so launch latency stays out of the window) and the fastest median wins.
-// Heuristics rank algorithms by a model; on skinny, unaligned or small problems their first
-// choice can be several times slower than the best, so the library times the top candidates.
+// The rules of the timed algorithm search every operation shares (the verified fastest, the
+// re-timing of close contenders, the sustained duel and the incumbent) and the timer that
+// measures candidates through the engine, so a search is timed like any benchmark. Heuristics
+// rank algorithms by a model; on skinny, unaligned or small problems their first choice can
+// be several times slower than the best, so the library times the top candidates.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
-#include <gpucmp/cuda/event.hpp>
-#include <gpucmp/cuda/graph.hpp>
-#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/measure/engine.hpp>
+#include <gpucmp/measure/options.hpp>
 #include <gpucmp/measure/statistics.hpp>
+#include <gpucmp/ops/verification.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <utility>
 #include <string>
@@ -107,59 +109,96 @@ inline int search_batch_calls(double once, const search_options& options, int ca
   return int(std::clamp(calls, 1.0, double(std::max(cap, 1))));
 }
 
-/// Median seconds per call of `launch(stream)`, timed in back-to-back batches: replays of a
-/// CUDA graph of the batch (options.in_graph, on a non-default stream), so candidates are
-/// ranked the way graph mode measures them (an algorithm of two kernels does not pay two
-/// launch gaps), else plain launches. Throws what `launch` throws.
-template <class Launch>
-double time_back_to_back(Launch&& launch, cudaStream_t stream, const search_options& options) {
-  event start, stop;
-  // Warm-up (lazy initialisation happens here, outside any capture), and a first estimate
-  // that sizes the batches.
-  launch(stream);
-  start.record(stream);
-  launch(stream);
-  stop.record(stream);
-  stop.synchronize();
-  const double once = std::max(elapsed_s(start, stop), 1e-7);
-  const bool in_graph = options.in_graph && stream != nullptr;
-  const int per_batch = search_batch_calls(once, options, in_graph ? 200 : 1000);
-  const bool sustained = sustained_candidate(once, options);
-  std::vector<double> per_call;
-  auto batch = [&](cudaStream_t s) {
-    for (int i = 0; i < per_batch; ++i) launch(s);
-  };
-  if (in_graph) {
-    const graph g = capture_graph(stream, batch);
-    graph_exec exec(g.get());
-    exec.upload(stream);
-    exec.launch(stream);  // warm
-    if (sustained) {
-      const int replays = int(options.sustain_seconds / (once * per_batch)) + 1;
-      for (int i = 0; i < replays; ++i) exec.launch(stream);
-    }
-    for (int t = 0; t < std::max(1, options.trials); ++t) {
-      start.record(stream);
-      exec.launch(stream);
-      stop.record(stream);
-      stop.synchronize();
-      per_call.push_back(elapsed_s(start, stop) / per_batch);
-    }
-  } else {
-    if (sustained) {
-      const int batches = int(options.sustain_seconds / (once * per_batch)) + 1;
-      for (int i = 0; i < batches; ++i) batch(stream);
-    }
-    for (int t = 0; t < std::max(1, options.trials); ++t) {
-      start.record(stream);
-      batch(stream);
-      stop.record(stream);
-      stop.synchronize();
-      per_call.push_back(elapsed_s(start, stop) / per_batch);
-    }
-  }
-  return summarize(std::move(per_call)).median;
+/// The measurement options a search starts from: the engine's defaults with no power
+/// settle. What a caller sets here is honoured by every timing of the search: the stream
+/// hold and its timeout, power (each timing then spans power_window_s), the time budget of
+/// one timing (timeout_s: a candidate that runs past it is a recorded failure) and the NVTX
+/// name. cooldown_s idles the GPU once, before the search's first timing. The timer sets the
+/// rest for each timing (search_timing_options()).
+inline measure_options search_preset() {
+  measure_options preset;
+  preset.power_settle_s = 0;  // a search times dozens of candidates; settle_s sustains the long ones
+  return preset;
 }
+
+/// The launches one timed sample of a search holds at most (a held stream's launch queue is
+/// finite; hot and graph mode alike).
+constexpr std::size_t search_max_batch = 200;
+
+/// The engine options of one timing of a search: `preset` (search_preset()) with a warm-up
+/// of two launches, `options.trials` samples and nothing else deciding when to stop.
+/// `once` is the candidate's seconds per call from an earlier timing, or 0 for its first:
+/// then the engine sizes the batch from its warm-up to fill options.min_batch_seconds.
+/// Otherwise the batch is search_batch_calls(once), and a sustained candidate
+/// (sustained_candidate(once)) first runs back to back for options.sustain_seconds
+/// (measure_options::settle_s). `first_of_search`: keep the preset's cool-down.
+inline measure_options search_timing_options(double once, const search_options& options, const measure_options& preset,
+                                             bool first_of_search) {
+  measure_options o = preset;
+  o.warmup_launches = 2;  // lazy initialisation, and the estimate that sizes the batch
+  o.warmup_time_s = 0;
+  if (!first_of_search) o.cooldown_s = 0;
+  o.min_samples = o.max_samples = std::size_t(std::max(1, options.trials));
+  o.min_gpu_time_s = 0;
+  o.window_s = 0;
+  o.max_batch = search_max_batch;
+  o.settle_s = 0;
+  if (!(once > 0)) {
+    o.batch = 0;
+    o.min_sample_time_s = options.min_batch_seconds;
+  } else {
+    o.batch = std::size_t(search_batch_calls(once, options, int(search_max_batch)));
+    if (sustained_candidate(once, options)) o.settle_s = options.sustain_seconds;
+  }
+  return o;
+}
+
+/// Times the candidates of one search through an engine, so a search is measured like any
+/// other benchmark: CUDA graph replays of a batch of calls (hot mode, launches behind a held
+/// stream, when search_options::in_graph is off), on the engine's stream, with its hold,
+/// power and time budget. A candidate's first timing sizes its batches; a candidate whose
+/// call is long enough to be sustained (search_options::sustain_*) is timed again at once,
+/// sustained, and that timing counts. Not copyable; one per search.
+class candidate_timer {
+ public:
+  /// A timer on `eng` with `options`' trials, batches and sustain, and the measurement
+  /// settings of `preset` (search_preset()).
+  candidate_timer(engine& eng, const search_options& options, const measure_options& preset = search_preset())
+      : m_engine(eng), m_options(options), m_preset(preset) {}
+  candidate_timer(const candidate_timer&) = delete;
+  candidate_timer& operator=(const candidate_timer&) = delete;
+
+  /// The stream the timings run on (the engine's).
+  cudaStream_t stream() const noexcept { return m_engine.stream(); }
+
+  /// Median seconds per call of `launch(stream)`, the enqueue of candidate `candidate`.
+  /// Throws what the engine throws (gpucmp::error, cuda_error).
+  template <class Launch>
+  double time(std::size_t candidate, Launch&& launch) {
+    const mode m = m_options.in_graph ? mode::graph : mode::hot;
+    auto found = m_once.find(candidate);
+    if (found == m_once.end()) {
+      const double once = measure(launch, m, 0.0);
+      found = m_once.emplace(candidate, once).first;
+      if (!sustained_candidate(once, m_options)) return once;
+    }
+    return measure(launch, m, found->second);
+  }
+
+ private:
+  template <class Launch>
+  double measure(Launch& launch, mode m, double once) {
+    measure_options o = search_timing_options(once, m_options, m_preset, !m_started);
+    m_started = true;
+    return m_engine.measure(launch, m, o).gpu.median;
+  }
+
+  engine& m_engine;
+  search_options m_options;
+  measure_options m_preset;
+  std::map<std::size_t, double> m_once;  // seconds per call of each candidate's first timing
+  bool m_started = false;
+};
 
 /// Which candidate a search chose.
 struct search_choice {

@@ -2,12 +2,13 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A verified cuDNN convolution (component gpucmp::cudnn): forward, backward-data or
-// backward-filter, NCHW or NHWC, FP32 / TF32 / FP16 / BF16. One object owns its cuDNN handle,
-// descriptors (RAII), tensors (inputs random, output poisoned) and workspace; it picks its
-// algorithm by cuDNN's heuristic, or by timing the backend API's engine configurations and
-// the legacy API's algorithms within the workspace limit and keeping the fastest that
-// verifies, and records API, engine or algorithm, numerical notes or math type, and
-// workspace. verify() compares the
+// backward-filter, NCHW or NHWC, FP32 / TF32 / FP16 / BF16; an operation of
+// ops/operation.hpp. One object owns its cuDNN handle, descriptors (RAII), tensors (inputs
+// random, output poisoned), workspace and candidates: the backend API's engine
+// configurations and the legacy API's algorithms within the workspace limit.
+// choose_algorithm() runs cuDNN's first choice or a search that times them through the
+// engine and keeps the fastest that verifies; the object records API, engine or algorithm,
+// numerical notes or math type, and workspace. verify() compares the
 // output with a double reference: every output on the CPU for small problems, a random
 // sample (first and last included) on the GPU for large ones.
 #pragma once
@@ -22,6 +23,7 @@
 #include <gpucmp/ops/cudnn_legacy.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/specs/work.hpp>
@@ -226,26 +228,45 @@ __global__ void conv_reference_kernel(conv_direction d, conv_geometry g, const T
 
 }  // namespace detail
 
-/// One verified cuDNN convolution pass on the current device.
+/// One verified cuDNN convolution pass on the current device. An operation
+/// (ops/operation.hpp): construction prepares it and times nothing; choose_algorithm() or
+/// search() picks the algorithm it runs.
 class conv {
  public:
-  /// Validates `problem`, checks that its tensors fit in memory, allocates and fills them,
-  /// and chooses the algorithm. Throws invalid_argument, unsupported, or out_of_memory.
+  /// Prepares `problem`: validates it, checks that this GPU supports its precision and that
+  /// its tensors fit in memory, allocates and fills them on `stream`, and enumerates the
+  /// candidates: cuDNN's first choice with algorithm_choice::heuristic; each API's top
+  /// candidates within the workspace limit with search. It runs candidate 0 until a search
+  /// picks another. Throws invalid_argument, unsupported, or out_of_memory.
   conv(const conv_problem& problem, const conv_options& options = {}, cudaStream_t stream = nullptr)
       : m_problem(problem), m_options(options) {
     m_problem.validate();
     const device_info dev = query_current_device();
-    if (m_problem.dtype == conv_dtype::bf16 && dev.cc_major < 8) {
-      throw unsupported("bf16 convolutions need sm_80+, this GPU is sm_" + std::to_string(dev.cc_major * 10 + dev.cc_minor));
-    }
+    const std::string unsupported_reason = support(m_problem, m_options, dev);
+    if (!unsupported_reason.empty()) throw unsupported(unsupported_reason);
     check_fits(dev);
     create_descriptors();
     if (m_options.api != conv_api::legacy) create_backend_graph();
     allocate_and_fill(stream);
-    choose_algorithm(stream);
+    enumerate_candidates();
+    select(0, stream);
   }
 
-  /// Enqueues the pass on `stream` with the chosen algorithm.
+  /// "" when `device` can run `problem` in its precision, else why not. Allocates nothing.
+  static std::string support(const conv_problem& problem, const conv_options& /*options*/, const device_info& device) {
+    if (problem.dtype == conv_dtype::bf16 && device.cc_major < 8) {
+      return "bf16 convolutions need sm_80+, this GPU is sm_" + std::to_string(device.cc_major * 10 + device.cc_minor);
+    }
+    return {};
+  }
+
+  /// Device bytes of its tensors (x, w, y); the workspace comes on top, at most
+  /// options.workspace_limit, as large as the largest candidate needs. Allocates nothing.
+  static double bytes_needed(const conv_problem& problem, const conv_options& /*options*/) {
+    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements());
+  }
+
+  /// Enqueues the pass on `stream` with the selected algorithm.
   void operator()(cudaStream_t stream) { launch(m_all[m_current], stream); }
 
   /// Runs the pass once on a poisoned output and compares it with a double reference.
@@ -254,6 +275,28 @@ class conv {
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return check_output(stream);
+  }
+
+  /// How many candidates were enumerated (1 with algorithm_choice::heuristic).
+  std::size_t candidate_count() const noexcept { return m_all.size(); }
+  /// What candidate `i` runs, for the search log.
+  std::string describe_candidate(std::size_t i) const { return m_all.at(i).info.describe(); }
+  /// Runs candidate `i` from now on (its verification tolerance comes with it).
+  void select(std::size_t i, cudaStream_t /*stream*/) {
+    if (i >= m_all.size()) throw invalid_argument("conv::select: no candidate " + std::to_string(i));
+    m_current = i;
+    m_chosen = m_all[i].info;
+  }
+  /// Whether its options ask for a timed search.
+  algorithm_choice choice() const noexcept { return m_options.choice; }
+  /// How its options ask it to be searched.
+  const search_options& search_settings() const noexcept { return m_options.search; }
+  /// Keeps a search's verdict and timings.
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
+    select(chosen.index, nullptr);
+    m_chosen.chosen_by = algorithm_choice::search;
+    m_chosen.searched_seconds = chosen.seconds;
+    m_candidates = std::move(log);
   }
 
   /// Compares the output as it is now with a double reference (verify() without the run).
@@ -273,7 +316,7 @@ class conv {
   conv_direction direction() const noexcept { return m_options.direction; }
   /// The algorithm it runs.
   const conv_algorithm& algorithm() const noexcept { return m_chosen; }
-  /// Every timed candidate (empty with algorithm_choice::heuristic).
+  /// Every timing of its search (empty until a search ran).
   const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
   /// "conv_fwd/cudnn/fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1".
   std::string name() const {
@@ -310,8 +353,7 @@ class conv {
   }
 
   void check_fits(const device_info& dev) const {
-    const conv_problem& p = m_problem;
-    const double needed = double(element_bytes(p.dtype)) * (p.x_elements() + p.w_elements() + p.y_elements());
+    const double needed = bytes_needed(m_problem, m_options);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, name() + " on " + dev.name);
@@ -542,9 +584,10 @@ class conv {
     return pack;
   }
 
-  void choose_algorithm(cudaStream_t stream) {
-    // Each API's list, best first, cut to the search's size; with conv_api::any both are
-    // timed, since neither API wins everywhere (docs/models.md, "The stem").
+  // Each API's list, best first, cut to the search's size; with conv_api::any both are
+  // timed, since neither API wins everywhere (docs/models.md, "The stem"). One workspace, as
+  // large as the largest candidate needs, so pointers never change.
+  void enumerate_candidates() {
     const std::size_t limit =
         m_options.choice == algorithm_choice::heuristic ? 1 : std::size_t(std::max(1, m_options.search.max_candidates));
     m_all.clear();
@@ -561,29 +604,9 @@ class conv {
                         std::to_string(m_options.workspace_limit >> 20) + " MiB workspace");
     }
     if (m_options.choice == algorithm_choice::heuristic) m_all.resize(1);
-    const std::size_t considered = m_all.size();
-    // One workspace, as large as the largest candidate needs, so pointers never change.
     std::size_t workspace = 0;
     for (const auto& c : m_all) workspace = std::max(workspace, c.info.workspace);
     if (workspace != 0) m_workspace = device_buffer<unsigned char>(workspace, initial_fill::uninitialized());
-    if (m_options.choice == algorithm_choice::heuristic) {
-      m_current = 0;
-      m_chosen = m_all[0].info;
-      return;
-    }
-    const search_choice chosen = choose_fastest_verified(
-        considered, [&](std::size_t i) { return m_all[i].info.describe(); },
-        [&](std::size_t i) { return time_back_to_back([&](cudaStream_t s) { launch(m_all[i], s); }, stream, m_options.search); },
-        [&](std::size_t i) {
-          m_current = i;
-          m_chosen = m_all[i].info;  // the tolerance depends on the algorithm
-          return verify(stream);
-        },
-        m_candidates, "cuDNN " + name(), m_options.search);
-    m_current = chosen.index;
-    m_chosen = m_all[chosen.index].info;
-    m_chosen.chosen_by = algorithm_choice::search;
-    m_chosen.searched_seconds = chosen.seconds;
   }
 
   template <class T>

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// A verified cuBLASLt GEMM in every precision (component gpucmp::cublas). One object owns
-// its operands (random, never zero), output (poisoned), workspace and cuBLASLt descriptors;
-// it picks its algorithm by the heuristic or by timing the heuristic's top candidates, and
-// records the choice. verify() compares the output with a double-precision reference: the
-// whole output on the CPU for small problems, whole rows and columns (edges included) on
-// the GPU for large ones. Measuring is the engine's job; this only enqueues the call.
+// A verified cuBLASLt GEMM in every precision (component gpucmp::cublas), an operation of
+// ops/operation.hpp. One object owns its operands (random, never zero), output (poisoned),
+// workspace and cuBLASLt descriptors, and the candidates: the heuristic's top algorithms and
+// their variants. choose_algorithm() runs the heuristic's first choice or a search that times
+// them through the engine, and the object records the choice. verify() compares the output
+// with a double-precision reference: the whole output on the CPU for small problems, whole
+// rows and columns (edges included) on the GPU for large ones. Measuring is the engine's
+// job; this only enqueues the call.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -18,6 +20,7 @@
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm_problem.hpp>
 #include <gpucmp/ops/matrix_copy.cuh>
+#include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/specs/work.hpp>
@@ -221,25 +224,48 @@ inline std::vector<std::int64_t> sample_indices(std::int64_t extent, std::int64_
 
 }  // namespace detail
 
-/// One verified cuBLASLt GEMM, D = alpha op(A) op(B) (+ beta C with beta = 0), on the current device.
+/// One verified cuBLASLt GEMM, D = alpha op(A) op(B) (+ beta C with beta = 0), on the current
+/// device. An operation (ops/operation.hpp): construction prepares it and times nothing;
+/// choose_algorithm() or search() picks the algorithm it runs.
 class gemm {
  public:
-  /// Validates `problem`, checks that this GPU supports its precision and that it fits in
-  /// memory, allocates and fills the operands, and chooses the algorithm.
+  /// Prepares `problem`: validates it, checks that this GPU supports its precision and that
+  /// it fits in memory, allocates and fills the operands on `stream` (and waits for them),
+  /// and enumerates the candidates: the heuristic's first choice with
+  /// algorithm_choice::heuristic; its top candidates and their variants with search. It runs
+  /// candidate 0, the heuristic's first choice, until a search picks another.
   /// Throws invalid_argument, unsupported ("fp8_e4m3 needs sm_89+, this GPU is sm_80"; "no
   /// cuBLASLt algorithm ..."), or out_of_memory (needed vs free).
   gemm(const gemm_problem& problem, const gemm_options& options = {}, cudaStream_t stream = nullptr)
       : m_problem(problem), m_options(options), m_types(cublaslt_types_for(problem.dtype)) {
     m_problem.validate();
     const device_info dev = query_current_device();
-    check_supported(m_problem.dtype, dev.cc_major, dev.cc_minor);
+    const std::string unsupported_reason = support(m_problem, m_options, dev);
+    if (!unsupported_reason.empty()) throw unsupported(unsupported_reason);
     check_fits(dev);
     allocate_and_fill(stream);
     create_descriptors();
-    choose_algorithm(stream);
+    enumerate_candidates(stream);
+    select(0, stream);
   }
 
-  /// Enqueues the GEMM on `stream` with the chosen algorithm (and its staging copies, if any).
+  /// "" when `device` can run `problem` in its precision, else why not. Allocates nothing.
+  static std::string support(const gemm_problem& problem, const gemm_options& /*options*/, const device_info& device) {
+    try {
+      check_supported(problem.dtype, device.cc_major, device.cc_minor);
+    } catch (const unsupported& e) {
+      return e.what();
+    }
+    return {};
+  }
+
+  /// Device bytes a gemm of `problem` allocates: its operands and the workspace (staged
+  /// copies, when a search adds them, are allocated only if they fit). Allocates nothing.
+  static double bytes_needed(const gemm_problem& problem, const gemm_options& options) {
+    return problem.footprint_bytes() + double(options.workspace_bytes);
+  }
+
+  /// Enqueues the GEMM on `stream` with the selected algorithm (and its staging copies, if any).
   void operator()(cudaStream_t stream) { launch(m_algo, m_run_staged, stream); }
 
   /// Runs the GEMM once on a poisoned output and compares it with a double reference.
@@ -255,11 +281,39 @@ class gemm {
     return visit_gemm_storage(m_problem.dtype, [&](auto storage) { return compare<decltype(storage)>(stream); });
   }
 
+  /// How many candidates were enumerated (1 with algorithm_choice::heuristic).
+  std::size_t candidate_count() const noexcept { return m_results.size(); }
+  /// What candidate `i` runs, for the search log.
+  std::string describe_candidate(std::size_t i) const { return m_described.at(i).describe(); }
+  /// Runs candidate `i` from now on; throws unsupported when the heuristic marked it unusable.
+  void select(std::size_t i, cudaStream_t /*stream*/) {
+    const cublasLtMatmulHeuristicResult_t& r = m_results.at(i);
+    if (r.state != CUBLAS_STATUS_SUCCESS) throw unsupported(std::string("heuristic state ") + cublasLtGetStatusName(r.state));
+    if (i >= m_unstaged && m_staging_released) {
+      throw unsupported("candidate " + std::to_string(i) + " runs staged, and the staged buffers went when the search chose an unstaged one");
+    }
+    m_algo = r.algo;
+    m_run_staged = i >= m_unstaged;
+    m_chosen = m_described[i];
+  }
+  /// Whether its options ask for a timed search.
+  algorithm_choice choice() const noexcept { return m_options.choice; }
+  /// How its options ask it to be searched.
+  const search_options& search_settings() const noexcept { return m_options.search; }
+  /// Keeps a search's verdict and timings; staging buffers go when the choice runs unstaged.
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
+    select(chosen.index, nullptr);
+    m_chosen.chosen_by = algorithm_choice::search;
+    m_chosen.searched_seconds = chosen.seconds;
+    m_candidates = std::move(log);
+    if (!m_run_staged) release_staging();
+  }
+
   /// The problem.
   const gemm_problem& problem() const noexcept { return m_problem; }
   /// The algorithm it runs.
   const gemm_algorithm& algorithm() const noexcept { return m_chosen; }
-  /// Every timed candidate (empty with algorithm_choice::heuristic).
+  /// Every timing of its search (empty until a search ran).
   const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
   /// "gemm/cublaslt/fp16/8192x8192x8192".
   std::string name() const { return std::string("gemm/cublaslt/") + to_string(m_problem.dtype) + "/" + m_problem.shape_name(); }
@@ -294,7 +348,7 @@ class gemm {
   std::size_t c_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.ldc_or_tight() * m_problem.n); }
 
   void check_fits(const device_info& dev) const {
-    const double needed = m_problem.footprint_bytes() + double(m_options.workspace_bytes);
+    const double needed = bytes_needed(m_problem, m_options);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (needed > double(free_bytes)) {
@@ -456,7 +510,9 @@ class gemm {
     return a;
   }
 
-  void choose_algorithm(cudaStream_t stream) {
+  // The heuristic's candidates (its first with algorithm_choice::heuristic); for a search
+  // also their split-K variants, neighbours and staged copies, as the options ask.
+  void enumerate_candidates(cudaStream_t stream) {
     const int wanted = m_options.choice == algorithm_choice::heuristic ? 1 : std::max(1, m_options.search.max_candidates);
     std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(wanted));
     int returned = 0;
@@ -469,41 +525,23 @@ class gemm {
     }
     GPUCMP_CUBLAS_CHECK(status);
     results.resize(std::size_t(returned));
-    if (m_options.choice == algorithm_choice::heuristic) {
-      m_algo = results[0].algo;
-      m_chosen = describe(results[0], 0);
-      return;
-    }
     std::vector<gemm_algorithm> described;
     for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
-    if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
-    if (m_options.config_variants) add_config_variants(results, described);
     std::size_t unstaged = results.size();  // candidates from here on run staged
-    if (m_options.staging != operand_staging::off) add_staged_candidates(results, described, stream);
-    if (m_options.staging == operand_staging::only && results.size() > unstaged) {
-      results.erase(results.begin(), results.begin() + std::ptrdiff_t(unstaged));
-      described.erase(described.begin(), described.begin() + std::ptrdiff_t(unstaged));
-      unstaged = 0;
+    if (m_options.choice == algorithm_choice::search) {
+      if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
+      if (m_options.config_variants) add_config_variants(results, described);
+      unstaged = results.size();
+      if (m_options.staging != operand_staging::off) add_staged_candidates(results, described, stream);
+      if (m_options.staging == operand_staging::only && results.size() > unstaged) {
+        results.erase(results.begin(), results.begin() + std::ptrdiff_t(unstaged));
+        described.erase(described.begin(), described.begin() + std::ptrdiff_t(unstaged));
+        unstaged = 0;
+      }
     }
-    const search_choice chosen = choose_fastest_verified(
-        results.size(), [&](std::size_t i) { return described[i].describe(); },
-        [&](std::size_t i) {
-          const auto& r = results[i];
-          if (r.state != CUBLAS_STATUS_SUCCESS) throw unsupported(std::string("heuristic state ") + cublasLtGetStatusName(r.state));
-          return time_back_to_back([&](cudaStream_t s) { launch(r.algo, i >= unstaged, s); }, stream, m_options.search);
-        },
-        [&](std::size_t i) {
-          m_algo = results[i].algo;
-          m_run_staged = i >= unstaged;
-          return verify(stream);
-        },
-        m_candidates, "cuBLASLt " + name(), m_options.search);
-    m_algo = results[chosen.index].algo;
-    m_run_staged = chosen.index >= unstaged;
-    m_chosen = described[chosen.index];
-    m_chosen.chosen_by = algorithm_choice::search;
-    m_chosen.searched_seconds = chosen.seconds;
-    if (!m_run_staged) release_staging();
+    m_results = std::move(results);
+    m_described = std::move(described);
+    m_unstaged = unstaged;
   }
 
   // When a leading dimension or row count is not a multiple of 16 bytes: the aligned buffers
@@ -554,6 +592,7 @@ class gemm {
   }
 
   void release_staging() {
+    m_staging_released = true;
     m_staged_a = {};
     m_staged_b = {};
     m_staged_c = {};
@@ -767,7 +806,13 @@ class gemm {
   gemm_staging_plan m_staging;
   device_buffer<unsigned char> m_staged_a, m_staged_b, m_staged_c;
   layout_handle m_staged_layout_a, m_staged_layout_b, m_staged_layout_c;
-  bool m_run_staged = false;  // the chosen algorithm runs on the staged operands
+  bool m_run_staged = false;  // the selected algorithm runs on the staged operands
+  // The candidates (enumerate_candidates): the heuristic's results and variants, described;
+  // those from m_unstaged on run staged.
+  std::vector<cublasLtMatmulHeuristicResult_t> m_results;
+  std::vector<gemm_algorithm> m_described;
+  std::size_t m_unstaged = 0;
+  bool m_staging_released = false;  // a search chose an unstaged candidate: staged ones cannot run
   cublasLtMatmulAlgo_t m_algo{};
   gemm_algorithm m_chosen;
   std::vector<candidate_time> m_candidates;

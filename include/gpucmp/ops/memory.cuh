@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Memory-bandwidth operations, verified before they are timed: a device copy kernel and a
-// STREAM triad kernel (each tuned on this GPU over block sizes and loads in flight per
-// thread, the fastest kept and recorded), cudaMemcpyAsync device-to-device, and host<->device
-// copies from pinned memory. Bytes are counted as read + written (a D2D copy of B bytes
+// Memory-bandwidth operations (ops/operation.hpp), verified before they are timed: a device
+// copy kernel and a STREAM triad kernel (each searched on this GPU over block sizes and loads
+// in flight per thread, the verified fastest kept and recorded), cudaMemcpyAsync
+// device-to-device, and host<->device copies from pinned memory. Bytes are counted as read + written (a D2D copy of B bytes
 // moves 2B), the convention of the CUDA samples' bandwidthTest and STREAM.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/cuda/pinned_buffer.hpp>
 #include <gpucmp/cuda/random.hpp>
@@ -128,10 +129,12 @@ __global__ void count_triad_errors(const Real* a, const Real* b, const Real* c, 
 /// One verified memory operation over `bytes` bytes (per buffer) on the current device.
 class memory_bandwidth {
  public:
-  /// Allocates and fills the buffers (throws out_of_memory with needed vs free), and for
-  /// the kernels chooses the fastest launch shape. `bytes` must be a positive multiple of 16.
+  /// Prepares the operation: allocates and fills the buffers on `stream` (throws
+  /// out_of_memory with needed vs free) and, for the kernels, lists the launch shapes a
+  /// search (choose_algorithm(), with `search`'s settings) times; until then the default
+  /// shape runs. `bytes` must be a positive multiple of 16.
   memory_bandwidth(memory_op op, std::size_t bytes, cudaStream_t stream = nullptr, const search_options& search = {})
-      : m_op(op), m_bytes(bytes) {
+      : m_op(op), m_bytes(bytes), m_search(search) {
     if (bytes == 0 || bytes % 16 != 0) {
       throw invalid_argument("memory_bandwidth: bytes must be a positive multiple of 16 (got " + std::to_string(bytes) + ")");
     }
@@ -164,11 +167,43 @@ class memory_bandwidth {
     }
     poison_output(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (op == memory_op::copy_kernel || op == memory_op::triad_kernel) tune(stream, search);
+    m_configs.push_back(stream_kernel_config{});  // the default shape first: it runs until a search
+    if (is_kernel()) {
+      for (int threads : {128, 256, 512, 1024}) {
+        for (int unroll : {1, 2, 4, 8}) {
+          const stream_kernel_config c{threads, unroll};
+          if (c.threads != m_configs[0].threads || c.unroll != m_configs[0].unroll) m_configs.push_back(c);
+        }
+      }
+    }
+  }
+
+  /// Device bytes its buffers take for `op` over `bytes` bytes (pinned host memory aside).
+  static double bytes_needed(memory_op op, std::size_t bytes) {
+    const double buffers = op == memory_op::triad_kernel ? 3 : op == memory_op::memcpy_h2d || op == memory_op::memcpy_d2h ? 1 : 2;
+    return buffers * double(bytes);
   }
 
   /// Enqueues the operation on `stream`.
   void operator()(cudaStream_t stream) { run(m_config, stream); }
+
+  /// "copy/kernel/1073741824".
+  std::string name() const { return std::string(to_string(m_op)) + "/" + std::to_string(m_bytes); }
+  /// Launch shapes to choose from (one for the cudaMemcpyAsync operations).
+  std::size_t candidate_count() const noexcept { return m_configs.size(); }
+  /// Candidate `i`'s launch shape ("256x4"), or "cudaMemcpyAsync".
+  std::string describe_candidate(std::size_t i) const { return is_kernel() ? m_configs.at(i).describe() : "cudaMemcpyAsync"; }
+  /// Runs candidate `i` from now on.
+  void select(std::size_t i, cudaStream_t /*stream*/) { m_config = m_configs.at(i); }
+  /// search for the kernels (their launch shape), heuristic for the copies (nothing to choose).
+  algorithm_choice choice() const noexcept { return is_kernel() ? algorithm_choice::search : algorithm_choice::heuristic; }
+  /// The settings it was prepared with.
+  const search_options& search_settings() const noexcept { return m_search; }
+  /// Keeps a search's verdict and timings.
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
+    select(chosen.index, nullptr);
+    m_candidates = std::move(log);
+  }
 
   /// Runs once on a poisoned destination and checks every byte (copies) or every element
   /// (triad, within one rounding).
@@ -240,9 +275,9 @@ class memory_bandwidth {
   /// The destination: a device pointer, or the pinned host buffer for memcpy_d2h.
   void* destination() noexcept { return m_op == memory_op::memcpy_d2h ? static_cast<void*>(m_host.data()) : m_out.data(); }
 
-  /// The kernels' chosen launch shape (threads x loads per thread).
+  /// The kernels' selected launch shape (threads x loads per thread).
   const stream_kernel_config& config() const noexcept { return m_config; }
-  /// Every timed launch shape (kernels only).
+  /// Every timing of its search (kernels only; empty until a search ran).
   const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
   /// The operation.
   memory_op op() const noexcept { return m_op; }
@@ -252,12 +287,14 @@ class memory_bandwidth {
   static constexpr double triad_scalar = 3.0;  ///< s in a = b + s c
 
  private:
+  bool is_kernel() const noexcept { return m_op == memory_op::copy_kernel || m_op == memory_op::triad_kernel; }
+
   void check_fits() const {
-    const double buffers = m_op == memory_op::triad_kernel ? 3 : m_op == memory_op::memcpy_h2d || m_op == memory_op::memcpy_d2h ? 1 : 2;
+    const double needed = bytes_needed(m_op, m_bytes);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (buffers * double(m_bytes) > double(free_bytes)) {
-      throw out_of_memory(std::size_t(buffers * double(m_bytes)), free_bytes, total_bytes,
+    if (needed > double(free_bytes)) {
+      throw out_of_memory(std::size_t(needed), free_bytes, total_bytes,
                           std::string(to_string(m_op)) + " of " + std::to_string(m_bytes) + " bytes");
     }
   }
@@ -312,32 +349,12 @@ class memory_bandwidth {
     }
   }
 
-  void tune(cudaStream_t stream, const search_options& search) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int threads : {128, 256, 512, 1024}) {
-      for (int unroll : {1, 2, 4, 8}) {
-        const stream_kernel_config c{threads, unroll};
-        candidate_time t;
-        t.description = c.describe();
-        try {
-          t.seconds = time_back_to_back([&](cudaStream_t s) { run(c, s); }, stream, search);
-        } catch (const cuda_error& e) {
-          if (e.sticky()) throw;
-          t.failure = e.what();  // e.g. too many registers for 1024 threads: not a candidate here
-        }
-        m_candidates.push_back(t);
-        if (t.failure.empty() && t.seconds < best) {
-          best = t.seconds;
-          m_config = c;
-        }
-      }
-    }
-  }
-
   memory_op m_op;
   std::size_t m_bytes;
+  search_options m_search;
   device_buffer<std::uint32_t> m_in, m_in2, m_out;
   pinned_buffer<std::uint32_t> m_host;
+  std::vector<stream_kernel_config> m_configs;  // the candidates
   stream_kernel_config m_config;
   std::vector<candidate_time> m_candidates;
 };

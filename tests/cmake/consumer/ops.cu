@@ -12,6 +12,7 @@ int main() {
   gpucmp::gemm_problem g;
   g.m = g.n = g.k = 256;
   gpucmp::gemm gemm(g);
+  gpucmp::choose_algorithm(gemm);
   gpucmp::conv_problem c;
   c.n = 2;
   c.c = c.k = 16;
@@ -19,6 +20,7 @@ int main() {
   c.r = c.s = 3;
   c.pad_h = c.pad_w = 1;
   gpucmp::conv conv(c);
+  gpucmp::choose_algorithm(conv);
   const bool ok = gemm.verify(nullptr).passed() && conv.verify(nullptr).passed();
   std::printf("%s %s: %s\n", gemm.name().c_str(), conv.name().c_str(), ok ? "verified" : "FAILED");
   return ok ? 0 : 1;

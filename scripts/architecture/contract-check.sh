@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# On a GPU machine: the architecture issue's GPU rows after a change to the operation
+# contract or the search (ops/operation.hpp, ops/algorithm_search.hpp): builds for the local
+# GPU, then runs the parts named (default all):
+#   tests     every [gpu] test binary and example through CTest (labels gpu, example)
+#   ops       the operations against PyTorch (scripts/peers/run-ops-comparison.sh)
+#   resnet50  ResNet-50 inference against PyTorch (scripts/peers/run-resnet50-comparison.sh)
+#   spin      the spin-kernel table of the timing methods (benchmarks/spin_table)
+# and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
+#   scripts/architecture/contract-check.sh OUT_DIR [PARTS]
+# scripts/architecture/acceptance.py then compares the ratios with the committed ones.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+out_dir=${1:?usage: contract-check.sh OUT_DIR [tests,ops,resnet50,spin]}
+parts=${2:-tests,ops,resnet50,spin}
+mkdir -p "$out_dir/contract"
+work="$out_dir/contract"
+part() { [[ ",$parts," == *",$1,"* ]]; }
+if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
+  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+fi
+status=0
+started=$(date +%s)
+stamp() { echo "$1: $(( $(date +%s) - started )) s"; }
+git -C "$repo_root" rev-parse HEAD > "$work/commit.txt" 2>/dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$work/gpu.csv"
+"$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
+{ gpucmp_configure && gpucmp_build; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+stamp build
+if part tests; then
+  (cd "$build_dir" && ctest --output-on-failure --no-tests=error -L 'gpu|example' --output-junit "$work/ctest.xml") \
+    > "$work/ctest.log" 2>&1 || status=1
+  stamp tests
+fi
+if part ops; then
+  "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$work/ops" > "$work/ops.log" 2>&1 || status=1
+  stamp ops
+fi
+if part resnet50; then
+  "$repo_root/scripts/peers/run-resnet50-comparison.sh" "$build_dir" "$work/resnet50" > "$work/resnet50.log" 2>&1 || status=1
+  stamp resnet50
+fi
+if part spin; then
+  "$build_dir/benchmarks/spin_table" --out "$work/spin" > "$work/spin.log" 2>&1 || status=1
+  stamp spin
+fi
+tar -C "$out_dir" -czf "$out_dir/contract.tgz" contract
+# A short table last.
+if part tests; then echo "== ctest"; grep -E "tests passed|\(Failed\)|Not Run|Timeout" "$work/ctest.log"; fi
+if part ops; then echo "== ops vs PyTorch"; grep -E "^## |Geometric mean" "$work/ops/ops_vs_pytorch.md"; tail -3 "$work/ops.log"; fi
+if part resnet50; then echo "== ResNet-50 vs PyTorch (graph)"; grep -E "\| graph \|" "$work/resnet50/resnet50_vs_pytorch.md"; fi
+if part spin; then echo "== spin table"; cat "$work/spin/spin_table.md" 2>/dev/null | head -12; fi
+exit $status

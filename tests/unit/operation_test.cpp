@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Host tests of the operation contract's checks (ops/operation.hpp): what makes a type an
+// operation that search() can drive, and what the library's operations declare statically
+// before anything is allocated. Searching itself needs a GPU (tests/gpu/ops_*_test.cu).
+#include "catch.hpp"
+
+#include <gpucmp/ops/operation.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Every phase of the contract.
+struct complete_op {
+  std::string name() const { return "op"; }
+  gpucmp::work work() const { return {}; }
+  std::size_t candidate_count() const { return 2; }
+  std::string describe_candidate(std::size_t i) const { return std::to_string(i); }
+  void select(std::size_t, cudaStream_t) {}
+  void operator()(cudaStream_t) {}
+  gpucmp::verification verify(cudaStream_t) { return {}; }
+  gpucmp::algorithm_choice choice() const { return gpucmp::algorithm_choice::search; }
+  const gpucmp::search_options& search_settings() const { return m_search; }
+  void adopt_search(const gpucmp::search_choice&, std::vector<gpucmp::candidate_time>) {}
+  gpucmp::search_options m_search;
+};
+
+// A network's layer: the phases search() drives, without work, choice and settings.
+struct layer_op {
+  std::string name() const { return "layer"; }
+  std::size_t candidate_count() const { return 1; }
+  std::string describe_candidate(std::size_t) const { return "only"; }
+  void select(std::size_t, cudaStream_t) {}
+  void operator()(cudaStream_t) const {}
+  gpucmp::verification verify(cudaStream_t) const { return {}; }
+  void adopt_search(const gpucmp::search_choice&, std::vector<gpucmp::candidate_time>) {}
+};
+
+// Runs and verifies, but cannot take a search's verdict.
+struct no_adopt_op {
+  std::string name() const { return "op"; }
+  std::size_t candidate_count() const { return 1; }
+  std::string describe_candidate(std::size_t) const { return "only"; }
+  void select(std::size_t, cudaStream_t) {}
+  void operator()(cudaStream_t) {}
+  gpucmp::verification verify(cudaStream_t) { return {}; }
+};
+
+// Candidates, but no way to choose one.
+struct no_select_op {
+  std::string name() const { return "op"; }
+  std::size_t candidate_count() const { return 1; }
+  std::string describe_candidate(std::size_t) const { return "only"; }
+  void operator()(cudaStream_t) {}
+  gpucmp::verification verify(cudaStream_t) { return {}; }
+  void adopt_search(const gpucmp::search_choice&, std::vector<gpucmp::candidate_time>) {}
+};
+
+}  // namespace
+
+TEST_CASE("the operation contract names its phases and the checks tell which a type lacks", "[ops][operation]") {
+  STATIC_REQUIRE(gpucmp::is_operation<complete_op>::value);
+  STATIC_REQUIRE(gpucmp::is_searchable<complete_op>::value);
+  // A layer can be searched, but choose_algorithm() needs its choice and settings.
+  STATIC_REQUIRE(gpucmp::is_searchable<layer_op>::value);
+  STATIC_REQUIRE_FALSE(gpucmp::is_operation<layer_op>::value);
+  STATIC_REQUIRE_FALSE(gpucmp::is_searchable<no_adopt_op>::value);
+  STATIC_REQUIRE_FALSE(gpucmp::is_searchable<no_select_op>::value);
+  STATIC_REQUIRE_FALSE(gpucmp::is_searchable<int>::value);
+}
