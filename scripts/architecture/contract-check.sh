@@ -21,7 +21,8 @@ if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
 fi
 status=0
 started=$(date +%s)
-stamp() { echo "$1: $(( $(date +%s) - started )) s"; }
+# After each part: its time, and everything so far packed (a call cut short still returns it).
+stamp() { echo "$1: $(( $(date +%s) - started )) s"; tar -C "$out_dir" -czf "$out_dir/contract.tgz" contract; }
 git -C "$repo_root" rev-parse HEAD > "$work/commit.txt" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$work/gpu.csv"
 "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
@@ -44,7 +45,6 @@ if part spin; then
   "$build_dir/benchmarks/spin_table" --out "$work/spin" > "$work/spin.log" 2>&1 || status=1
   stamp spin
 fi
-tar -C "$out_dir" -czf "$out_dir/contract.tgz" contract
 # A short table last.
 if part tests; then echo "== ctest"; grep -E "tests passed|\(Failed\)|Not Run|Timeout" "$work/ctest.log"; fi
 if part ops; then echo "== ops vs PyTorch"; grep -E "^## |Geometric mean" "$work/ops/ops_vs_pytorch.md"; tail -3 "$work/ops.log"; fi
