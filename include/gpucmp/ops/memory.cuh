@@ -126,6 +126,18 @@ __global__ void count_triad_errors(const Real* a, const Real* b, const Real* c, 
 
 }  // namespace detail
 
+/// How a memory kernel's launch shapes are searched: each timed once, the verified fastest
+/// kept (the rule the shapes were chosen by before the operation contract). No re-timing
+/// and no duel: both were measured on GEMMs under the power cap (docs/operations.md,
+/// "Algorithm choice"), not on copies, and the duel's spells would add seconds to every
+/// large row of a bandwidth sweep.
+inline search_options memory_search_defaults() {
+  search_options s;
+  s.refine_rounds = 0;
+  s.duel_contenders = 0;
+  return s;
+}
+
 /// One verified memory operation over `bytes` bytes (per buffer) on the current device.
 class memory_bandwidth {
  public:
@@ -133,7 +145,8 @@ class memory_bandwidth {
   /// out_of_memory with needed vs free) and, for the kernels, lists the launch shapes a
   /// search (choose_algorithm(), with `search`'s settings) times; until then the default
   /// shape runs. `bytes` must be a positive multiple of 16.
-  memory_bandwidth(memory_op op, std::size_t bytes, cudaStream_t stream = nullptr, const search_options& search = {})
+  memory_bandwidth(memory_op op, std::size_t bytes, cudaStream_t stream = nullptr,
+                   const search_options& search = memory_search_defaults())
       : m_op(op), m_bytes(bytes), m_search(search) {
     if (bytes == 0 || bytes % 16 != 0) {
       throw invalid_argument("memory_bandwidth: bytes must be a positive multiple of 16 (got " + std::to_string(bytes) + ")");
