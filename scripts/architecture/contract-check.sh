@@ -26,7 +26,10 @@ stamp() { echo "$1: $(( $(date +%s) - started )) s"; tar -C "$out_dir" -czf "$ou
 git -C "$repo_root" rev-parse HEAD > "$work/commit.txt" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$work/gpu.csv"
 "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
-{ gpucmp_configure && gpucmp_build; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+# GPUCMP_CONTRACT_TARGETS (space-separated) builds only those targets, when device time is short.
+targets=()
+[ -n "${GPUCMP_CONTRACT_TARGETS:-}" ] && read -r -a targets <<< "$GPUCMP_CONTRACT_TARGETS" && targets=(--target "${targets[@]}")
+{ gpucmp_configure && gpucmp_build "${targets[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 stamp build
 if part tests; then
   (cd "$build_dir" && ctest --output-on-failure --no-tests=error -L 'gpu|example' --output-junit "$work/ctest.xml") \
