@@ -23,7 +23,6 @@ status=0
 started=$(date +%s)
 # After each part: its time, and everything so far packed (a call cut short still returns it).
 stamp() { echo "$1: $(( $(date +%s) - started )) s"; tar -C "$out_dir" -czf "$out_dir/contract.tgz" contract; }
-git -C "$repo_root" rev-parse HEAD > "$work/commit.txt" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$work/gpu.csv"
 "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
 # GPUCMP_CONTRACT_TARGETS (space-separated) builds only those targets, when device time is short.
@@ -45,6 +44,7 @@ if part resnet50; then
   stamp resnet50
 fi
 if part spin; then
+  mkdir -p "$work/spin"
   "$build_dir/benchmarks/spin_table" --out "$work/spin" > "$work/spin.log" 2>&1 || status=1
   stamp spin
 fi
