@@ -2,15 +2,18 @@
 """The architecture issue's acceptance rows, computed from the tree and from run outputs.
 
 usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE] [--report GPUCMP_REPORT]
-                     [--ops FILE] [--resnet50 FILE] [--spin FILE]
+                     [--ops FILE] [--conv FILE] [--resnet50 FILE] [--spin FILE]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
 OUT_DIR/summary.md. Rows measured on the tree are always made; rows that need a run are
 made only from the files given, never filled in:
   --compat FILE       scripts/gbench-compat.sh's table (build-gbench/compat.md)
   --h200-compat FILE  the same table from the H200 (Google Benchmark 1.8.3 there)
   --report BINARY     gpucmp-report, for the random-names test of the report's reader
-  --ops FILE          ops_vs_pytorch.json of scripts/peers/run-ops-comparison.sh (on the
-                      operation contract: scripts/architecture/contract-check.sh)
+  --ops FILE[,FILE]   ops_vs_pytorch.json of scripts/peers/run-ops-comparison.sh (on the
+                      operation contract: scripts/architecture/contract-check.sh, one per part)
+  --conv FILE         scripts/architecture/conv-rows.py's rows of a conv_sweep run (gpucmp's
+                      side alone, when the comparison did not finish): their times against
+                      the committed run's gpucmp times, and their choices
   --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
   --spin FILE         spin_table.json of benchmarks/spin_table
 Each is compared with the committed file of the same name under results/h200/: every ops
@@ -61,13 +64,16 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def ops_rows(row, new_path, old_path):
-    new, old = json.load(open(new_path)), json.load(open(old_path))
+def ops_rows(row, new_paths, old_path):
+    old = json.load(open(old_path))
+    new = {"sections": {}}
+    for path in new_paths.split(","):  # one file per part, when the parts ran apart
+        new["sections"].update(json.load(open(path))["sections"])
     differing = []
     for name, section in old["sections"].items():
         fresh = new["sections"].get(name)
         if fresh is None:
-            row(f"ops vs PyTorch, {name}: missing from the new run", "missing", 2, "%", False)
+            row(f"ops vs PyTorch, {name}: not in the new run", "missing", 2, "% apart", False)
             continue
         deviation = 100 * abs(fresh["geomean"] / section["geomean"] - 1)
         row(f"ops vs PyTorch, {name}: geomean ratio {fresh['geomean']:.3f} against the committed {section['geomean']:.3f}",
@@ -81,6 +87,30 @@ def ops_rows(row, new_path, old_path):
         "rows", not differing)
     for key, before, after in differing:
         print(f"acceptance: {key}: committed '{before}', now '{after}'")
+
+
+def conv_rows(row, new_path, old_path):
+    new, old = json.load(open(new_path)), json.load(open(old_path))
+    fresh = {r["key"]: r for r in new["rows"]}
+    ratios, same, compared = [], 0, 0
+    for name, section in old["sections"].items():
+        if not name.startswith("ResNet-50 convolutions"):
+            continue
+        for r in section["rows"]:
+            f = fresh.get(r["key"])
+            if f is None:
+                continue
+            compared += 1
+            ratios.append(f["gpucmp_s"] / r["gpucmp_s"])
+            same += f["algorithm"].split(" (")[0] == r["algorithm"].split(" (")[0]
+    g = geomean(ratios)
+    deviation = 100 * abs(g - 1) if math.isfinite(g) else float("nan")
+    row(f"ResNet-50 convolutions, gpucmp alone: time against the committed run's gpucmp time, geomean {g:.4f} "
+        f"over {compared} rows (min {min(ratios, default=float('nan')):.3f}, max {max(ratios, default=float('nan')):.3f})",
+        round(deviation, 2) if math.isfinite(deviation) else "missing", 2, "% apart",
+        math.isfinite(deviation) and deviation <= 2)
+    row(f"ResNet-50 convolutions: rows whose search chose the committed run's algorithm (of {compared})", same, compared,
+        "rows", same == compared)
 
 
 def resnet50_rows(row, new_path, old_path):
@@ -178,6 +208,8 @@ def main():
     committed = os.path.join(root, "results", "h200")
     if "--ops" in options:
         ops_rows(row, options["--ops"], os.path.join(committed, "ops", "ops_vs_pytorch.json"))
+    if "--conv" in options:
+        conv_rows(row, options["--conv"], os.path.join(committed, "ops", "ops_vs_pytorch.json"))
     if "--resnet50" in options:
         resnet50_rows(row, options["--resnet50"], os.path.join(committed, "models", "resnet50_vs_pytorch.json"))
     if "--spin" in options:

@@ -3,7 +3,8 @@
 # contract or the search (ops/operation.hpp, ops/algorithm_search.hpp): builds for the local
 # GPU, then runs the parts named (default all):
 #   tests     every [gpu] test binary and example through CTest (labels gpu, example)
-#   ops       the operations against PyTorch (scripts/peers/run-ops-comparison.sh)
+#   ops       the operations against PyTorch (scripts/peers/run-ops-comparison.sh), one part
+#             at a time (GPUCMP_CONTRACT_OPS_PARTS, default "gemm deepbench conv copy")
 #   resnet50  ResNet-50 inference against PyTorch (scripts/peers/run-resnet50-comparison.sh)
 #   spin      the spin-kernel table of the timing methods (benchmarks/spin_table)
 # and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
@@ -35,9 +36,14 @@ if part tests; then
     > "$work/ctest.log" 2>&1 || status=1
   stamp tests
 fi
+# The ops comparison one part at a time (GPUCMP_COMPARISON_PARTS, default all four), each
+# with its own table, so a device call cut short keeps the parts it finished.
 if part ops; then
-  "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$work/ops" > "$work/ops.log" 2>&1 || status=1
-  stamp ops
+  for p in ${GPUCMP_CONTRACT_OPS_PARTS:-gemm deepbench conv copy}; do
+    GPUCMP_COMPARISON_PARTS=$p "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$work/ops_$p" \
+      > "$work/ops_$p.log" 2>&1 || status=1
+    stamp "ops $p"
+  done
 fi
 if part resnet50; then
   "$repo_root/scripts/peers/run-resnet50-comparison.sh" "$build_dir" "$work/resnet50" > "$work/resnet50.log" 2>&1 || status=1
@@ -50,7 +56,11 @@ if part spin; then
 fi
 # A short table last.
 if part tests; then echo "== ctest"; grep -E "tests passed|\(Failed\)|Not Run|Timeout" "$work/ctest.log"; fi
-if part ops; then echo "== ops vs PyTorch"; grep -E "^## |Geometric mean" "$work/ops/ops_vs_pytorch.md"; tail -3 "$work/ops.log"; fi
+if part ops; then
+  echo "== ops vs PyTorch"
+  for f in "$work"/ops_*.log; do grep "took" "$f"; done
+  cat "$work"/ops_*/ops_vs_pytorch.md 2>/dev/null | grep -E "^## |Geometric mean"
+fi
 if part resnet50; then echo "== ResNet-50 vs PyTorch (graph)"; grep -E "\| graph \|" "$work/resnet50/resnet50_vs_pytorch.md"; fi
 if part spin; then echo "== spin table"; cat "$work/spin/spin_table.md" 2>/dev/null | head -12; fi
 exit $status

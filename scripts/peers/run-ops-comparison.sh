@@ -33,9 +33,14 @@ large_gemm_calls=10 # per event pair: 8192^3 GEMMs
 large_gemm_cooldown=${GPUCMP_COMPARISON_COOLDOWN_S:-2}
 large_gemm_warmup=${GPUCMP_COMPARISON_WARMUP_S:-1}
 large_gemm_window=${GPUCMP_COMPARISON_WINDOW_S:-1}
+# Each step's wall time goes to the log, so a run cut short by a device call's limit still
+# says where its time went.
+step_started=$(date +%s)
+step_done() { echo "run-ops-comparison: $1 took $(( $(date +%s) - step_started )) s"; step_started=$(date +%s); }
 run() {  # name, binary, calls per sample, filter, [more flags]
   "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \
     --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
+  step_done "$1"
 }
 large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192(_tn)?'
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
@@ -60,6 +65,7 @@ gpucmp_round() {  # round number
       "$build_dir/benchmarks/gemm_sweep" --benchmark_filter="^gemm/cublaslt(_heuristic)?/$large_gemms/kernel" \
         --gpucmp_kernels_out="$out_dir/gemm_kernels.json" > "$out_dir/gemm_kernels.txt" 2>&1 ||
         { echo "run-ops-comparison: gemm kernel names failed"; status=1; }
+      step_done gemm_kernel_names
     fi
     gpucmp_files+=("$out_dir/gemm_$1.json")
   fi
@@ -76,6 +82,7 @@ gpucmp_round() {  # round number
   if part copy; then
     "$build_dir/benchmarks/bandwidth_sweep" --benchmark_filter="$bandwidth" --benchmark_out="$out_dir/bandwidth_$1.json" \
       --benchmark_out_format=json > "$out_dir/bandwidth_$1.txt" 2>&1 || { echo "run-ops-comparison: bandwidth_$1 failed"; status=1; }
+    step_done "bandwidth_$1"
     gpucmp_files+=("$out_dir/bandwidth_$1.json")
   fi
 }
@@ -85,6 +92,7 @@ torch_round() {  # round number
     --large-gemm-window "$large_gemm_window" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||
     { echo "run-ops-comparison: torch_ops.py failed"; tail -20 "$out_dir/torch_ops_$1.log"; status=1; }
+  step_done "torch_ops_$1"
   torch_files+=("$out_dir/torch_ops_$1.json")
 }
 # Which cuBLAS/cuBLASLt call PyTorch makes for each 8192^3 GEMM (types, layout, algorithm),
@@ -92,6 +100,7 @@ torch_round() {  # round number
 if part gemm; then
   python3 "$here/torch_gemm_calls.py" --out "$out_dir/torch_gemm_calls.json" > "$out_dir/torch_gemm_calls.log" 2>&1 ||
     { echo "run-ops-comparison: torch_gemm_calls.py failed"; tail -5 "$out_dir/torch_gemm_calls.log"; status=1; }
+  step_done torch_gemm_calls
 fi
 # GPUCMP_COMPARISON_ROUNDS=N (default 1) runs each side N times, interleaved A B B A A B ...,
 # so drift of clocks and temperature over the run falls on both sides alike; the table uses
