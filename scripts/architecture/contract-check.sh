@@ -4,7 +4,8 @@
 # GPU, then runs the parts named (default all):
 #   tests     every [gpu] test binary and example through CTest (labels gpu, example)
 #   ops       the operations against PyTorch (scripts/peers/run-ops-comparison.sh), one part
-#             at a time (GPUCMP_CONTRACT_OPS_PARTS, default "gemm deepbench conv copy")
+#             at a time (GPUCMP_CONTRACT_OPS_PARTS, default "gemm deepbench conv copy"), the
+#             compared rows only (GPUCMP_COMPARISON_EXTRAS=1 adds round 1's other rows)
 #   resnet50  ResNet-50 inference against PyTorch (scripts/peers/run-resnet50-comparison.sh)
 #   spin      the spin-kernel table of the timing methods (benchmarks/spin_table)
 # and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
@@ -40,7 +41,8 @@ fi
 # with its own table, so a device call cut short keeps the parts it finished.
 if part ops; then
   for p in ${GPUCMP_CONTRACT_OPS_PARTS:-gemm deepbench conv copy}; do
-    GPUCMP_COMPARISON_PARTS=$p "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$work/ops_$p" \
+    GPUCMP_COMPARISON_PARTS=$p GPUCMP_COMPARISON_EXTRAS=${GPUCMP_COMPARISON_EXTRAS:-0} \
+      "$repo_root/scripts/peers/run-ops-comparison.sh" "$build_dir" "$work/ops_$p" \
       > "$work/ops_$p.log" 2>&1 || status=1
     stamp "ops $p"
   done

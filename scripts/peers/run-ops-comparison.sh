@@ -6,7 +6,9 @@
 #   scripts/peers/run-ops-comparison.sh BUILD_DIR OUT_DIR
 # GPUCMP_COMPARISON_PARTS (default gemm,deepbench,conv,copy) runs only the parts named, on
 # both sides, when device time is short; GPUCMP_COMPARISON_KERNEL_NAMES=0 leaves out the
-# kernel-mode pass that names the 8192^3 kernels (about a minute).
+# kernel-mode pass that names the 8192^3 kernels (about a minute); GPUCMP_COMPARISON_EXTRAS=0
+# leaves out everything round 1 runs beyond the compared rows (the heuristic's and each cuDNN
+# API's rows, the whole bandwidth sweep, the kernel names).
 set -uo pipefail
 build_dir=${1:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
 out_dir=${2:?usage: run-ops-comparison.sh BUILD_DIR OUT_DIR}
@@ -51,7 +53,7 @@ gpucmp_round() {  # round number
   # the whole bandwidth sweep); later rounds only the rows compared with PyTorch, so two
   # rounds fit one 10-minute device call.
   local gemm_providers='cublaslt[a-z_]*' conv_providers='cudnn[a-z_]*' bandwidth='.'
-  if (($1 > 1)); then
+  if (($1 > 1)) || [[ ${GPUCMP_COMPARISON_EXTRAS:-1} == 0 ]]; then
     gemm_providers='cublaslt' conv_providers='cudnn'
     bandwidth='^copy/(kernel|cudaMemcpyAsync_d2d)/none/(1073741824|4294967296)/hot/'
   fi
@@ -61,7 +63,7 @@ gpucmp_round() {  # round number
   if part gemm; then
     run "gemm_$1" gemm_sweep "$large_gemm_calls" "^gemm/cublaslt(_heuristic)?/$large_gemms/graph" \
       --gpucmp_cooldown_s="$large_gemm_cooldown" --gpucmp_warmup_s="$large_gemm_warmup" --gpucmp_window_s="$large_gemm_window"
-    if (($1 == 1)) && [[ ${GPUCMP_COMPARISON_KERNEL_NAMES:-1} != 0 ]]; then  # which kernel each algorithm runs, once
+    if (($1 == 1)) && [[ ${GPUCMP_COMPARISON_KERNEL_NAMES:-1} != 0 && ${GPUCMP_COMPARISON_EXTRAS:-1} != 0 ]]; then  # which kernel each algorithm runs, once
       "$build_dir/benchmarks/gemm_sweep" --benchmark_filter="^gemm/cublaslt(_heuristic)?/$large_gemms/kernel" \
         --gpucmp_kernels_out="$out_dir/gemm_kernels.json" > "$out_dir/gemm_kernels.txt" 2>&1 ||
         { echo "run-ops-comparison: gemm kernel names failed"; status=1; }
