@@ -21,7 +21,8 @@ LAYERS = {
     "serving": 4,
     "ops": 5,
     "models": 6,
-    "gbench": 7,
+    "training": 7,
+    "gbench": 8,
 }
 TOP_LEVEL = {"bench.hpp", "core.hpp", "version.hpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]gpucmp/([^>"]+)[>"]', re.M)
