@@ -246,7 +246,7 @@ class gemm {
     allocate_and_fill(stream);
     create_descriptors();
     enumerate_candidates(stream);
-    select(0, stream);
+    select_first_usable(stream);
   }
 
   /// "" when `device` can run `problem` in its precision, else why not. Allocates nothing.
@@ -508,6 +508,18 @@ class gemm {
     a.workspace = r.workspaceSize;
     a.heuristic_rank = rank;
     return a;
+  }
+
+  // Runs the first candidate the heuristic marked usable (its first choice, as a rule).
+  void select_first_usable(cudaStream_t stream) {
+    for (std::size_t i = 0; i < m_results.size(); ++i) {
+      if (m_results[i].state == CUBLAS_STATUS_SUCCESS) {
+        select(i, stream);
+        return;
+      }
+    }
+    throw unsupported("no usable cuBLASLt algorithm for " + name() + ": the heuristic marked every candidate unusable (" +
+                      cublasLtGetStatusName(m_results.front().state) + ")");
   }
 
   // The heuristic's candidates (its first with algorithm_choice::heuristic); for a search
