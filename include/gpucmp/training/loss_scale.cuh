@@ -51,6 +51,7 @@ __global__ void flag_non_finite(const T* gradients, std::size_t n, device_loss_s
 }
 
 // One step of the state machine (update_loss_scale in loss_scale.hpp), by one thread.
+template <int = 0>  // a template: header kernels stay one definition across translation units
 __global__ void advance_loss_scale(device_loss_scale* s, float growth_factor, float backoff_factor,
                                    std::int32_t growth_interval) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
@@ -112,7 +113,7 @@ class dynamic_loss_scale {
   /// Closes the step: backs off and counts it as skipped when it was flagged, else counts a
   /// clean step and grows the scale every growth_interval of them; clears the flag.
   void update(cudaStream_t stream) {
-    detail::advance_loss_scale<<<1, 1, 0, stream>>>(state(), m_options.growth_factor, m_options.backoff_factor,
+    detail::advance_loss_scale<><<<1, 1, 0, stream>>>(state(), m_options.growth_factor, m_options.backoff_factor,
                                                     m_options.growth_interval);
     GPUCMP_CUDA_CHECK_LAST("advance_loss_scale");
   }
