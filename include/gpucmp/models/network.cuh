@@ -18,6 +18,7 @@
 #pragma once
 
 #include <gpucmp/measure/activity_tracer.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/detail/unique_handle.hpp>
 #include <gpucmp/cuda/error.hpp>
@@ -32,7 +33,6 @@
 #include <gpucmp/models/softmax.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/operation.hpp>
-#include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>

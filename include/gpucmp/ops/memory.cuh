@@ -4,8 +4,9 @@
 // Memory-bandwidth operations (ops/operation.hpp), verified before they are timed: a device
 // copy kernel and a STREAM triad kernel (each searched on this GPU over block sizes and loads
 // in flight per thread, the verified fastest kept and recorded), cudaMemcpyAsync
-// device-to-device, and host<->device copies from pinned memory. Bytes are counted as read + written (a D2D copy of B bytes
-// moves 2B), the convention of the CUDA samples' bandwidthTest and STREAM.
+// device-to-device, and host<->device copies from pinned memory. Bytes are counted as read +
+// written (a D2D copy of B bytes moves 2B), the convention of the CUDA samples'
+// bandwidthTest and STREAM.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
