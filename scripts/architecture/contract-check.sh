@@ -37,7 +37,7 @@ if part tests; then
     > "$work/ctest.log" 2>&1 || status=1
   stamp tests
 fi
-# The ops comparison one part at a time (GPUCMP_COMPARISON_PARTS, default all four), each
+# The ops comparison one part at a time (GPUCMP_CONTRACT_OPS_PARTS, default all four), each
 # with its own table, so a device call cut short keeps the parts it finished.
 if part ops; then
   for p in ${GPUCMP_CONTRACT_OPS_PARTS:-gemm deepbench conv copy}; do
