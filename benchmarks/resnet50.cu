@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// ResNet-50 v1.5 inference through gpucmp's model API: every batch size and precision asked
-// for, eager (each layer launched from the host as the GPU runs, no held stream: the launch
+// ResNet-50 v1.5 (or, with --model=resnet18, ResNet-18) inference through gpucmp's model
+// API: every batch size and precision asked for, eager (each layer launched from the host as the GPU runs, no held stream: the launch
 // path shows when it is slower than the GPU) and graph (the forward pass captured into a CUDA
 // graph and replayed). Each network is built, searched and verified layer by layer before it
 // is timed. Names:
-// resnet50/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
-//   resnet50 [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
+// <model>/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
+//   resnet50 [--model=resnet50|resnet18] [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--weights=resnet50.safetensors] [--layers_out=layers.md]
 //            [--paths=fused_graph,legacy_fused,conv_then_kernel] [benchmark flags]
 // Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
-// resnet50/<dtype>_nchw/bs<N>/... in NCHW.
+// resnet50/<dtype>_nchw/bs<N>/... in NCHW (resnet18/... with --model=resnet18).
+// --weights loads ResNet-50's torchvision weights; other models run on random weights.
 // --layers_out appends each network's layers: algorithm, searched time, verification and,
 // where CUPTI is available, each layer's kernels and time inside the pass (kernel mode).
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
@@ -22,6 +23,7 @@
 #endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
 
 #include <cstdio>
@@ -37,6 +39,7 @@
 namespace {
 
 struct settings {
+  std::string model = "resnet50";  // or "resnet18"
   std::vector<std::int64_t> batches{1, 16, 32, 64, 128, 256};
   std::vector<gpucmp::conv_dtype> dtypes{gpucmp::conv_dtype::fp16};
   std::vector<gpucmp::conv_layout> layouts{gpucmp::conv_layout::nhwc};
@@ -50,9 +53,20 @@ settings& config() {
   return s;
 }
 
+// The model asked for, built once: the registry of the models this program runs.
+gpucmp::network_definition build_definition() {
+  if (config().model == "resnet18") {
+    if (!config().weights.empty()) throw gpucmp::invalid_argument("resnet50: --weights loads ResNet-50 weights only");
+    return gpucmp::resnet18_random(1);
+  }
+  if (config().model != "resnet50") {
+    throw gpucmp::invalid_argument("resnet50: unknown --model '" + config().model + "' (resnet50, resnet18)");
+  }
+  return config().weights.empty() ? gpucmp::resnet50_random(1) : gpucmp::resnet50_from_file(config().weights);
+}
+
 const gpucmp::network_definition& definition() {
-  static const gpucmp::network_definition def =
-      config().weights.empty() ? gpucmp::resnet50_random(1) : gpucmp::resnet50_from_file(config().weights);
+  static const gpucmp::network_definition def = build_definition();
   return def;
 }
 
@@ -170,7 +184,7 @@ void register_all() {
       const std::string precision =
           std::string(gpucmp::to_string(dtype)) + (layout == gpucmp::conv_layout::nhwc ? "" : std::string("_") + gpucmp::to_string(layout));
       for (std::int64_t batch : config().batches) {
-        const std::string base = "resnet50/" + precision + "/bs" + std::to_string(batch);
+        const std::string base = config().model + "/" + precision + "/bs" + std::to_string(batch);
         for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
           const bool eager = mode == gpucmp::mode::hot;
           auto fn = [dtype, layout, batch, eager](gpucmp::state& st) {
@@ -205,7 +219,9 @@ void parse_flags(int& argc, char** argv) {
       const std::size_t n = std::strlen(flag);
       return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
     };
-    if (const char* v = value("--batches=")) {
+    if (const char* v = value("--model=")) {
+      config().model = v;
+    } else if (const char* v = value("--batches=")) {
       config().batches.clear();
       for (const auto& b : split(v)) {
         const long long n = std::stoll(b);
@@ -244,7 +260,7 @@ void print_largest_batches() {
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
   for (gpucmp::conv_dtype dtype : config().dtypes) {
     const std::int64_t largest = gpucmp::largest_batch_that_fits(definition(), dtype, free_bytes);
-    std::printf("resnet50/%s: largest batch that fits in %.1f GiB free: %lld\n", gpucmp::to_string(dtype),
+    std::printf("%s/%s: largest batch that fits in %.1f GiB free: %lld\n", config().model.c_str(), gpucmp::to_string(dtype),
                 double(free_bytes) / double(1ull << 30), static_cast<long long>(largest));
   }
 }

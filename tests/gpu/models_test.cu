@@ -17,6 +17,7 @@
 #endif
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
 #include <gpucmp/cuda/stream.hpp>
 
@@ -399,6 +400,35 @@ TEST_CASE("ResNet-50 v1.5 builds, verifies every layer and reuses activation mem
   CHECK(net.output(s.get()) == logits);  // every layer's work is ordered on the stream
   CHECK(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
   CHECK(*std::max_element(logits.begin(), logits.end()) > *std::min_element(logits.begin(), logits.end()));
+}
+
+TEST_CASE("ResNet-18 builds, verifies every layer and its logits match a whole-network FP64 reference", "[gpu][models][resnet18]") {
+  // The model added by following docs/architecture.md's "Adding a model".
+  gpucmp::stream s;
+  const gpucmp::network_definition def = gpucmp::resnet18_random(2);
+  const std::vector<float> image = random_images(std::size_t(3 * 224 * 224), 5);
+  const std::vector<double> reference = host_forward(def, 1, image);
+  const double scale = std::fabs(*std::max_element(reference.begin(), reference.end(),
+                                                   [](double a, double b) { return std::fabs(a) < std::fabs(b); }));
+  REQUIRE(scale > 0.01);  // not a degenerate network
+  gpucmp::network_options o;
+  o.batch = 1;
+  gpucmp::network net(def, gpucmp_test::paced(o), s.get());
+  CHECK(net.layers().size() == 23);  // 20 convolutions, two pools, fc
+  for (const auto& l : net.layers()) {
+    INFO(l.name << ": " << l.algorithm << ": " << l.check.summary());
+    CHECK(l.check.passed());
+  }
+  CHECK(net.work().flops == 2.0 * 1814073344.0);
+  net.set_input(image, s.get());
+  gpucmp::graph_exec g = net.capture(s.get());
+  g.launch(s.get());
+  const std::vector<float> logits = net.output(s.get());
+  REQUIRE(logits.size() == 1000);
+  double worst = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::fabs(double(logits[i]) - reference[i]) / scale);
+  INFO("worst error / max |logit| = " << worst);
+  CHECK(worst <= 1e-2);  // FP16 activations through 18 layers
 }
 
 #if GPUCMP_TEST_KERNEL_MODE

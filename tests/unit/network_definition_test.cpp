@@ -7,6 +7,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
 
 #include <cmath>
@@ -33,6 +34,34 @@ TEST_CASE("ResNet-50 v1.5 has torchvision's layers and MAC and parameter counts"
   CHECK(def.parameter_count() + conv_biases == 25557032);
   CHECK(def.shape(def.output()) == gpucmp::image_shape{1000, 1, 1});
   CHECK(def.float_from(def.output()));
+}
+
+TEST_CASE("ResNet-18 has torchvision's layers, wiring and MAC and parameter counts", "[models][resnet18]") {
+  gpucmp::network_definition def = gpucmp::resnet18_definition();
+  int convs = 0, with_residual = 0, without_relu = 0;
+  std::int64_t conv_biases = 0;
+  for (const auto& l : def.layers()) {
+    if (l.kind != gpucmp::layer_kind::conv) continue;
+    ++convs;
+    conv_biases += l.conv.out_channels;
+    if (l.residual.valid()) ++with_residual;
+    if (!l.conv.relu) ++without_relu;
+  }
+  CHECK(convs == 20);          // the stem, 8 basic blocks of two, 3 downsamples
+  CHECK(with_residual == 8);   // every block's conv2
+  CHECK(without_relu == 3);    // the downsamples
+  CHECK(conv_biases == 4800);  // torchvision's batch norm channels
+  // torchvision.models.resnet18(): 1,814,073,344 multiply-adds per 224 x 224 image and
+  // 11,689,512 parameters, of which batch norms' gamma and beta are 2 x 4,800.
+  CHECK(def.macs_per_image() == 1814073344.0);
+  CHECK(def.parameter_count() + conv_biases == 11689512);
+  CHECK(def.layer("layer2.0.conv1").conv.stride == 2);
+  CHECK(def.layer("layer2.0.downsample").conv.stride == 2);
+  CHECK(def.layer("layer2.0.conv2").residual.id == def.layer("layer2.0.downsample").output.id);
+  CHECK(def.layer("layer2.1.conv2").residual.id == def.layer("layer2.0.conv2").output.id);
+  CHECK_THROWS(def.layer("layer1.0.downsample"));  // 64 -> 64 at stride 1: the identity
+  CHECK(def.shape(def.layer("layer4.1.conv2").output) == gpucmp::image_shape{512, 7, 7});
+  CHECK(def.shape(def.output()) == gpucmp::image_shape{1000, 1, 1});
 }
 
 TEST_CASE("ResNet-50 bottlenecks are wired as torchvision's", "[models][resnet50]") {
