@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Batch norm in training mode on tensors a network owns (component gpucmp::cudnn), with the
+// epilogue a ResNet needs fused: y = act(BN(x) + z). The forward pass uses the batch's
+// statistics, keeps the mean and 1/std for the backward pass and moves the running
+// statistics (torch's rule: momentum 0.1 toward the mean and the unbiased variance). The
+// backward pass gives dx, dgamma, dbeta and, with a residual, dz (the gradient of the added
+// tensor, which is dy through the ReLU).
+//
+// Two ways to run it:
+//  - cuDNN's persistent NHWC kernels (cudnnBatchNormalizationForwardTrainingEx and
+//    BackwardEx with BN, BN+ReLU or BN+add+ReLU), where cuDNN supports the shape and type;
+//  - gpucmp's kernels, for every layout and precision: per-channel sums in FP32 per thread
+//    and FP64 across threads, shifted by a sample of the channel so the variance does not
+//    cancel, then one element-wise pass.
+// Parameters, statistics and their gradients are FP32 whatever the activations' type
+// (master weights; torch's autocast keeps batch norm in FP32 too).
+// verify() checks both passes at full size against an FP64 reference computed on the GPU.
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cudnn_legacy.hpp>
+#include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/training/storage.cuh>
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// A batch norm's hyper-parameters (torch's defaults).
+struct batch_norm_options {
+  double eps = 1e-5;       ///< added to the variance
+  double momentum = 0.1;   ///< running = (1 - momentum) running + momentum batch
+};
+
+/// The tensors a batch norm layer reads and writes (device pointers; the layer owns none).
+/// x, z, y, dy, dx and dz have the activations' type and layout; the rest are FP32, one value
+/// per channel.
+struct batch_norm_tensors {
+  const void* x = nullptr;        ///< input
+  const void* z = nullptr;        ///< added after the normalisation, before the ReLU (residual only)
+  void* y = nullptr;              ///< output; the backward pass reads it for the ReLU's mask
+  const float* gamma = nullptr;   ///< scale
+  const float* beta = nullptr;    ///< shift
+  float* running_mean = nullptr;  ///< updated by forward()
+  float* running_var = nullptr;   ///< updated by forward() (unbiased)
+  float* saved_mean = nullptr;    ///< written by forward(), read by backward()
+  float* saved_inv_std = nullptr; ///< 1 / sqrt(biased variance + eps): as saved_mean
+  const void* dy = nullptr;       ///< gradient of y
+  void* dx = nullptr;             ///< gradient of x (may be dy itself: written element by element after reading it)
+  void* dz = nullptr;             ///< gradient of z (residual only)
+  float* dgamma = nullptr;        ///< written, not accumulated
+  float* dbeta = nullptr;         ///< written, not accumulated
+};
+
+/// One batch norm layer's shape and epilogue.
+struct batch_norm_shape {
+  std::int64_t n = 0, c = 0, h = 1, w = 1;
+  conv_dtype dtype = conv_dtype::fp16;       ///< activations' type (TF32 stores FP32)
+  conv_layout layout = conv_layout::nhwc;
+  bool residual = false;                     ///< adds z
+  bool relu = true;                          ///< ReLU last
+
+  std::int64_t per_channel() const noexcept { return n * h * w; }   ///< values per channel
+  std::int64_t elements() const noexcept { return n * c * h * w; }  ///< values of x
+  /// "fp16_nhwc/n32_c64_h56_w56/bn+add+relu".
+  std::string name() const {
+    return std::string(to_string(dtype)) + "_" + to_string(layout) + "/n" + std::to_string(n) + "_c" + std::to_string(c) +
+           "_h" + std::to_string(h) + "_w" + std::to_string(w) + "/bn" + (residual ? "+add" : "") + (relu ? "+relu" : "");
+  }
+};
+
+/// How a batch norm layer runs.
+enum class batch_norm_path {
+  cudnn_persistent,  ///< cuDNN's *Ex calls, CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+  gpucmp_kernels,    ///< gpucmp's statistics and element-wise kernels
+};
+
+/// "cuDNN persistent" or "gpucmp kernels".
+inline const char* to_string(batch_norm_path p) noexcept {
+  return p == batch_norm_path::cudnn_persistent ? "cuDNN persistent" : "gpucmp kernels";
+}
+
+/// What verify() found, per pass.
+struct batch_norm_verification {
+  verification forward;   ///< y, the saved statistics and the running statistics
+  verification backward;  ///< dx, dz, dgamma and dbeta
+  bool passed() const noexcept { return forward.passed() && backward.passed(); }
+};
+
+namespace detail {
+
+// Per-channel sums of one block's rows, NHWC: blockDim (32, 8), channel blockIdx.x * 32 + x.
+// forward (dy == nullptr): s1 = sum(x - shift), s2 = sum((x - shift)^2), shift = x[0, c].
+// backward: e = relu ? (y > 0 ? dy : 0) : dy; s1 = sum(e), s2 = sum(e (x - mean)).
+template <class T>
+__global__ void bn_partial_sums_nhwc(const T* x, const T* y, const T* dy, const float* mean, std::int64_t rows,
+                                     std::int64_t c, bool relu, double* partial) {
+  const std::int64_t ch = blockIdx.x * std::int64_t(32) + threadIdx.x;
+  float s1 = 0, s2 = 0;
+  if (ch < c) {
+    const float center = dy == nullptr ? float(to_double(x[ch])) : mean[ch];
+    for (std::int64_t m = blockIdx.y * std::int64_t(8) + threadIdx.y; m < rows; m += std::int64_t(gridDim.y) * 8) {
+      const std::int64_t i = m * c + ch;
+      const float d = float(to_double(x[i])) - center;
+      if (dy == nullptr) {
+        s1 += d;
+        s2 += d * d;
+      } else {
+        const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+        s1 += e;
+        s2 += e * d;
+      }
+    }
+  }
+  __shared__ double sums[2][8][32];
+  sums[0][threadIdx.y][threadIdx.x] = s1;
+  sums[1][threadIdx.y][threadIdx.x] = s2;
+  __syncthreads();
+  if (threadIdx.y == 0 && ch < c) {
+    double t1 = 0, t2 = 0;
+    for (int k = 0; k < 8; ++k) {
+      t1 += sums[0][k][threadIdx.x];
+      t2 += sums[1][k][threadIdx.x];
+    }
+    partial[(blockIdx.y * c + ch) * 2] = t1;
+    partial[(blockIdx.y * c + ch) * 2 + 1] = t2;
+  }
+}
+
+// The same sums in NCHW: one channel per blockIdx.x, 256 threads over its rows of a split.
+template <class T>
+__global__ void bn_partial_sums_nchw(const T* x, const T* y, const T* dy, const float* mean, std::int64_t rows,
+                                     std::int64_t c, std::int64_t plane, bool relu, double* partial) {
+  const std::int64_t ch = blockIdx.x;
+  const float center = dy == nullptr ? float(to_double(x[ch * plane])) : mean[ch];
+  float s1 = 0, s2 = 0;
+  for (std::int64_t m = blockIdx.y * std::int64_t(blockDim.x) + threadIdx.x; m < rows; m += std::int64_t(gridDim.y) * blockDim.x) {
+    const std::int64_t i = ((m / plane) * c + ch) * plane + m % plane;
+    const float d = float(to_double(x[i])) - center;
+    if (dy == nullptr) {
+      s1 += d;
+      s2 += d * d;
+    } else {
+      const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+      s1 += e;
+      s2 += e * d;
+    }
+  }
+  __shared__ double sums[2][256];
+  sums[0][threadIdx.x] = s1;
+  sums[1][threadIdx.x] = s2;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      sums[0][threadIdx.x] += sums[0][threadIdx.x + half];
+      sums[1][threadIdx.x] += sums[1][threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partial[(blockIdx.y * c + ch) * 2] = sums[0][0];
+    partial[(blockIdx.y * c + ch) * 2 + 1] = sums[1][0];
+  }
+}
+
+// Forward statistics from the partial sums: saved mean and 1/std, running statistics, and
+// y = x a + b per channel (a = gamma / std, b = beta - mean a).
+template <class T>
+__global__ void bn_finish_statistics(const double* partial, int splits, std::int64_t rows, std::int64_t c, const T* x,
+                                     std::int64_t shift_stride, const float* gamma, const float* beta, double eps,
+                                     double momentum, float* running_mean, float* running_var, float* saved_mean,
+                                     float* saved_inv_std, float* a, float* b) {
+  const std::int64_t ch = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  double s1 = 0, s2 = 0;
+  for (int k = 0; k < splits; ++k) {
+    s1 += partial[(k * c + ch) * 2];
+    s2 += partial[(k * c + ch) * 2 + 1];
+  }
+  const double shifted_mean = s1 / double(rows);
+  const double mean = double(float(to_double(x[ch * shift_stride]))) + shifted_mean;
+  const double biased = fmax(s2 / double(rows) - shifted_mean * shifted_mean, 0.0);
+  const double inv_std = 1.0 / sqrt(biased + eps);
+  saved_mean[ch] = float(mean);
+  saved_inv_std[ch] = float(inv_std);
+  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
+  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
+  const double scale = double(gamma[ch]) * inv_std;
+  a[ch] = float(scale);
+  b[ch] = float(double(beta[ch]) - mean * scale);
+}
+
+// Backward per-channel results: dbeta = sum(e), dgamma = sum(e (x - mean)) / std, and
+// dx = e c1 + x c2 + c3.
+template <int = 0>  // a template: header kernels stay one definition across translation units
+__global__ void bn_finish_gradients(const double* partial, int splits, std::int64_t rows, std::int64_t c,
+                                           const float* gamma, const float* saved_mean, const float* saved_inv_std,
+                                           float* dgamma, float* dbeta, float* c1, float* c2, float* c3) {
+  const std::int64_t ch = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  double s1 = 0, s2 = 0;
+  for (int k = 0; k < splits; ++k) {
+    s1 += partial[(k * c + ch) * 2];
+    s2 += partial[(k * c + ch) * 2 + 1];
+  }
+  const double inv_std = saved_inv_std[ch], mean = saved_mean[ch];
+  const double dg = s2 * inv_std;
+  dgamma[ch] = float(dg);
+  dbeta[ch] = float(s1);
+  const double k1 = double(gamma[ch]) * inv_std;
+  const double k2 = -k1 * inv_std * dg / double(rows);
+  c1[ch] = float(k1);
+  c2[ch] = float(k2);
+  c3[ch] = float(-k1 * s1 / double(rows) - k2 * mean);
+}
+
+// y = act(x a + b + z); element i is of channel (i / inner) % c (inner 1 in NHWC, H W in NCHW).
+template <class T>
+__global__ void bn_apply(const T* x, const T* z, T* y, const float* a, const float* b, std::int64_t count, std::int64_t c,
+                         std::int64_t inner, bool relu) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t ch = (i / inner) % c;
+    float v = float(to_double(x[i])) * a[ch] + b[ch];
+    if (z != nullptr) v += float(to_double(z[i]));
+    if (relu) v = fmaxf(v, 0.0f);
+    y[i] = from_double<T>(v);
+  }
+}
+
+// e = relu ? (y > 0 ? dy : 0) : dy; dz = e; dx = e c1 + x c2 + c3 (dx may be dy).
+template <class T>
+__global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, T* dx, T* dz, const float* c1, const float* c2,
+                                  const float* c3, std::int64_t count, std::int64_t c, std::int64_t inner, bool relu) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t ch = (i / inner) % c;
+    const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+    const float xv = float(to_double(x[i]));
+    if (dz != nullptr) dz[i] = from_double<T>(e);
+    dx[i] = from_double<T>(e * c1[ch] + xv * c2[ch] + c3[ch]);
+  }
+}
+
+// FP64 reference, one block of 256 per channel: mean and biased variance (two passes), and
+// with dy the backward sums over e: sum(e), sum(e xhat), sum|e|, sum|e xhat|.
+template <class T>
+__global__ void bn_reference_channel(const T* x, const T* y, const T* dy, std::int64_t rows, std::int64_t c,
+                                     std::int64_t inner, double eps, bool relu, double* out /* 6 per channel */) {
+  const std::int64_t ch = blockIdx.x;
+  auto at = [&](std::int64_t m) { return inner == 1 ? m * c + ch : ((m / inner) * c + ch) * inner + m % inner; };
+  __shared__ double red[4][256];
+  auto reduce = [&](int k) {
+    __syncthreads();
+    for (unsigned half = 128; half > 0; half /= 2) {
+      if (threadIdx.x < half) red[k][threadIdx.x] += red[k][threadIdx.x + half];
+      __syncthreads();
+    }
+    return red[k][0];
+  };
+  double s = 0;
+  for (std::int64_t m = threadIdx.x; m < rows; m += 256) s += to_double(x[at(m)]);
+  red[0][threadIdx.x] = s;
+  const double mean = reduce(0) / double(rows);
+  double q = 0;
+  for (std::int64_t m = threadIdx.x; m < rows; m += 256) q += (to_double(x[at(m)]) - mean) * (to_double(x[at(m)]) - mean);
+  red[1][threadIdx.x] = q;
+  const double var = reduce(1) / double(rows);
+  const double inv_std = 1.0 / sqrt(var + eps);
+  double e1 = 0, e2 = 0, a1 = 0, a2 = 0;
+  if (dy != nullptr) {
+    for (std::int64_t m = threadIdx.x; m < rows; m += 256) {
+      const std::int64_t i = at(m);
+      const double e = relu && !(to_double(y[i]) > 0) ? 0.0 : to_double(dy[i]);
+      const double xhat = (to_double(x[i]) - mean) * inv_std;
+      e1 += e;
+      e2 += e * xhat;
+      a1 += fabs(e);
+      a2 += fabs(e * xhat);
+    }
+  }
+  __syncthreads();
+  red[0][threadIdx.x] = e1;
+  red[1][threadIdx.x] = e2;
+  red[2][threadIdx.x] = a1;
+  red[3][threadIdx.x] = a2;
+  const double r0 = reduce(0), r1 = reduce(1), r2 = reduce(2), r3 = reduce(3);
+  if (threadIdx.x == 0) {
+    double* o = out + ch * 6;
+    o[0] = mean;
+    o[1] = var;
+    o[2] = r0;
+    o[3] = r1;
+    o[4] = r2;
+    o[5] = r3;
+  }
+}
+
+template <class T>
+__global__ void bn_gather(const T* data, const std::int64_t* at, std::size_t count, double* out) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    out[i] = data == nullptr ? 0.0 : to_double(data[at[i]]);
+  }
+}
+
+inline int grid_for(std::int64_t count, int threads = 256) {
+  return int(std::max<std::int64_t>(1, std::min<std::int64_t>((count + threads - 1) / threads, 65536)));
+}
+
+}  // namespace detail
+
+/// One batch norm layer in training mode (see the file comment). Holds descriptors only: the
+/// tensors, workspace and reserve are the caller's.
+class batch_norm_training {
+ public:
+  /// Prepares `shape` on `handle` for `path`. Throws invalid_argument for a bad shape and
+  /// unsupported when cuDNN's persistent kernels do not take it (support() says why
+  /// beforehand where it can).
+  batch_norm_training(cudnnHandle_t handle, const batch_norm_shape& shape, batch_norm_path path,
+                      const batch_norm_options& options = {})
+      : m_handle(handle), m_shape(shape), m_path(path), m_options(options) {
+    if (shape.n <= 0 || shape.c <= 0 || shape.h <= 0 || shape.w <= 0) {
+      throw invalid_argument("batch_norm_training: every extent must be positive, got " + shape.name());
+    }
+    if (shape.per_channel() < 2) throw invalid_argument("batch_norm_training: " + shape.name() + " has one value per channel");
+    if (!(options.eps > 0) || !(options.momentum >= 0 && options.momentum <= 1)) {
+      throw invalid_argument("batch_norm_training: eps must be positive and momentum in [0, 1]");
+    }
+    const std::string reason = support(shape, path);
+    if (!reason.empty()) throw unsupported(reason);
+    int device = 0, sms = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
+    GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    plan_splits(sms);
+    if (path == batch_norm_path::cudnn_persistent) create_cudnn_descriptors();
+  }
+  batch_norm_training(const batch_norm_training&) = delete;
+  batch_norm_training& operator=(const batch_norm_training&) = delete;
+  batch_norm_training(batch_norm_training&&) = default;
+  batch_norm_training& operator=(batch_norm_training&&) = default;
+
+  /// "" when `path` can run `shape`, else why not. cuDNN's persistent kernels take NHWC FP16
+  /// or BF16 with channels a multiple of 4, and an added tensor only with the ReLU.
+  static std::string support(const batch_norm_shape& shape, batch_norm_path path) {
+    if (path == batch_norm_path::gpucmp_kernels) return {};
+    if (shape.layout != conv_layout::nhwc) return "cuDNN persistent batch norm: NHWC only, not " + shape.name();
+    if (shape.dtype != conv_dtype::fp16 && shape.dtype != conv_dtype::bf16) {
+      return "cuDNN persistent batch norm: FP16 or BF16 only, not " + shape.name();
+    }
+    if (shape.c % 4 != 0) return "cuDNN persistent batch norm: channels must be a multiple of 4 in " + shape.name();
+    if (shape.residual && !shape.relu) return "cuDNN persistent batch norm: an added tensor needs the ReLU, " + shape.name();
+    return {};
+  }
+
+  /// Workspace bytes forward() and backward() need (one buffer serves both).
+  std::size_t workspace_bytes() const noexcept { return m_workspace; }
+  /// Bytes forward() leaves for backward() beside the saved statistics (cuDNN's ReLU mask).
+  std::size_t reserve_bytes() const noexcept { return m_reserve; }
+  /// The shape.
+  const batch_norm_shape& shape() const noexcept { return m_shape; }
+  /// How it runs.
+  batch_norm_path path() const noexcept { return m_path; }
+  /// The hyper-parameters.
+  const batch_norm_options& options() const noexcept { return m_options; }
+  /// "batch norm (gpucmp kernels) fp16_nhwc/n32_c64_h56_w56/bn+relu".
+  std::string name() const { return std::string("batch norm (") + to_string(m_path) + ") " + m_shape.name(); }
+
+  /// Enqueues the training-mode forward pass: y, saved statistics, running statistics.
+  void forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+    require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
+                (!m_shape.residual || t.z),
+            "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
+    if (m_path == batch_norm_path::cudnn_persistent) {
+      cudnn_forward(t, workspace, reserve, stream);
+      return;
+    }
+    visit_storage(m_shape.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = static_cast<const T*>(t.x);
+      double* partial = static_cast<double*>(workspace);
+      float* a = reinterpret_cast<float*>(partial + 2 * m_splits * m_shape.c);
+      float* b = a + m_shape.c;
+      launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr, partial, stream);
+      detail::bn_finish_statistics<T><<<detail::grid_for(m_shape.c), 256, 0, stream>>>(
+          partial, m_splits, m_shape.per_channel(), m_shape.c, x, shift_stride(), t.gamma, t.beta, m_options.eps,
+          m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
+      GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
+      detail::bn_apply<T><<<detail::grid_for(m_shape.elements()), 256, 0, stream>>>(
+          x, m_shape.residual ? static_cast<const T*>(t.z) : nullptr, static_cast<T*>(t.y), a, b, m_shape.elements(), m_shape.c,
+          inner(), m_shape.relu);
+      GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+    });
+  }
+
+  /// Enqueues the backward pass: dx, dgamma, dbeta and (residual) dz, from x, y, dy and the
+  /// statistics forward() saved.
+  void backward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+    require(t.x && t.y && t.dy && t.dx && t.gamma && t.saved_mean && t.saved_inv_std && t.dgamma && t.dbeta &&
+                (!m_shape.residual || t.dz),
+            "backward needs x, y, dy, dx, gamma, the saved statistics, dgamma and dbeta" +
+                std::string(m_shape.residual ? " and dz" : ""));
+    if (m_path == batch_norm_path::cudnn_persistent) {
+      cudnn_backward(t, workspace, reserve, stream);
+      return;
+    }
+    visit_storage(m_shape.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      double* partial = static_cast<double*>(workspace);
+      float* c1 = reinterpret_cast<float*>(partial + 2 * m_splits * m_shape.c);
+      float* c2 = c1 + m_shape.c;
+      float* c3 = c2 + m_shape.c;
+      const T* x = static_cast<const T*>(t.x);
+      const T* y = static_cast<const T*>(t.y);
+      const T* dy = static_cast<const T*>(t.dy);
+      launch_partial_sums(x, y, dy, t.saved_mean, partial, stream);
+      detail::bn_finish_gradients<><<<detail::grid_for(m_shape.c), 256, 0, stream>>>(
+          partial, m_splits, m_shape.per_channel(), m_shape.c, t.gamma, t.saved_mean, t.saved_inv_std, t.dgamma, t.dbeta, c1,
+          c2, c3);
+      GPUCMP_CUDA_CHECK_LAST("batch norm gradient sums kernel");
+      detail::bn_apply_gradient<T><<<detail::grid_for(m_shape.elements()), 256, 0, stream>>>(
+          x, y, dy, static_cast<T*>(t.dx), m_shape.residual ? static_cast<T*>(t.dz) : nullptr, c1, c2, c3, m_shape.elements(),
+          m_shape.c, inner(), m_shape.relu);
+      GPUCMP_CUDA_CHECK_LAST("batch norm gradient kernel");
+    });
+  }
+
+  /// Runs forward() and backward() once on `t` as it is (x, z, gamma, beta and dy must hold
+  /// data) and checks both at full size against an FP64 reference computed on the GPU: y,
+  /// dx and dz at 16,384 random elements (first and last included), the saved and running
+  /// statistics, dgamma and dbeta at every channel. The running statistics are restored
+  /// afterwards. Synchronizes `stream`.
+  batch_norm_verification verify(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+    const std::size_t c = std::size_t(m_shape.c);
+    const std::vector<float> old_mean = download(t.running_mean, c, stream), old_var = download(t.running_var, c, stream);
+    const std::size_t bytes = std::size_t(m_shape.elements()) * element_bytes(m_shape.dtype);
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.y, 0xFF, bytes, stream));  // poisoned: NaN in every type
+    forward(t, workspace, reserve, stream);
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dx, 0xFF, bytes, stream));
+    if (m_shape.residual) GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dz, 0xFF, bytes, stream));
+    // dx may be dy itself; the reference needs dy, so the check runs on a copy.
+    device_buffer<unsigned char> dy_copy(bytes, initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(dy_copy.data(), t.dy, bytes, cudaMemcpyDeviceToDevice, stream));
+    batch_norm_tensors b = t;
+    b.dy = dy_copy.data();
+    backward(b, workspace, reserve, stream);
+    batch_norm_verification v = visit_storage(m_shape.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return compare<T>(b, old_mean, old_var, stream);
+    });
+    upload(t.running_mean, old_mean, stream);
+    upload(t.running_var, old_var, stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return v;
+  }
+
+ private:
+  using tensor_desc_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+  using activation_desc_t = detail::unique_handle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+
+  void require(bool ok, const std::string& what) const {
+    if (!ok) throw invalid_argument(name() + ": " + what);
+  }
+  std::int64_t inner() const noexcept { return m_shape.layout == conv_layout::nhwc ? 1 : m_shape.h * m_shape.w; }
+  std::int64_t shift_stride() const noexcept { return m_shape.layout == conv_layout::nhwc ? 1 : m_shape.h * m_shape.w; }
+
+  // Row splits so the partial-sum kernel has a few blocks per SM, each thread at least 16 rows.
+  void plan_splits(int sms) {
+    const std::int64_t rows = m_shape.per_channel();
+    const std::int64_t channel_blocks = m_shape.layout == conv_layout::nhwc ? (m_shape.c + 31) / 32 : m_shape.c;
+    const std::int64_t rows_per_split_pass = m_shape.layout == conv_layout::nhwc ? 8 : 256;
+    const std::int64_t wanted = std::max<std::int64_t>(1, (4 * std::int64_t(sms) + channel_blocks - 1) / channel_blocks);
+    const std::int64_t most = std::max<std::int64_t>(1, rows / (16 * rows_per_split_pass));
+    m_splits = int(std::min<std::int64_t>({wanted, most, 65535}));
+    m_workspace = std::size_t(2 * m_splits * m_shape.c) * sizeof(double) + std::size_t(3 * m_shape.c) * sizeof(float);
+  }
+
+  template <class T>
+  void launch_partial_sums(const T* x, const T* y, const T* dy, const float* mean, double* partial, cudaStream_t stream) const {
+    if (m_shape.layout == conv_layout::nhwc) {
+      const dim3 grid(unsigned((m_shape.c + 31) / 32), unsigned(m_splits));
+      detail::bn_partial_sums_nhwc<T><<<grid, dim3(32, 8), 0, stream>>>(x, y, dy, mean, m_shape.per_channel(), m_shape.c,
+                                                                       m_shape.relu, partial);
+    } else {
+      const dim3 grid(unsigned(m_shape.c), unsigned(m_splits));
+      detail::bn_partial_sums_nchw<T><<<grid, 256, 0, stream>>>(x, y, dy, mean, m_shape.per_channel(), m_shape.c,
+                                                               m_shape.h * m_shape.w, m_shape.relu, partial);
+    }
+    GPUCMP_CUDA_CHECK_LAST("batch norm partial sums kernel");
+  }
+
+  cudnnBatchNormOps_t cudnn_ops() const noexcept {
+    if (m_shape.residual) return CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION;
+    return m_shape.relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : CUDNN_BATCHNORM_OPS_BN;
+  }
+
+  void create_cudnn_descriptors() {
+    cudnnTensorDescriptor_t x = nullptr, p = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    m_x = tensor_desc_t(x);
+    GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p));
+    m_param = tensor_desc_t(p);
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, detail::cudnn_data_type(m_shape.dtype), int(m_shape.n),
+                                                  int(m_shape.c), int(m_shape.h), int(m_shape.w)));
+    GPUCMP_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(p, x, CUDNN_BATCHNORM_SPATIAL_PERSISTENT));
+    if (m_shape.relu) {
+      cudnnActivationDescriptor_t a = nullptr;
+      GPUCMP_CUDNN_CHECK(cudnnCreateActivationDescriptor(&a));
+      m_activation = activation_desc_t(a);
+      GPUCMP_CUDNN_CHECK(cudnnSetActivationDescriptor(a, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    }
+    std::size_t forward_ws = 0, backward_ws = 0, reserve = 0;
+    const cudnnTensorDescriptor_t z = m_shape.residual ? m_x.get() : nullptr;
+    const cudnnStatus_t s = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+        m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), m_x.get(), z, m_x.get(), m_param.get(), m_activation.get(),
+        &forward_ws);
+    if (s == CUDNN_STATUS_NOT_SUPPORTED) throw unsupported("cuDNN persistent batch norm does not take " + m_shape.name());
+    GPUCMP_CUDNN_CHECK(s);
+    GPUCMP_CUDNN_CHECK(cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+        m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), m_x.get(), m_x.get(), m_x.get(), z, m_x.get(), m_param.get(),
+        m_activation.get(), &backward_ws));
+    GPUCMP_CUDNN_CHECK(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+        m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), m_activation.get(), m_x.get(), &reserve));
+    m_workspace = std::max(forward_ws, backward_ws);
+    m_reserve = reserve;
+  }
+
+  void cudnn_forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
+    const float one = 1.0f, zero = 0.0f;
+    GPUCMP_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
+        m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), &one, &zero, m_x.get(), t.x,
+        m_shape.residual ? m_x.get() : nullptr, m_shape.residual ? t.z : nullptr, m_x.get(), t.y, m_param.get(), t.gamma, t.beta,
+        m_options.momentum, t.running_mean, t.running_var, m_options.eps, t.saved_mean, t.saved_inv_std, m_activation.get(),
+        workspace, m_workspace, reserve, m_reserve));
+  }
+
+  void cudnn_backward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
+    const float one = 1.0f, zero = 0.0f;
+    GPUCMP_CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
+        m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), &one, &zero, &one, &zero, m_x.get(), t.x, m_x.get(), t.y,
+        m_x.get(), t.dy, m_shape.residual ? m_x.get() : nullptr, m_shape.residual ? t.dz : nullptr, m_x.get(), t.dx,
+        m_param.get(), t.gamma, t.beta, t.dgamma, t.dbeta, m_options.eps, t.saved_mean, t.saved_inv_std, m_activation.get(),
+        workspace, m_workspace, reserve, m_reserve));
+  }
+
+  static std::vector<float> download(const float* p, std::size_t n, cudaStream_t stream) {
+    std::vector<float> v(n);
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return v;
+  }
+  static void upload(float* p, const std::vector<float>& v, cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // Where element i of the NHWC/NCHW tensor is, as "n 3, c 17, h 5, w 9".
+  std::string where(std::int64_t i) const {
+    std::int64_t n, ch, h, w;
+    if (m_shape.layout == conv_layout::nhwc) {
+      ch = i % m_shape.c;
+      w = (i / m_shape.c) % m_shape.w;
+      h = (i / (m_shape.c * m_shape.w)) % m_shape.h;
+      n = i / (m_shape.c * m_shape.w * m_shape.h);
+    } else {
+      w = i % m_shape.w;
+      h = (i / m_shape.w) % m_shape.h;
+      ch = (i / (m_shape.w * m_shape.h)) % m_shape.c;
+      n = i / (m_shape.w * m_shape.h * m_shape.c);
+    }
+    return "n " + std::to_string(n) + ", c " + std::to_string(ch) + ", h " + std::to_string(h) + ", w " + std::to_string(w);
+  }
+
+  template <class T>
+  batch_norm_verification compare(const batch_norm_tensors& t, const std::vector<float>& old_mean,
+                                  const std::vector<float>& old_var, cudaStream_t stream) const {
+    const std::size_t c = std::size_t(m_shape.c);
+    const std::int64_t count = m_shape.elements(), rows = m_shape.per_channel();
+    // Per-channel reference statistics and backward sums (the ReLU mask from the layer's own y).
+    device_buffer<double> channel(6 * c, initial_fill::uninitialized());
+    detail::bn_reference_channel<T><<<unsigned(c), 256, 0, stream>>>(static_cast<const T*>(t.x), static_cast<const T*>(t.y),
+                                                                   static_cast<const T*>(t.dy), rows, m_shape.c, inner(),
+                                                                   m_options.eps, m_shape.relu, channel.data());
+    GPUCMP_CUDA_CHECK_LAST("batch norm reference kernel");
+    // Sampled elements: first, last and random ones.
+    std::vector<std::int64_t> at{0, count - 1};
+    const std::int64_t samples = std::min<std::int64_t>(count, 16384);
+    for (std::int64_t k = 2; k < samples; ++k) at.push_back(std::int64_t(random_bits(0xB4, std::uint64_t(k)) % std::uint64_t(count)));
+    if (count <= 16384) {
+      at.clear();
+      for (std::int64_t i = 0; i < count; ++i) at.push_back(i);
+    }
+    device_buffer<std::int64_t> at_d(at.size(), initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(at_d.data(), at.data(), at.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice, stream));
+    const void* sources[] = {t.x, m_shape.residual ? t.z : nullptr, t.y, t.dy, t.dx, m_shape.residual ? t.dz : nullptr};
+    std::vector<std::vector<double>> got(6, std::vector<double>(at.size()));
+    device_buffer<double> gathered(at.size(), initial_fill::uninitialized());
+    for (int k = 0; k < 6; ++k) {
+      detail::bn_gather<T><<<detail::grid_for(std::int64_t(at.size())), 256, 0, stream>>>(static_cast<const T*>(sources[k]),
+                                                                                         at_d.data(), at.size(), gathered.data());
+      GPUCMP_CUDA_CHECK_LAST("batch norm gather kernel");
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(got[k].data(), gathered.data(), at.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    }
+    std::vector<double> ref(6 * c);
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(ref.data(), channel.data(), ref.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    const std::vector<float> gamma = download(t.gamma, c, stream), beta = download(t.beta, c, stream);
+    const std::vector<float> mean = download(t.saved_mean, c, stream), inv_std = download(t.saved_inv_std, c, stream);
+    const std::vector<float> run_mean = download(t.running_mean, c, stream), run_var = download(t.running_var, c, stream);
+    const std::vector<float> dgamma = download(t.dgamma, c, stream), dbeta = download(t.dbeta, c, stream);
+
+    // Statistics and per-channel results come from FP32 partial sums (2^-16 relative covers
+    // thousands of terms per thread); element-wise results are a few FP32 operations on
+    // them, then rounded to their type.
+    const double stats_eps = std::ldexp(1.0, -16), f32 = std::ldexp(1.0, -18), out_eps = m_shape.dtype == conv_dtype::fp16 ? std::ldexp(1.0, -11)
+                                                       : m_shape.dtype == conv_dtype::bf16 ? std::ldexp(1.0, -8)
+                                                                                           : std::ldexp(1.0, -24);
+    const double small = m_shape.dtype == conv_dtype::fp16 ? std::ldexp(1.0, -24) : m_shape.dtype == conv_dtype::bf16 ? 1e-38 : 1e-44;
+    batch_norm_verification v;
+    v.forward.method = "GPU FP64 reference: statistics of every channel, y at " + std::to_string(at.size()) + " elements";
+    v.backward.method = "GPU FP64 reference: dgamma and dbeta of every channel, dx" + std::string(m_shape.residual ? " and dz" : "") +
+                        " at " + std::to_string(at.size()) + " elements";
+    const double m = double(options().momentum);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+      const double* r = &ref[6 * ch];
+      const double ref_inv_std = 1.0 / std::sqrt(r[1] + m_options.eps);
+      const std::string tag = "channel " + std::to_string(ch);
+      v.forward.add(mean[ch], r[0], stats_eps * (std::fabs(r[0]) + std::sqrt(r[1])), tag + " saved mean");
+      v.forward.add(inv_std[ch], ref_inv_std, stats_eps * ref_inv_std, tag + " saved 1/std");
+      v.forward.add(run_mean[ch], (1 - m) * old_mean[ch] + m * r[0],
+                    stats_eps * (std::fabs(old_mean[ch]) + std::fabs(r[0]) + std::sqrt(r[1])), tag + " running mean");
+      v.forward.add(run_var[ch], (1 - m) * old_var[ch] + m * r[1] * double(rows) / double(rows - 1),
+                    stats_eps * (std::fabs(old_var[ch]) + r[1] * 2), tag + " running variance");
+      v.backward.add(dbeta[ch], r[2], stats_eps * r[4] + 1e-30, tag + " dbeta");
+      v.backward.add(dgamma[ch], r[3], stats_eps * (r[5] + r[4]) + 1e-30, tag + " dgamma");
+    }
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      const std::int64_t i = at[k];
+      const std::size_t ch = std::size_t(m_shape.layout == conv_layout::nhwc ? i % m_shape.c : (i / inner()) % m_shape.c);
+      const double* r = &ref[6 * ch];
+      const double ref_inv_std = 1.0 / std::sqrt(r[1] + m_options.eps);
+      const double x = got[0][k], z = got[1][k], y = got[2][k], dy = got[3][k], dx = got[4][k], dz = got[5][k];
+      const double xhat = (x - r[0]) * ref_inv_std;
+      double pre = gamma[ch] * xhat + beta[ch] + (m_shape.residual ? z : 0.0);
+      const double y_ref = m_shape.relu ? std::max(pre, 0.0) : pre;
+      // x a + b with a and b from the statistics: their error times |x| and |mean|.
+      const double y_scale = std::fabs(gamma[ch]) * ref_inv_std * (std::fabs(x) + std::fabs(r[0])) * stats_eps +
+                             f32 * (std::fabs(gamma[ch]) * (std::fabs(xhat) + 1) + std::fabs(beta[ch]) + std::fabs(z));
+      v.forward.add(y, y_ref, out_eps * std::fabs(y_ref) + y_scale + small, where(i) + " y");
+      // The backward reference uses the layer's own y for the ReLU's mask (as torch does).
+      const double e = m_shape.relu && !(y > 0) ? 0.0 : dy;
+      const double k1 = gamma[ch] * ref_inv_std;
+      const double dx_ref = k1 * (e - r[2] / double(rows) - xhat * r[3] / double(rows));
+      // e c1 + x c2 + c3: c2 and c3 carry the sums' error, and x c2 + c3 cancels to (x - mean) c2.
+      const double sums = (r[4] + (std::fabs(xhat) + (std::fabs(x) + std::fabs(r[0])) * ref_inv_std) * r[5]) / double(rows);
+      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + stats_eps * sums);
+      v.backward.add(dx, dx_ref, out_eps * std::fabs(dx_ref) + dx_scale + small, where(i) + " dx");
+      if (m_shape.residual) v.backward.add(dz, e, out_eps * std::fabs(e) + small, where(i) + " dz");
+    }
+    return v;
+  }
+
+  cudnnHandle_t m_handle;
+  batch_norm_shape m_shape;
+  batch_norm_path m_path;
+  batch_norm_options m_options;
+  int m_splits = 1;
+  std::size_t m_workspace = 0, m_reserve = 0;
+  tensor_desc_t m_x, m_param;
+  activation_desc_t m_activation;
+};
+
+}  // namespace gpucmp
