@@ -11,7 +11,12 @@
 #include <gpucmp/ops/workload_shapes.hpp>
 #include <gpucmp/cuda/stream.hpp>
 
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
 
 #include <string>
 
@@ -80,6 +85,63 @@ TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][co
       }
     }
   }
+}
+
+TEST_CASE("a searched convolution bound to other tensors computes what it verified, in every pass and API",
+          "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
+                 gpucmp::conv_direction::backward_filter}) {
+    for (auto api : {gpucmp::conv_api::backend, gpucmp::conv_api::legacy}) {
+      gpucmp::conv_problem p = small_problem();
+      p.dtype = gpucmp::conv_dtype::fp16;
+      p.layout = gpucmp::conv_layout::nhwc;
+      gpucmp::conv_options o;
+      o.direction = d;
+      o.api = api;
+      o.search = short_search();
+      gpucmp::conv c(p, o, s.get());
+      gpucmp::choose_algorithm(c);
+      INFO(c.name() << ": " << c.algorithm().describe());
+      REQUIRE(c.verify(s.get()).passed());
+      // The layer's own tensors: copies of the conv's inputs, a poisoned output.
+      const std::size_t e = 2, xb = std::size_t(p.x_elements()) * e, wb = std::size_t(p.w_elements()) * e,
+                        yb = std::size_t(p.y_elements()) * e;
+      gpucmp::device_buffer<unsigned char> x(xb, gpucmp::initial_fill::uninitialized()), w(wb, gpucmp::initial_fill::uninitialized()),
+          y(yb, gpucmp::initial_fill::uninitialized()), ws(std::max<std::size_t>(c.algorithm().workspace, 1), gpucmp::initial_fill::uninitialized());
+      REQUIRE(cudaMemcpy(x.data(), c.x(), xb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(w.data(), c.w(), wb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(y.data(), c.y(), yb, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      gpucmp::device_buffer<unsigned char>& out = d == gpucmp::conv_direction::forward ? y : d == gpucmp::conv_direction::backward_data ? x : w;
+      const std::vector<unsigned char> expected = [&] {
+        std::vector<unsigned char> v(out.size());
+        const void* own = d == gpucmp::conv_direction::forward ? c.y() : d == gpucmp::conv_direction::backward_data ? c.x() : c.w();
+        REQUIRE(cudaMemcpy(v.data(), own, v.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+        return v;
+      }();
+      REQUIRE(cudaMemset(out.data(), 0xFF, out.size()) == cudaSuccess);
+      const gpucmp::conv::binding layer = c.bind({x.data(), w.data(), y.data()}, ws.data(), ws.size());
+      c.release_tensors();
+      layer(s.get());
+      REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+      // Same algorithm, same inputs: the same output (weight gradients may sum in another
+      // order when the algorithm splits the reduction, so those are compared as FP16 values).
+      const std::vector<unsigned char> got = out.to_host();
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i + 1 < got.size(); i += 2) {
+        __half a, b;
+        std::memcpy(&a, &got[i], 2);
+        std::memcpy(&b, &expected[i], 2);
+        const float fa = __half2float(a), fb = __half2float(b);
+        if (!(std::fabs(fa - fb) <= 2e-3f * (std::fabs(fb) + 1.0f))) ++differ;
+      }
+      CHECK(differ == 0);
+      CHECK(layer.algorithm().name == c.algorithm().name);
+      CHECK_THROWS_AS(c(s.get()), gpucmp::invalid_argument);  // its own tensors are gone
+    }
+  }
+  gpucmp::conv c(small_problem(), {}, s.get());
+  CHECK_THROWS_WITH(c.bind({nullptr, c.w(), c.y()}, nullptr, 0), GPUCMP_CONTAINS("needs x, w and y"));
 }
 
 TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {

@@ -228,10 +228,26 @@ __global__ void conv_reference_kernel(conv_direction d, conv_geometry g, const T
 
 }  // namespace detail
 
+/// Device tensors a pass runs on, as the pass names them: x, w and y forward; dx, w and dy
+/// backward-data; x, dw and dy backward-filter. In the problem's layout and precision.
+struct conv_tensors {
+  void* x = nullptr;  ///< x (dx backward-data)
+  void* w = nullptr;  ///< w (dw backward-filter)
+  void* y = nullptr;  ///< y (dy backward)
+};
+
 /// One verified cuDNN convolution pass on the current device. An operation
 /// (ops/operation.hpp): construction prepares it and times nothing; choose_algorithm() or
 /// search() picks the algorithm it runs.
 class conv {
+  // One algorithm the conv can run: a legacy algorithm with its math type, or a backend
+  // execution plan with its variant pack (built once the workspace exists).
+  struct candidate {
+    conv_algorithm info;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    std::shared_ptr<detail::backend_descriptor> plan, pack;
+  };
+
  public:
   /// Prepares `problem`: validates it, checks that this GPU supports its precision and that
   /// its tensors fit in memory, allocates and fills them on `stream`, and enumerates the
@@ -267,10 +283,14 @@ class conv {
   }
 
   /// Enqueues the pass on `stream` with the selected algorithm.
-  void operator()(cudaStream_t stream) { launch(m_all[m_current], stream); }
+  void operator()(cudaStream_t stream) {
+    require_tensors();
+    launch(m_all[m_current], stream);
+  }
 
   /// Runs the pass once on a poisoned output and compares it with a double reference.
   verification verify(cudaStream_t stream) {
+    require_tensors();
     poison_output(stream);
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -344,10 +364,63 @@ class conv {
   void* w() noexcept { return m_w.data(); }  ///< see x()
   void* y() noexcept { return m_y.data(); }  ///< see x()
 
+  /// The chosen algorithm bound to another set of tensors: what a network's layer runs, once
+  /// this conv (one per shape) searched and verified the algorithm on its own random tensors.
+  /// Holds the conv's handle, descriptors and plan: the conv must outlive it.
+  class binding {
+   public:
+    /// Enqueues the pass on the bound tensors.
+    void operator()(cudaStream_t stream) const { m_owner->run(m_candidate, m_tensors, m_workspace, m_workspace_bytes, m_pack.get(), stream); }
+    /// The algorithm it runs.
+    const conv_algorithm& algorithm() const noexcept { return m_owner->m_chosen; }
+    /// The tensors it runs on.
+    const conv_tensors& tensors() const noexcept { return m_tensors; }
+
+   private:
+    friend class conv;
+    binding(const conv* owner, candidate c, const conv_tensors& t, void* workspace, std::size_t workspace_bytes)
+        : m_owner(owner), m_candidate(std::move(c)), m_tensors(t), m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
+      if (m_candidate.info.api == conv_api::backend) {
+        m_pack = std::make_shared<detail::backend_descriptor>(owner->make_variant_pack(t, workspace));
+      }
+    }
+    const conv* m_owner;
+    candidate m_candidate;
+    conv_tensors m_tensors;
+    void* m_workspace;
+    std::size_t m_workspace_bytes;
+    std::shared_ptr<detail::backend_descriptor> m_pack;
+  };
+
+  /// The chosen algorithm on `t`, with `workspace` of `workspace_bytes` (at least
+  /// algorithm().workspace). Throws invalid_argument for a null tensor or a small workspace.
+  binding bind(const conv_tensors& t, void* workspace, std::size_t workspace_bytes) const {
+    if (t.x == nullptr || t.w == nullptr || t.y == nullptr) throw invalid_argument(name() + ": bind needs x, w and y");
+    if (workspace_bytes < m_chosen.workspace || (m_chosen.workspace != 0 && workspace == nullptr)) {
+      throw invalid_argument(name() + ": bind got a " + std::to_string(workspace_bytes) + " B workspace, the algorithm needs " +
+                             std::to_string(m_chosen.workspace) + " B");
+    }
+    return binding(this, m_all[m_current], t, workspace, workspace_bytes);
+  }
+
+  /// Frees its own tensors and workspace once its layers are bound (they run on theirs);
+  /// operator() and verify() throw afterwards.
+  void release_tensors() {
+    m_x = device_buffer<unsigned char>();
+    m_w = device_buffer<unsigned char>();
+    m_y = device_buffer<unsigned char>();
+    m_workspace = device_buffer<unsigned char>();
+    for (auto& c : m_all) c.pack.reset();
+    m_released = true;
+  }
+
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
 
   cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
+  void require_tensors() const {
+    if (m_released) throw invalid_argument(name() + ": its tensors were released (run its bindings)");
+  }
   bool math_allowed(cudnnMathType_t m) const noexcept {
     return m_problem.dtype != conv_dtype::fp32 || m == CUDNN_FMA_MATH;
   }
@@ -397,43 +470,40 @@ class conv {
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
   }
 
-  // One algorithm the conv can run: a legacy algorithm with its math type, or a backend
-  // execution plan with its variant pack (built once the workspace exists).
-  struct candidate {
-    conv_algorithm info;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    std::shared_ptr<detail::backend_descriptor> plan, pack;
-  };
-
   void launch(candidate& c, cudaStream_t stream) {
+    if (c.info.api == conv_api::backend && !c.pack) {
+      c.pack = std::make_shared<detail::backend_descriptor>(
+          make_variant_pack({m_x.data(), m_w.data(), m_y.data()}, m_workspace.data()));
+    }
+    run(c, {m_x.data(), m_w.data(), m_y.data()}, m_workspace.data(), m_workspace.bytes(), c.pack.get(), stream);
+  }
+
+  // Enqueues candidate `c` on tensors `t` (`pack` binds them for the backend API).
+  void run(const candidate& c, const conv_tensors& t, void* ws, std::size_t ws_bytes, const detail::backend_descriptor* pack,
+           cudaStream_t stream) const {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     if (c.info.api == conv_api::backend) {
-      if (!c.pack) c.pack = std::make_shared<detail::backend_descriptor>(make_variant_pack());
-      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), c.pack->get()));
+      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), pack->get()));
       return;
     }
     GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
     const float alpha = 1.0f, beta = 0.0f;
     const int algo = c.info.algo;
-    void* ws = m_workspace.data();
-    const std::size_t ws_bytes = m_workspace.bytes();
     switch (m_options.direction) {
       case conv_direction::forward:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle.get(), &alpha, m_legacy.x.get(), m_x.data(), m_legacy.w.get(),
-                                                   m_w.data(), m_legacy.conv.get(), cudnnConvolutionFwdAlgo_t(algo), ws,
-                                                   ws_bytes, &beta, m_legacy.y.get(), m_y.data()));
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle.get(), &alpha, m_legacy.x.get(), t.x, m_legacy.w.get(), t.w,
+                                                   m_legacy.conv.get(), cudnnConvolutionFwdAlgo_t(algo), ws, ws_bytes, &beta,
+                                                   m_legacy.y.get(), t.y));
         break;
       case conv_direction::backward_data:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardData(m_handle.get(), &alpha, m_legacy.w.get(), m_w.data(),
-                                                        m_legacy.y.get(), m_y.data(), m_legacy.conv.get(),
-                                                        cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes, &beta,
-                                                        m_legacy.x.get(), m_x.data()));
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardData(m_handle.get(), &alpha, m_legacy.w.get(), t.w, m_legacy.y.get(), t.y,
+                                                        m_legacy.conv.get(), cudnnConvolutionBwdDataAlgo_t(algo), ws, ws_bytes,
+                                                        &beta, m_legacy.x.get(), t.x));
         break;
       case conv_direction::backward_filter:
-        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_handle.get(), &alpha, m_legacy.x.get(), m_x.data(),
-                                                          m_legacy.y.get(), m_y.data(), m_legacy.conv.get(),
-                                                          cudnnConvolutionBwdFilterAlgo_t(algo), ws, ws_bytes, &beta,
-                                                          m_legacy.w.get(), m_w.data()));
+        GPUCMP_CUDNN_CHECK(cudnnConvolutionBackwardFilter(m_handle.get(), &alpha, m_legacy.x.get(), t.x, m_legacy.y.get(), t.y,
+                                                          m_legacy.conv.get(), cudnnConvolutionBwdFilterAlgo_t(algo), ws,
+                                                          ws_bytes, &beta, m_legacy.w.get(), t.w));
         break;
     }
   }
@@ -572,13 +642,12 @@ class conv {
     return out;
   }
 
-  detail::backend_descriptor make_variant_pack() {
+  detail::backend_descriptor make_variant_pack(const conv_tensors& t, void* workspace) const {
     detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* pointers[3] = {m_x.data(), m_w.data(), m_y.data()};
+    void* pointers[3] = {t.x, t.w, t.y};
     const std::int64_t uids[3] = {1, 2, 3};
     pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
     pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
-    void* workspace = m_workspace.data();
     pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     pack.finalize("variant pack");
     return pack;
@@ -683,6 +752,7 @@ class conv {
   std::size_t m_current = 0;
   conv_algorithm m_chosen;
   std::vector<candidate_time> m_candidates;
+  bool m_released = false;
 };
 
 }  // namespace gpucmp
