@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// How much device memory one training step of a network needs at a batch size, before
+// anything is allocated, as numbers a report can print:
+//   - parameters: FP32 master weights (convolution filters, batch norms' gamma and beta, the
+//     linear layers), the low-precision copy the passes read (FP16 / BF16 only), FP32
+//     momentum, gradients (filters' in the activations' type, the rest FP32), and each batch
+//     norm's running and saved statistics;
+//   - activations kept for the backward pass: every layer's output and every convolution's
+//     output before its batch norm (the batch norm's input), the images and the logits;
+//   - activation gradients: one buffer per tensor while its gradient is live (from the first
+//     layer whose backward pass writes it to the layer that produced the tensor), buffers
+//     reused greedily as in models/network_memory.hpp; plus two scratch tensors, one for a
+//     convolution's output gradient (the batch norm's backward writes it) and one for the
+//     second contribution to a tensor read by two layers (a residual block's input);
+//   - the loss: labels, per-row losses;
+//   - a workspace reserve (the algorithms' real workspaces are known after their search).
+// training_network (training/training_network.cuh) allocates this plan; the largest batch
+// that fits is searched on it. Host-only.
+#pragma once
+
+#include <gpucmp/models/network_definition.hpp>
+#include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Where each tensor of a training step lives and what every part takes, in bytes.
+struct training_memory_plan {
+  // Parameters and optimizer state.
+  std::int64_t parameter_count = 0;     ///< learned values (filters, gamma, beta, linear weights and biases)
+  std::size_t master_bytes = 0;         ///< FP32 master weights
+  std::size_t model_copy_bytes = 0;     ///< FP16 / BF16 copies of filters and linear weights (0 in FP32 / TF32)
+  std::size_t momentum_bytes = 0;       ///< FP32 momentum
+  std::size_t gradient_bytes = 0;       ///< parameter gradients
+  std::size_t statistics_bytes = 0;     ///< running mean and variance, saved mean and 1/std: 4 FP32 per channel
+  // Activations.
+  std::vector<std::size_t> kept_bytes;  ///< tensor id -> bytes kept for the backward pass
+  std::vector<std::size_t> conv_output_bytes;  ///< layer index -> its convolution's output before batch norm (0: not a conv)
+  std::size_t activation_bytes = 0;     ///< sum of the two above
+  // Activation gradients.
+  std::vector<std::size_t> gradient_slot_of;    ///< tensor id -> gradient buffer (SIZE_MAX: no gradient, the images)
+  std::vector<std::size_t> gradient_slot_bytes; ///< gradient buffer -> bytes
+  std::size_t activation_gradient_bytes = 0;    ///< sum of the gradient buffers
+  std::size_t activation_gradient_bytes_without_reuse = 0;  ///< one buffer per tensor, for comparison
+  std::size_t conv_gradient_scratch_bytes = 0;  ///< the largest convolution output
+  std::size_t accumulate_scratch_bytes = 0;     ///< the largest tensor read by two layers (0 when none is)
+  // The loss and the rest.
+  std::size_t loss_bytes = 0;           ///< labels, per-row losses, the loss
+  std::size_t workspace_reserve = 0;    ///< assumed algorithm workspace
+
+  /// Parameters, optimizer state and statistics.
+  std::size_t parameter_state_bytes() const noexcept {
+    return master_bytes + model_copy_bytes + momentum_bytes + gradient_bytes + statistics_bytes;
+  }
+  /// Activation gradients and both scratch tensors.
+  std::size_t gradient_buffer_bytes() const noexcept {
+    return activation_gradient_bytes + conv_gradient_scratch_bytes + accumulate_scratch_bytes;
+  }
+  /// Everything.
+  std::size_t total() const noexcept {
+    return parameter_state_bytes() + activation_bytes + gradient_buffer_bytes() + loss_bytes + workspace_reserve;
+  }
+};
+
+/// Workspace assumed before the algorithms are searched: three passes per convolution shape
+/// share one buffer per layer in the network, cuBLASLt's 32 MiB, cuDNN batch norms' masks.
+inline constexpr std::size_t training_workspace_reserve = std::size_t{256} << 20;
+
+namespace detail {
+inline std::size_t round_up_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The tensor the loss reads: the last linear layer's output (a final softmax is left out of
+// training: the loss takes the logits).
+inline tensor_ref training_logits(const network_definition& def) {
+  const auto& layers = def.layers();
+  if (layers.empty()) throw invalid_argument(def.name() + ": a training step needs layers");
+  const layer_definition& last = layers.back().kind == layer_kind::softmax && layers.size() > 1 ? layers[layers.size() - 2] : layers.back();
+  if (last.kind != layer_kind::linear) {
+    throw invalid_argument(def.name() + ": a training step needs a linear layer last (the loss reads its logits), not " +
+                           std::string(to_string(last.kind)) + " '" + last.name + "'");
+  }
+  return last.output;
+}
+}  // namespace detail
+
+/// The memory plan of one training step of `def` at `batch` in `dtype` (header comment).
+/// Throws invalid_argument when `def` cannot train: no linear layer last, a softmax that is
+/// not the last layer.
+inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype) {
+  if (batch <= 0) throw invalid_argument(def.name() + ": batch must be positive");
+  training_memory_plan plan;
+  const auto& layers = def.layers();
+  const tensor_ref logits = detail::training_logits(def);
+  const std::size_t trained_layers = std::size_t(logits.id);  // layers 0 .. logits.id - 1
+  for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+    if (layers[i].kind == layer_kind::softmax) throw invalid_argument(def.name() + ": softmax '" + layers[i].name + "' must be last");
+  }
+  const bool low_precision = dtype == conv_dtype::fp16 || dtype == conv_dtype::bf16;
+  const std::size_t e = element_bytes(dtype);
+
+  // Parameters: a convolution's filter and its batch norm's gamma and beta (its folded bias
+  // becomes beta); a linear layer's weight and bias.
+  for (std::size_t i = 0; i < trained_layers; ++i) {
+    const layer_definition& l = layers[i];
+    if (l.kind == layer_kind::conv) {
+      const std::size_t filter = l.weight.size(), channels = std::size_t(l.conv.out_channels);
+      plan.parameter_count += std::int64_t(filter + 2 * channels);
+      plan.master_bytes += 4 * (filter + 2 * channels);
+      if (low_precision) plan.model_copy_bytes += e * filter;
+      plan.gradient_bytes += e * filter + 4 * 2 * channels;
+      plan.statistics_bytes += 4 * 4 * channels;
+    } else if (l.kind == layer_kind::linear) {
+      const std::size_t weight = l.weight.size(), bias = l.bias.size();
+      plan.parameter_count += std::int64_t(weight + bias);
+      plan.master_bytes += 4 * (weight + bias);
+      if (low_precision) plan.model_copy_bytes += e * weight;
+      plan.gradient_bytes += 4 * (weight + bias);
+    }
+  }
+  plan.momentum_bytes = plan.master_bytes;
+
+  // Activations kept: every tensor up to the logits, and every convolution's output before
+  // its batch norm.
+  const std::size_t tensors = trained_layers + 1;
+  plan.kept_bytes.assign(tensors, 0);
+  plan.conv_output_bytes.assign(trained_layers, 0);
+  for (std::size_t t = 0; t < tensors; ++t) {
+    plan.kept_bytes[t] = detail::round_up_256(tensor_bytes(def, {int(t)}, batch, dtype));
+    plan.activation_bytes += plan.kept_bytes[t];
+  }
+  for (std::size_t i = 0; i < trained_layers; ++i) {
+    if (layers[i].kind != layer_kind::conv) continue;
+    plan.conv_output_bytes[i] = plan.kept_bytes[std::size_t(layers[i].output.id)];
+    plan.activation_bytes += plan.conv_output_bytes[i];
+    plan.conv_gradient_scratch_bytes = std::max(plan.conv_gradient_scratch_bytes, plan.conv_output_bytes[i]);
+  }
+
+  // Activation gradients. Backward step s runs layer trained_layers - 1 - s. A tensor's
+  // gradient is written first by its last reader's backward (the loss writes the logits')
+  // and read last by its producer's backward; the images have none.
+  std::vector<std::size_t> readers(tensors, 0), last_reader(tensors, 0);
+  for (std::size_t i = 0; i < trained_layers; ++i) {
+    for (tensor_ref r : {layers[i].input, layers[i].residual}) {
+      if (!r.valid()) continue;
+      ++readers[std::size_t(r.id)];
+      last_reader[std::size_t(r.id)] = std::max(last_reader[std::size_t(r.id)], i);
+    }
+  }
+  for (std::size_t t = 1; t < tensors; ++t) {
+    if (readers[t] > 1) plan.accumulate_scratch_bytes = std::max(plan.accumulate_scratch_bytes, plan.kept_bytes[t]);
+  }
+  const std::size_t steps = trained_layers;
+  auto first_step = [&](std::size_t t) { return t == tensors - 1 ? std::size_t{0} : steps - 1 - last_reader[t]; };
+  auto last_step = [&](std::size_t t) { return steps - 1 - (t - 1); };  // its producer, layer t - 1
+  plan.gradient_slot_of.assign(tensors, SIZE_MAX);
+  std::vector<bool> slot_free;
+  for (std::size_t s = 0; s < steps; ++s) {
+    // Gradients first written at step s get a buffer (the smallest free one that fits, else
+    // the largest free one grown, else a new one), before those last read at s are freed:
+    // a layer's input gradient never aliases its output gradient.
+    for (std::size_t t = tensors - 1; t >= 1; --t) {
+      if (readers[t] == 0 && t != tensors - 1) continue;  // nothing reads it: no gradient
+      if (first_step(t) != s) continue;
+      const std::size_t need = plan.kept_bytes[t];
+      plan.activation_gradient_bytes_without_reuse += need;
+      std::size_t best = SIZE_MAX;
+      for (std::size_t b = 0; b < plan.gradient_slot_bytes.size(); ++b) {
+        if (!slot_free[b]) continue;
+        if (best == SIZE_MAX) {
+          best = b;
+          continue;
+        }
+        const bool fits = plan.gradient_slot_bytes[b] >= need, best_fits = plan.gradient_slot_bytes[best] >= need;
+        const bool tighter = fits && (!best_fits || plan.gradient_slot_bytes[b] < plan.gradient_slot_bytes[best]);
+        const bool larger = !fits && !best_fits && plan.gradient_slot_bytes[b] > plan.gradient_slot_bytes[best];
+        if (tighter || larger) best = b;
+      }
+      if (best == SIZE_MAX) {
+        best = plan.gradient_slot_bytes.size();
+        plan.gradient_slot_bytes.push_back(0);
+        slot_free.push_back(false);
+      }
+      plan.gradient_slot_bytes[best] = std::max(plan.gradient_slot_bytes[best], need);
+      slot_free[best] = false;
+      plan.gradient_slot_of[t] = best;
+    }
+    for (std::size_t t = 1; t < tensors; ++t) {
+      if (plan.gradient_slot_of[t] != SIZE_MAX && last_step(t) == s) slot_free[plan.gradient_slot_of[t]] = true;
+    }
+  }
+  for (std::size_t b : plan.gradient_slot_bytes) plan.activation_gradient_bytes += b;
+
+  plan.loss_bytes = detail::round_up_256(std::size_t(batch) * (sizeof(std::int32_t) + sizeof(double))) + 256;
+  plan.workspace_reserve = training_workspace_reserve;
+  return plan;
+}
+
+/// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
+inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
+  auto fits = [&](std::int64_t b) { return plan_training_memory(def, b, dtype).total() <= free_bytes; };
+  if (!fits(1)) return 0;
+  std::int64_t low = 1, high = 2;
+  while (fits(high)) {
+    low = high;
+    high *= 2;
+    if (high > (std::int64_t{1} << 40)) return low;
+  }
+  while (high - low > 1) {  // fits(low), !fits(high)
+    const std::int64_t mid = low + (high - low) / 2;
+    (fits(mid) ? low : high) = mid;
+  }
+  return low;
+}
+
+}  // namespace gpucmp
