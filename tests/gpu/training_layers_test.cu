@@ -3,15 +3,20 @@
 //
 // The training step's smaller layers against training/reference_layers.hpp's FP64 host
 // references: the softmax cross-entropy loss and its scaled gradient (FP32 and FP16), with a
-// bad label made visible as NaN.
+// bad label made visible as NaN; max pooling's argmax and the backward passes of max,
+// average and global average pooling in both layouts; a linear layer's three gradients.
 #include "catch.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/training/linear_gradients.cuh>
 #include <gpucmp/training/loss.cuh>
+#include <gpucmp/training/pool_gradients.cuh>
 #include <gpucmp/training/reference_layers.hpp>
 
+#include <cublasLt.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -93,4 +98,132 @@ TEST_CASE("a label outside the classes makes the loss NaN and bad sizes are refu
   CHECK_THROWS_AS(gpucmp::softmax_cross_entropy(logits.data(), labels.data(), 0, 10, nullptr, dlogits.data(), loss.data(),
                                                 rows.data(), s.get()),
                   gpucmp::invalid_argument);
+}
+
+namespace {
+
+// NCHW reference tensor <-> device order of `layout`.
+std::int64_t offset(gpucmp::conv_layout layout, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t C,
+                    std::int64_t H, std::int64_t W) {
+  return layout == gpucmp::conv_layout::nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+}
+std::vector<float> to_device_order(const gpucmp::reference::tensor& t, gpucmp::conv_layout layout) {
+  std::vector<float> v(t.v.size());
+  for (std::int64_t n = 0; n < t.n; ++n)
+    for (std::int64_t c = 0; c < t.c; ++c)
+      for (std::int64_t h = 0; h < t.h; ++h)
+        for (std::int64_t w = 0; w < t.w; ++w) v[std::size_t(offset(layout, n, c, h, w, t.c, t.h, t.w))] = float(t.at(n, c, h, w));
+  return v;
+}
+double worst_difference(const std::vector<float>& got, const gpucmp::reference::tensor& want, gpucmp::conv_layout layout) {
+  const std::vector<float> w = to_device_order(want, layout);
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(w[i])));
+  return worst;
+}
+gpucmp::reference::tensor random_tensor(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::uint64_t seed) {
+  gpucmp::reference::tensor t(n, c, h, w);
+  for (std::size_t i = 0; i < t.v.size(); ++i) t.v[i] = double(float(2 * gpucmp::unit_interval(gpucmp::random_bits(seed, i)) - 1));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("pooling's training passes match the FP64 references in both layouts", "[gpu][training][pooling]") {
+  gpucmp::stream s;
+  for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw}) {
+    INFO(gpucmp::to_string(layout));
+    const gpucmp::reference::tensor x = random_tensor(2, 3, 7, 6, 31), dy_max = random_tensor(2, 3, 4, 3, 32);
+    gpucmp::pool_shape shape;
+    shape.n = 2;
+    shape.c = 3;
+    shape.h = 7;
+    shape.w = 6;
+    shape.kernel = 3;
+    shape.stride = 2;
+    shape.pad = 1;
+    shape.layout = layout;
+    REQUIRE(shape.p() == 4);
+    REQUIRE(shape.q() == 3);
+    const gpucmp::reference::conv_geometry g{2, 1};
+    gpucmp::device_buffer<float> xd(x.v.size(), gpucmp::initial_fill::uninitialized()), y(24 * 3, gpucmp::initial_fill::poison()),
+        dy(24 * 3, gpucmp::initial_fill::uninitialized()), dx(x.v.size(), gpucmp::initial_fill::poison());
+    gpucmp::device_buffer<std::uint8_t> argmax(24 * 3, gpucmp::initial_fill::poison());
+    xd.copy_from_host(to_device_order(x, layout));
+    dy.copy_from_host(to_device_order(dy_max, layout));
+    gpucmp::max_pool_forward_training(shape, xd.data(), y.data(), argmax.data(), s.get());
+    gpucmp::pool_backward(gpucmp::pool_kind::max, shape, dy.data(), argmax.data(), dx.data(), s.get());
+    CHECK(worst_difference(y.to_host(), gpucmp::reference::max_pool_forward(x, 3, g), layout) == 0);
+    CHECK(worst_difference(dx.to_host(), gpucmp::reference::max_pool_backward(dy_max, x, 3, g), layout) <= 1e-6);
+    gpucmp::pool_backward(gpucmp::pool_kind::average, shape, dy.data(), nullptr, dx.data(), s.get());
+    CHECK(worst_difference(dx.to_host(), gpucmp::reference::average_pool_backward(dy_max, x, 3, g), layout) <= 1e-6);
+
+    // Ties: a constant input sends each window's gradient to its first element.
+    gpucmp::reference::tensor flat(2, 3, 7, 6);
+    for (double& v : flat.v) v = 0.5;
+    xd.copy_from_host(to_device_order(flat, layout));
+    gpucmp::max_pool_forward_training(shape, xd.data(), y.data(), argmax.data(), s.get());
+    gpucmp::pool_backward(gpucmp::pool_kind::max, shape, dy.data(), argmax.data(), dx.data(), s.get());
+    CHECK(worst_difference(dx.to_host(), gpucmp::reference::max_pool_backward(dy_max, flat, 3, g), layout) <= 1e-6);
+
+    // Global average pooling: 2 x 3 x 7 x 6 -> 2 x 3.
+    const gpucmp::reference::tensor dy_gap = random_tensor(2, 3, 1, 1, 33);
+    gpucmp::device_buffer<float> dyg(6, gpucmp::initial_fill::uninitialized());
+    dyg.copy_from_host(to_device_order(dy_gap, layout));
+    gpucmp::global_average_pool_backward(2, 42, 3, dyg.data(), dx.data(), s.get(), layout);
+    CHECK(worst_difference(dx.to_host(), gpucmp::reference::global_average_pool_backward(dy_gap, x), layout) <= 1e-7);
+  }
+  gpucmp::pool_shape bad;
+  bad.n = bad.c = bad.h = bad.w = 4;
+  bad.kernel = 2;
+  CHECK_THROWS_WITH(gpucmp::pool_backward<float>(gpucmp::pool_kind::max, bad, nullptr, nullptr, nullptr, s.get()),
+                    GPUCMP_CONTAINS("argmax"));
+}
+
+TEST_CASE("a linear layer's data, weight and bias gradients match the FP64 reference", "[gpu][training][linear]") {
+  gpucmp::stream s;
+  cublasLtHandle_t raw = nullptr;
+  REQUIRE(cublasLtCreate(&raw) == CUBLAS_STATUS_SUCCESS);
+  gpucmp::detail::unique_handle<cublasLtHandle_t, cublasLtDestroy> handle(raw);
+  const std::int64_t rows = 5, in = 40, out = 7;
+  const gpucmp::reference::tensor x = random_tensor(rows, in, 1, 1, 41), w = random_tensor(out, in, 1, 1, 42),
+                                  dy = random_tensor(rows, out, 1, 1, 43);
+  gpucmp::reference::tensor dw_ref;
+  std::vector<double> db_ref;
+  const gpucmp::reference::tensor dx_ref = gpucmp::reference::linear_backward(dy, x, w, dw_ref, db_ref);
+  gpucmp::device_buffer<unsigned char> workspace(std::size_t{4} << 20, gpucmp::initial_fill::uninitialized());
+  auto run = [&](auto zero, gpucmp::conv_dtype dtype, double allowed) {
+    using T = decltype(zero);
+    INFO(gpucmp::to_string(dtype));
+    auto upload = [](const gpucmp::reference::tensor& t) {
+      std::vector<T> v(t.v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = gpucmp::from_double<T>(t.v[i]);
+      gpucmp::device_buffer<T> d(v.size(), gpucmp::initial_fill::uninitialized());
+      d.copy_from_host(v);
+      return d;
+    };
+    gpucmp::device_buffer<T> xd = upload(x), wd = upload(w), dyd = upload(dy), dx(std::size_t(rows * in), gpucmp::initial_fill::poison());
+    gpucmp::device_buffer<float> dw(std::size_t(out * in), gpucmp::initial_fill::poison()), db(std::size_t(out), gpucmp::initial_fill::poison());
+    gpucmp::linear_gradient_tensors t;
+    t.x = xd.data();
+    t.w = wd.data();
+    t.dy = dyd.data();
+    t.dx = dx.data();
+    t.dw = dw.data();
+    t.db = db.data();
+    gpucmp::linear_backward back(handle.get(), rows, in, out, dtype, t, workspace.data(), workspace.size());
+    back(s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    const std::vector<T> dx_got = dx.to_host();
+    const std::vector<float> dw_got = dw.to_host(), db_got = db.to_host();
+    double worst = 0;
+    for (std::size_t i = 0; i < dx_got.size(); ++i) worst = std::max(worst, std::fabs(gpucmp::to_double(dx_got[i]) - dx_ref.v[i]));
+    for (std::size_t i = 0; i < dw_got.size(); ++i) worst = std::max(worst, std::fabs(double(dw_got[i]) - dw_ref.v[i]));
+    for (std::size_t i = 0; i < db_got.size(); ++i) worst = std::max(worst, std::fabs(double(db_got[i]) - db_ref[i]));
+    INFO("worst absolute error " << worst);
+    CHECK(worst <= allowed);
+  };
+  // The inputs are exactly representable in each type; FP16 rounds dx on output (|dx| < 8).
+  run(float{}, gpucmp::conv_dtype::fp32, 1e-5);
+  run(__half{}, gpucmp::conv_dtype::fp16, 8 * std::ldexp(1.0, -11) + 1e-5);
 }

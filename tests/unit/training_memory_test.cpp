@@ -44,9 +44,11 @@ TEST_CASE("ResNet-50's training parameters and optimizer state are torchvision's
   CHECK(fp16.conv_output_bytes[0] == 256u * 64u * 112u * 112u * 2u);
   CHECK(fp16.conv_gradient_scratch_bytes == fp16.conv_output_bytes[0]);
   CHECK(fp16.kept_bytes[0] == 256u * 3u * 224u * 224u * 2u);
-  // FP32 doubles every tensor but the logits, FP32 in both.
+  // Max pooling's winners: one byte per output of the 64 x 56 x 56 max pool.
+  CHECK(fp16.pool_index_bytes == 256u * 64u * 56u * 56u);
+  // FP32 doubles every tensor but the logits (FP32 in both) and the winners.
   const std::size_t logits = 256u * 1000u * 4u;
-  CHECK(fp32.activation_bytes == 2 * fp16.activation_bytes - logits);
+  CHECK(fp32.activation_bytes == 2 * (fp16.activation_bytes - fp16.pool_index_bytes) - logits + fp16.pool_index_bytes);
   // Reuse: gradients live only between their last reader and their producer.
   CHECK(fp16.activation_gradient_bytes < fp16.activation_gradient_bytes_without_reuse / 4);
   CHECK(fp16.accumulate_scratch_bytes == 256u * 256u * 56u * 56u * 2u);  // the largest block input

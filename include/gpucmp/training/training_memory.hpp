@@ -8,7 +8,8 @@
 //     momentum, gradients (filters' in the activations' type, the rest FP32), and each batch
 //     norm's running and saved statistics;
 //   - activations kept for the backward pass: every layer's output and every convolution's
-//     output before its batch norm (the batch norm's input), the images and the logits;
+//     output before its batch norm (the batch norm's input), the images and the logits, and
+//     max pooling's winners (one byte per output);
 //   - activation gradients: one buffer per tensor while its gradient is live (from the first
 //     layer whose backward pass writes it to the layer that produced the tensor), buffers
 //     reused greedily as in models/network_memory.hpp; plus two scratch tensors, one for a
@@ -44,7 +45,8 @@ struct training_memory_plan {
   // Activations.
   std::vector<std::size_t> kept_bytes;  ///< tensor id -> bytes kept for the backward pass
   std::vector<std::size_t> conv_output_bytes;  ///< layer index -> its convolution's output before batch norm (0: not a conv)
-  std::size_t activation_bytes = 0;     ///< sum of the two above
+  std::size_t pool_index_bytes = 0;     ///< max pooling's argmax, one byte per output
+  std::size_t activation_bytes = 0;     ///< sum of the three above
   // Activation gradients.
   std::vector<std::size_t> gradient_slot_of;    ///< tensor id -> gradient buffer (SIZE_MAX: no gradient, the images)
   std::vector<std::size_t> gradient_slot_bytes; ///< gradient buffer -> bytes
@@ -141,6 +143,12 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
     plan.conv_output_bytes[i] = plan.kept_bytes[std::size_t(layers[i].output.id)];
     plan.activation_bytes += plan.conv_output_bytes[i];
     plan.conv_gradient_scratch_bytes = std::max(plan.conv_gradient_scratch_bytes, plan.conv_output_bytes[i]);
+  }
+  for (std::size_t i = 0; i < trained_layers; ++i) {
+    if (layers[i].kind != layer_kind::max_pool) continue;
+    const std::size_t bytes = detail::round_up_256(std::size_t(batch * def.shape(layers[i].output).elements()));
+    plan.pool_index_bytes += bytes;
+    plan.activation_bytes += bytes;
   }
 
   // Activation gradients. Backward step s runs layer trained_layers - 1 - s. A tensor's

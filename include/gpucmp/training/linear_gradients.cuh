@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A fully connected layer's backward pass through cuBLASLt (component gpucmp::cublas), for
+// models/linear.cuh's forward y = x W^T + b (x N x in and W out x in in the activations'
+// type, b and y FP32):
+//   dx = dy W        N x in, the activations' type (the gradient flows on through the network)
+//   dW = dy^T x      out x in, FP32 (a master weight's gradient; FP32 accumulate, FP32 out)
+//   db = sum_n dy    out, FP32, summed by gpucmp's kernel in a fixed order
+// dy (N x out) is in the activations' type: the loss writes it so (training/loss.cuh).
+// Each product runs cuBLASLt's first heuristic choice: the classifier is 0.1 % of a
+// ResNet-50 step.
+#pragma once
+
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cublas_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gpucmp {
+
+/// The device tensors of a linear layer's backward pass (row-major, torch's shapes).
+struct linear_gradient_tensors {
+  const void* x = nullptr;   ///< N x in, the forward pass's input
+  const void* w = nullptr;   ///< out x in, the weights the forward pass read
+  const void* dy = nullptr;  ///< N x out, gradient of the output
+  void* dx = nullptr;        ///< N x in (null: not needed, the layer reads the network's input)
+  float* dw = nullptr;       ///< out x in
+  float* db = nullptr;       ///< out
+};
+
+namespace detail {
+
+// db[o] = sum over rows of dy[r, o]: one thread per output column, rows in order.
+template <class T>
+__global__ void bias_gradient_kernel(const T* dy, std::int64_t rows, std::int64_t out, float* db) {
+  const std::int64_t o = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (o >= out) return;
+  float sum = 0;
+  for (std::int64_t r = 0; r < rows; ++r) sum += float(to_double(dy[r * out + o]));
+  db[o] = sum;
+}
+
+// One cuBLASLt product D = op(A) op(B) in column-major terms, with its heuristic's first
+// algorithm.
+class lt_product {
+ public:
+  lt_product() = default;
+  lt_product(cublasLtHandle_t handle, cublasComputeType_t compute, cublasOperation_t ta, cublasOperation_t tb, cudaDataType_t ab,
+             cudaDataType_t d, std::uint64_t a_rows, std::uint64_t a_cols, std::uint64_t b_rows, std::uint64_t b_cols,
+             std::uint64_t d_rows, std::uint64_t d_cols, std::size_t workspace_bytes, const std::string& what)
+      : m_handle(handle) {
+    cublasLtMatmulDesc_t desc = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
+    m_desc = desc_handle(desc);
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    m_a = make_layout(ab, a_rows, a_cols);
+    m_b = make_layout(ab, b_rows, b_cols);
+    m_d = make_layout(d, d_rows, d_cols);
+    cublasLtMatmulPreference_t pref = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    pref_handle owned(pref);
+    const std::uint64_t ws = workspace_bytes;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    int returned = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(handle, desc, m_a.get(), m_b.get(), m_d.get(), m_d.get(), pref, 1, &m_algo, &returned);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0) throw unsupported("no cuBLASLt algorithm for " + what);
+    GPUCMP_CUBLAS_CHECK(status);
+  }
+
+  void operator()(const void* a, const void* b, void* d, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) const {
+    const float one = 1.0f, zero = 0.0f;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle, m_desc.get(), &one, a, m_a.get(), b, m_b.get(), &zero, d, m_d.get(), d, m_d.get(),
+                                       &m_algo.algo, workspace, workspace_bytes, stream));
+  }
+
+ private:
+  using layout_handle = unique_handle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+  using desc_handle = unique_handle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+  using pref_handle = unique_handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+  static layout_handle make_layout(cudaDataType_t type, std::uint64_t rows, std::uint64_t cols) {
+    cublasLtMatrixLayout_t raw = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, rows, cols, std::int64_t(rows)));
+    return layout_handle(raw);
+  }
+
+  cublasLtHandle_t m_handle = nullptr;
+  desc_handle m_desc;
+  layout_handle m_a, m_b, m_d;
+  cublasLtMatmulHeuristicResult_t m_algo{};
+};
+
+}  // namespace detail
+
+/// One linear layer's backward pass (file comment), bound to its tensors.
+class linear_backward {
+ public:
+  /// Prepares the products for `rows` x `in` -> `out` in `dtype` with a cuBLASLt workspace of
+  /// `workspace_bytes` at `workspace`. Throws invalid_argument for bad sizes or tensors and
+  /// unsupported when cuBLASLt has no algorithm.
+  linear_backward(cublasLtHandle_t handle, std::int64_t rows, std::int64_t in, std::int64_t out, conv_dtype dtype,
+                  const linear_gradient_tensors& t, void* workspace, std::size_t workspace_bytes)
+      : m_rows(rows), m_in(in), m_out(out), m_dtype(dtype), m_tensors(t), m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
+    if (rows <= 0 || in <= 0 || out <= 0) throw invalid_argument("linear_backward: rows, in and out must be positive");
+    if (!t.x || !t.w || !t.dy || !t.dw || !t.db) throw invalid_argument("linear_backward " + name() + " needs x, w, dy, dw and db");
+    const cudaDataType_t ab = dtype == conv_dtype::fp16 ? CUDA_R_16F : dtype == conv_dtype::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t compute = dtype == conv_dtype::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const auto n = std::uint64_t(rows), i = std::uint64_t(in), o = std::uint64_t(out);
+    // Column-major views: W is in x out, dy is out x N, x is in x N, dx is in x N, dW is in x out.
+    // dx (in x N) = W (in x out) dy (out x N).
+    if (t.dx != nullptr) {
+      m_data = detail::lt_product(handle, compute, CUBLAS_OP_N, CUBLAS_OP_N, ab, ab, i, o, o, n, i, n, workspace_bytes,
+                                  "the data gradient of " + name());
+    }
+    // dW (in x out) = x (in x N) dy^T (N x out).
+    m_weight = detail::lt_product(handle, compute, CUBLAS_OP_N, CUBLAS_OP_T, ab, CUDA_R_32F, i, n, o, n, i, o, workspace_bytes,
+                                  "the weight gradient of " + name());
+  }
+
+  /// "linear_backward/fp16/n64_in2048_out1000".
+  std::string name() const {
+    return std::string("linear_backward/") + to_string(m_dtype) + "/n" + std::to_string(m_rows) + "_in" + std::to_string(m_in) +
+           "_out" + std::to_string(m_out);
+  }
+
+  /// Enqueues dx (when asked for), dW and db on `stream`.
+  void operator()(cudaStream_t stream) const {
+    if (m_tensors.dx != nullptr) m_data(m_tensors.w, m_tensors.dy, m_tensors.dx, m_workspace, m_workspace_bytes, stream);
+    m_weight(m_tensors.x, m_tensors.dy, m_tensors.dw, m_workspace, m_workspace_bytes, stream);
+    const unsigned blocks = unsigned((m_out + 255) / 256);
+    switch (m_dtype) {
+      case conv_dtype::fp16:
+        detail::bias_gradient_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<const __half*>(m_tensors.dy), m_rows, m_out, m_tensors.db);
+        break;
+      case conv_dtype::bf16:
+        detail::bias_gradient_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(m_tensors.dy), m_rows,
+                                                                                m_out, m_tensors.db);
+        break;
+      default:
+        detail::bias_gradient_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<const float*>(m_tensors.dy), m_rows, m_out, m_tensors.db);
+        break;
+    }
+    GPUCMP_CUDA_CHECK_LAST("bias_gradient_kernel");
+  }
+
+ private:
+  std::int64_t m_rows, m_in, m_out;
+  conv_dtype m_dtype;
+  linear_gradient_tensors m_tensors;
+  void* m_workspace;
+  std::size_t m_workspace_bytes;
+  detail::lt_product m_data, m_weight;
+};
+
+}  // namespace gpucmp
