@@ -3,6 +3,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/io/safetensors.hpp>
+#include <gpucmp/io/safetensors_writer.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -98,4 +99,19 @@ TEST_CASE("shapes and offsets past what a file can hold are refused, not wrapped
   const std::string far = R"({"t": {"dtype": "U8", "shape": [1], "data_offsets": [1e30, 1e30]}})";
   CHECK_THROWS_WITH(gpucmp::safetensors_file::parse(file_of(far, ""), "f.safetensors"),
                     GPUCMP_CONTAINS("data_offsets must be two increasing non-negative integers"));
+}
+
+TEST_CASE("written tensors read back exactly, and bad tensors are refused by name", "[safetensors]") {
+  const std::vector<gpucmp::named_tensor> tensors{{"conv1.weight", {2, 1, 2, 2}, {1.5f, -2, 3, 4, 5, 6, 7, -8.25f}},
+                                                  {"fc.bias", {3}, {0.1f, 0.2f, 0.3f}},
+                                                  {"empty", {0}, {}}};
+  const gpucmp::safetensors_file f = gpucmp::safetensors_file::parse(gpucmp::safetensors_bytes(tensors), "written");
+  REQUIRE(f.tensors().size() == 3);
+  CHECK(f.read_float("conv1.weight", {2, 1, 2, 2}) == tensors[0].values);
+  CHECK(f.read_float("fc.bias", {3}) == tensors[1].values);
+  CHECK(f.find("empty").element_count() == 0);
+  CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a", {2}, {1}}}), GPUCMP_CONTAINS("'a' has 1 values for shape"));
+  CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a", {1}, {1}}, {"a", {1}, {2}}}), GPUCMP_CONTAINS("two tensors are named 'a'"));
+  CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a\"b", {1}, {1}}}), GPUCMP_CONTAINS("quote"));
+  CHECK_THROWS_AS(gpucmp::write_safetensors("/nonexistent-dir/x.safetensors", tensors), gpucmp::error);
 }

@@ -143,6 +143,9 @@ class multi_tensor_sgd {
     GPUCMP_CUDA_CHECK_LAST("count_optimizer_step");
   }
 
+  /// Back to no steps taken (the next step starts the momentum afresh), on `stream`.
+  void reset(cudaStream_t stream) { GPUCMP_CUDA_CHECK(cudaMemsetAsync(steps(), 0, sizeof(std::int64_t), stream)); }
+
   /// Steps taken (not skipped) after the work queued on `stream` (synchronizes `stream`).
   std::int64_t steps_taken(cudaStream_t stream) const {
     std::int64_t n = 0;
