@@ -222,6 +222,9 @@ TEST_CASE("a linear layer's data, weight and bias gradients match the FP64 refer
     for (std::size_t i = 0; i < db_got.size(); ++i) worst = std::max(worst, std::fabs(double(db_got[i]) - db_ref[i]));
     INFO("worst absolute error " << worst);
     CHECK(worst <= allowed);
+    const gpucmp::verification v = back.verify(s.get());
+    INFO(v.summary());
+    CHECK(v.passed());
   };
   // The inputs are exactly representable in each type; FP16 rounds dx on output (|dx| < 8).
   run(float{}, gpucmp::conv_dtype::fp32, 1e-5);

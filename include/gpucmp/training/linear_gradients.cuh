@@ -17,11 +17,16 @@
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/cuda/random.hpp>
 
 #include <cublasLt.h>
 
+#include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace gpucmp {
 
@@ -132,6 +137,19 @@ class linear_backward {
            "_out" + std::to_string(m_out);
   }
 
+  /// Runs the pass on the tensors as they are (x, w and dy must hold data) and compares
+  /// with an FP64 host reference: dx at 4 rows (first and last included), dW at 256 random
+  /// entries, db everywhere. Synchronizes `stream`.
+  verification verify(cudaStream_t stream) const {
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    switch (m_dtype) {
+      case conv_dtype::fp16: return compare<__half>();
+      case conv_dtype::bf16: return compare<__nv_bfloat16>();
+      default: return compare<float>();
+    }
+  }
+
   /// Enqueues dx (when asked for), dW and db on `stream`.
   void operator()(cudaStream_t stream) const {
     if (m_tensors.dx != nullptr) m_data(m_tensors.w, m_tensors.dy, m_tensors.dx, m_workspace, m_workspace_bytes, stream);
@@ -153,6 +171,70 @@ class linear_backward {
   }
 
  private:
+  template <class T>
+  static std::vector<T> download(const void* p, std::size_t n) {
+    std::vector<T> v(n);
+    GPUCMP_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+
+  template <class T>
+  verification compare() const {
+    const std::size_t rows = std::size_t(m_rows), in = std::size_t(m_in), out = std::size_t(m_out);
+    const std::vector<T> x = download<T>(m_tensors.x, rows * in), w = download<T>(m_tensors.w, out * in),
+                         dy = download<T>(m_tensors.dy, rows * out);
+    const std::vector<float> dw = download<float>(m_tensors.dw, out * in), db = download<float>(m_tensors.db, out);
+    verification v;
+    v.method = "FP64 CPU reference: dx at 4 rows, dW at 256 entries, db everywhere";
+    const bool tf32 = m_dtype == conv_dtype::tf32;
+    tolerance fp32_out;
+    fp32_out.output_eps = 0x1p-24;
+    fp32_out.accumulate_eps = 0x1p-24;
+    fp32_out.input_eps = tf32 ? 0x1p-10 : 0.0;
+    tolerance typed_out = fp32_out;
+    typed_out.output_eps = m_dtype == conv_dtype::fp16 ? 0x1p-11 : m_dtype == conv_dtype::bf16 ? 0x1p-8 : 0x1p-24;
+    typed_out.output_abs = m_dtype == conv_dtype::fp16 ? 0x1p-25 : 0.0;
+    if (m_tensors.dx != nullptr) {
+      const std::vector<T> dx = download<T>(m_tensors.dx, rows * in);
+      std::set<std::size_t> picked{0, rows - 1};
+      for (std::uint64_t k = 0; picked.size() < std::min<std::size_t>(4, rows); ++k) picked.insert(std::size_t(random_bits(61, k) % rows));
+      for (std::size_t r : picked) {
+        for (std::size_t i = 0; i < in; ++i) {
+          double sum = 0, squares = 0;
+          for (std::size_t o = 0; o < out; ++o) {
+            const double p = to_double(dy[r * out + o]) * to_double(w[o * in + i]);
+            sum += p;
+            squares += p * p;
+          }
+          v.add(to_double(dx[r * in + i]), sum, typed_out.bound(sum, std::sqrt(squares), double(out)),
+                "dx row " + std::to_string(r) + ", column " + std::to_string(i));
+        }
+      }
+    }
+    for (std::uint64_t k = 0; k < 256; ++k) {
+      const std::size_t at = std::size_t(random_bits(62, k) % (out * in)), o = at / in, i = at % in;
+      double sum = 0, squares = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        const double p = to_double(dy[r * out + o]) * to_double(x[r * in + i]);
+        sum += p;
+        squares += p * p;
+      }
+      v.add(dw[at], sum, fp32_out.bound(sum, std::sqrt(squares), double(rows)), "dW " + std::to_string(o) + ", " + std::to_string(i));
+    }
+    tolerance sum_only;
+    sum_only.output_eps = 0x1p-24;
+    sum_only.accumulate_eps = 0x1p-24;
+    for (std::size_t o = 0; o < out; ++o) {
+      double sum = 0, squares = 0;
+      for (std::size_t r = 0; r < rows; ++r) {
+        sum += to_double(dy[r * out + o]);
+        squares += to_double(dy[r * out + o]) * to_double(dy[r * out + o]);
+      }
+      v.add(db[o], sum, sum_only.bound(sum, std::sqrt(squares), double(rows)), "db " + std::to_string(o));
+    }
+    return v;
+  }
+
   std::int64_t m_rows, m_in, m_out;
   conv_dtype m_dtype;
   linear_gradient_tensors m_tensors;
