@@ -315,7 +315,7 @@ __global__ void bn_gather(const T* data, const std::int64_t* at, std::size_t cou
   }
 }
 
-inline int grid_for(std::int64_t count, int threads = 256) {
+inline int bn_grid(std::int64_t count, int threads = 256) {
   return int(std::max<std::int64_t>(1, std::min<std::int64_t>((count + threads - 1) / threads, 65536)));
 }
 
@@ -393,11 +393,11 @@ class batch_norm_training {
       float* a = reinterpret_cast<float*>(partial + 2 * m_splits * m_shape.c);
       float* b = a + m_shape.c;
       launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr, partial, stream);
-      detail::bn_finish_statistics<T><<<detail::grid_for(m_shape.c), 256, 0, stream>>>(
+      detail::bn_finish_statistics<T><<<detail::bn_grid(m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, x, shift_stride(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
       GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
-      detail::bn_apply<T><<<detail::grid_for(m_shape.elements()), 256, 0, stream>>>(
+      detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(
           x, m_shape.residual ? static_cast<const T*>(t.z) : nullptr, static_cast<T*>(t.y), a, b, m_shape.elements(), m_shape.c,
           inner(), m_shape.relu);
       GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
@@ -425,11 +425,11 @@ class batch_norm_training {
       const T* y = static_cast<const T*>(t.y);
       const T* dy = static_cast<const T*>(t.dy);
       launch_partial_sums(x, y, dy, t.saved_mean, partial, stream);
-      detail::bn_finish_gradients<><<<detail::grid_for(m_shape.c), 256, 0, stream>>>(
+      detail::bn_finish_gradients<><<<detail::bn_grid(m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, t.gamma, t.saved_mean, t.saved_inv_std, t.dgamma, t.dbeta, c1,
           c2, c3);
       GPUCMP_CUDA_CHECK_LAST("batch norm gradient sums kernel");
-      detail::bn_apply_gradient<T><<<detail::grid_for(m_shape.elements()), 256, 0, stream>>>(
+      detail::bn_apply_gradient<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(
           x, y, dy, static_cast<T*>(t.dx), m_shape.residual ? static_cast<T*>(t.dz) : nullptr, c1, c2, c3, m_shape.elements(),
           m_shape.c, inner(), m_shape.relu);
       GPUCMP_CUDA_CHECK_LAST("batch norm gradient kernel");
@@ -609,7 +609,7 @@ class batch_norm_training {
     std::vector<std::vector<double>> got(6, std::vector<double>(at.size()));
     device_buffer<double> gathered(at.size(), initial_fill::uninitialized());
     for (int k = 0; k < 6; ++k) {
-      detail::bn_gather<T><<<detail::grid_for(std::int64_t(at.size())), 256, 0, stream>>>(static_cast<const T*>(sources[k]),
+      detail::bn_gather<T><<<detail::bn_grid(std::int64_t(at.size())), 256, 0, stream>>>(static_cast<const T*>(sources[k]),
                                                                                          at_d.data(), at.size(), gathered.data());
       GPUCMP_CUDA_CHECK_LAST("batch norm gather kernel");
       GPUCMP_CUDA_CHECK(cudaMemcpyAsync(got[k].data(), gathered.data(), at.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));

@@ -1,0 +1,1135 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A network_definition made trainable for one batch size and precision (components
+// gpucmp::cudnn and gpucmp::cublas): a whole training step (forward, loss, backward, loss
+// scaling, optimizer) on synthetic or given data, eagerly or as one CUDA graph.
+//
+// Training reads a definition's convolution layer as torch's conv -> batch norm -> (add) ->
+// (ReLU): the filter has no bias; the definition's bias becomes the batch norm's beta (gamma
+// starts at 1, the running statistics at 0 and 1). A final softmax is left out (the loss
+// takes the logits); the last trained layer must be linear.
+//
+// Precisions: FP32 (no tensor cores), TF32, FP16 with dynamic loss scaling (torch's AMP),
+// BF16 without. Master weights, momentum, batch norm parameters and statistics, the
+// classifier's weight and bias gradients are FP32; activations, filters' copies and filter
+// gradients are in the precision's type.
+//
+// Building one plans the memory (training/training_memory.hpp) and checks that it fits (a
+// typed out_of_memory), allocates it, and for every convolution shape searches and verifies
+// the forward, data-gradient and weight-gradient algorithms on random tensors of the full
+// size (ops/conv.cuh), then binds each layer to its tensors; every batch norm's path (cuDNN's
+// persistent kernels or gpucmp's) is timed, verified at full size and chosen; the classifier
+// is searched and both its passes verified. Parameters are then reset to their initial
+// values, so a built network starts from the definition's weights.
+//
+//   gpucmp::training_options o;           // batch 64, FP16 with loss scaling by default
+//   gpucmp::training_network net(def, o, stream);
+//   net.step(stream);                     // eager: forward, loss, backward, optimizer
+//   auto g = net.capture(stream);         // or the whole step as one CUDA graph
+//   g.launch(stream);
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/graph.hpp>
+#include <gpucmp/cuda/random.hpp>
+#include <gpucmp/io/safetensors_writer.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
+#include <gpucmp/models/linear.cuh>
+#include <gpucmp/models/network.cuh>
+#include <gpucmp/models/network_definition.hpp>
+#include <gpucmp/models/pooling.cuh>
+#include <gpucmp/ops/conv.cuh>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cublas_status.hpp>
+#include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/operation.hpp>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/specs/work.hpp>
+#include <gpucmp/training/batch_norm.cuh>
+#include <gpucmp/training/linear_gradients.cuh>
+#include <gpucmp/training/loss.cuh>
+#include <gpucmp/training/loss_scale.cuh>
+#include <gpucmp/training/pool_gradients.cuh>
+#include <gpucmp/training/sgd.cuh>
+#include <gpucmp/training/storage.cuh>
+#include <gpucmp/training/training_memory.hpp>
+#include <gpucmp/training/training_work.hpp>
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// How a training step is set up.
+struct training_options {
+  std::int64_t batch = 64;                 ///< images per step
+  conv_dtype dtype = conv_dtype::fp16;     ///< activations' and filters' type and math
+  conv_layout layout = conv_layout::nhwc;  ///< activations' and filters' layout
+  /// FP16 only: dynamic loss scaling, as torch's GradScaler (BF16, TF32 and FP32 never scale).
+  bool loss_scaling = true;
+  loss_scale_options loss_scale;           ///< GradScaler's defaults
+  sgd_options sgd;                         ///< momentum 0.9, weight decay 5e-5, learning rate 0.1
+  batch_norm_options batch_norm;           ///< torch's eps and momentum
+  /// Which batch norm paths may compete (each is timed and verified per shape).
+  std::vector<batch_norm_path> batch_norm_paths{batch_norm_path::cudnn_persistent, batch_norm_path::gpucmp_kernels};
+  search_options search = network_options::fast_search();  ///< how candidates are timed
+  int candidates_per_pass = 4;             ///< of each cuDNN API, per pass and shape
+  std::size_t workspace_limit = std::size_t{1} << 30;      ///< largest workspace an algorithm may use
+  std::uint64_t data_seed = 7;             ///< synthetic images and labels
+
+  /// True when the step scales its loss (FP16 with loss_scaling).
+  bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
+};
+
+/// "amp_fp16", "bf16", "tf32", "fp32" (and "fp16" without loss scaling).
+inline std::string training_precision_name(const training_options& o) {
+  return o.scales_loss() ? "amp_fp16" : to_string(o.dtype);
+}
+
+/// What one layer of a training network runs and how it was checked.
+struct training_layer_report {
+  std::string name;             ///< the definition's layer name
+  std::string kind;             ///< "conv", "max_pool", ...
+  std::string shape;            ///< conv: the problem's name; others: input -> output
+  std::string forward;          ///< conv and linear: the algorithm
+  std::string data_gradient;    ///< conv: the algorithm ("" for a layer that reads the images)
+  std::string weight_gradient;  ///< conv: the algorithm
+  std::string batch_norm;       ///< conv: the batch norm's path
+  std::vector<std::string> checks;  ///< every verification that ran for it, passed
+};
+
+namespace detail {
+
+template <class T>
+__global__ void add_into_kernel(T* dst, const T* src, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    dst[i] = from_double<T>(float(to_double(dst[i])) + float(to_double(src[i])));
+  }
+}
+
+template <class T>
+__global__ void model_copy_kernel(const float* master, T* model, std::int64_t count) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    model[i] = from_double<T>(master[i]);
+  }
+}
+
+inline unsigned elementwise_grid(std::int64_t count) {
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>((count + 255) / 256, 132 * 16)));
+}
+
+// A batch norm layer's paths as a searchable operation (ops/operation.hpp): a candidate runs
+// the forward and the backward pass on the layer's tensors.
+struct batch_norm_search {
+  std::vector<std::unique_ptr<batch_norm_training>> paths;
+  batch_norm_tensors tensors;
+  void* workspace = nullptr;
+  void* reserve = nullptr;
+  std::size_t current = 0;
+  search_choice chosen;
+
+  std::string name() const { return paths.front()->name(); }
+  std::size_t candidate_count() const noexcept { return paths.size(); }
+  std::string describe_candidate(std::size_t i) const { return to_string(paths.at(i)->path()); }
+  void select(std::size_t i, cudaStream_t) { current = i; }
+  void operator()(cudaStream_t stream) {
+    paths[current]->forward(tensors, workspace, reserve, stream);
+    paths[current]->backward(tensors, workspace, reserve, stream);
+  }
+  verification verify(cudaStream_t stream) {
+    const batch_norm_verification v = paths[current]->verify(tensors, workspace, reserve, stream);
+    return v.forward.passed() ? v.backward : v.forward;
+  }
+  void adopt_search(const search_choice& c, std::vector<candidate_time>) { chosen = c; current = c.index; }
+};
+
+}  // namespace detail
+
+/// A network's training step, ready to run (file comment).
+class training_network {
+ public:
+  /// Plans and checks memory, allocates, searches and verifies every layer, and resets the
+  /// parameters to the definition's. Throws invalid_argument (a definition that cannot
+  /// train, bad options), unsupported, out_of_memory (needed vs free) or verification_failed
+  /// (naming the layer and pass).
+  training_network(const network_definition& definition, const training_options& options, cudaStream_t stream)
+      : m_definition(definition), m_options(options) {
+    if (options.batch <= 1) throw invalid_argument(definition.name() + ": a training batch needs at least 2 images (batch norm)");
+    if (options.candidates_per_pass < 1) throw invalid_argument(definition.name() + ": candidates_per_pass must be at least 1");
+    if (options.batch_norm_paths.empty()) throw invalid_argument(definition.name() + ": no batch norm path may compete");
+    options.sgd.validate();
+    options.loss_scale.validate();
+    m_plan = plan_training_memory(m_definition, options.batch, options.dtype);
+    m_logits = detail::training_logits(m_definition);
+    m_trained = std::size_t(m_logits.id);
+    check_fits();
+    const auto started = std::chrono::steady_clock::now();
+    create_handles();
+    lay_out_parameters();
+    allocate();
+    reset(stream);  // the checks below read real parameters
+    build_layers(stream);
+    reset(stream);
+    fill_synthetic_batch(stream);
+    m_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  training_network(const training_network&) = delete;
+  training_network& operator=(const training_network&) = delete;
+
+  /// Enqueues one training step: forward, loss, backward, optimizer (and the loss scale's
+  /// check and update with FP16 loss scaling). Nothing synchronizes the host.
+  void step(cudaStream_t stream) const {
+    forward_backward(stream);
+    m_optimizer_step(stream);
+  }
+  /// Enqueues forward, loss and backward only: the gradients of the current parameters
+  /// (scaled by the loss scale with FP16 loss scaling), for checks against a reference.
+  void forward_backward(cudaStream_t stream) const {
+    for (const auto& f : m_forward) f(stream);
+    m_loss(stream);
+    for (const auto& b : m_backward) b(stream);
+  }
+  /// The whole step as one CUDA graph (replay with launch(stream)); replays continue from the
+  /// state the network is in.
+  graph_exec capture(cudaStream_t stream) const {
+    const graph g = capture_graph(stream, [&](cudaStream_t s) { step(s); });
+    return graph_exec(g.get());
+  }
+
+  /// Back to the definition's parameters, zero momentum, running statistics 0 and 1, the
+  /// initial loss scale and no steps taken (on `stream`; synchronizes it).
+  void reset(cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_master.data(), m_initial_master.data(), m_initial_master.size() * sizeof(float),
+                                      cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_momentum.data(), 0, m_momentum.bytes(), stream));
+    refresh_model_copies(stream);
+    const std::size_t channels = m_statistics.size() / 4;
+    std::vector<float> statistics(m_statistics.size(), 0.0f);
+    for (std::size_t c = 0; c < channels; ++c) statistics[channels + c] = 1.0f;  // running variances
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_statistics.data(), statistics.data(), statistics.size() * sizeof(float),
+                                      cudaMemcpyHostToDevice, stream));
+    if (m_scale) m_scale->reset(stream);
+    if (m_reset_optimizer) m_reset_optimizer(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `statistics` is a local
+  }
+
+  /// Replaces the batch: `images` N x C x H x W (torch's order, FP32) and one label per image
+  /// in [0, classes). Throws invalid_argument naming what is wrong.
+  void set_batch(const std::vector<float>& images, const std::vector<std::int32_t>& labels, cudaStream_t stream) {
+    const image_shape& in = m_definition.shape(m_definition.input());
+    const std::size_t expected = std::size_t(m_options.batch * in.elements());
+    if (images.size() != expected) {
+      throw invalid_argument(name() + ": set_batch got " + std::to_string(images.size()) + " image values, expected " +
+                             std::to_string(expected));
+    }
+    if (labels.size() != std::size_t(m_options.batch)) {
+      throw invalid_argument(name() + ": set_batch got " + std::to_string(labels.size()) + " labels for a batch of " +
+                             std::to_string(m_options.batch));
+    }
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      if (labels[i] < 0 || labels[i] >= classes()) {
+        throw invalid_argument(name() + ": label " + std::to_string(i) + " is " + std::to_string(labels[i]) + ", not one of the " +
+                               std::to_string(classes()) + " classes");
+      }
+    }
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> staged(expected);
+      const std::int64_t hw = in.h * in.w;
+      for (std::int64_t n = 0; n < m_options.batch; ++n)
+        for (std::int64_t c = 0; c < in.c; ++c)
+          for (std::int64_t p = 0; p < hw; ++p) {
+            const std::int64_t from = (n * in.c + c) * hw + p;
+            const std::int64_t to = m_options.layout == conv_layout::nhwc ? (n * hw + p) * in.c + c : from;
+            staged[std::size_t(to)] = from_double<T>(images[std::size_t(from)]);
+          }
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(activation(m_definition.input()), staged.data(), staged.size() * sizeof(T),
+                                        cudaMemcpyHostToDevice, stream));
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t),
+                                        cudaMemcpyHostToDevice, stream));
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `staged` is a local
+    });
+  }
+
+  /// The last step's mean loss (synchronizes `stream`).
+  float loss(cudaStream_t stream) const {
+    float v = 0;
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(&v, m_loss_value.data(), sizeof v, cudaMemcpyDeviceToHost, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return v;
+  }
+  /// Loss scaling's state (scale, skipped steps); the initial state without loss scaling.
+  loss_scale_state loss_scale(cudaStream_t stream) const {
+    if (!m_scale) {
+      loss_scale_state s;
+      s.scale = 1.0f;
+      return s;
+    }
+    return m_scale->read(stream);
+  }
+
+  /// The FP32 master parameters and batch norms' running statistics in torch's names, shapes
+  /// and orders: "<conv>.weight" (K x C x R x S), "<conv>.bn.weight", ".bn.bias",
+  /// ".bn.running_mean", ".bn.running_var", "<linear>.weight" and ".bias".
+  std::vector<named_tensor> parameters(cudaStream_t stream) const { return named(read_floats(m_master.data(), m_master.size(), stream), true, stream); }
+  /// The gradients of the parameters (of the loss, unscaled) as the last backward pass left
+  /// them, in parameters()' names (no running statistics). Synchronizes `stream`.
+  std::vector<named_tensor> gradients(cudaStream_t stream) const {
+    std::vector<float> all(m_master.size());
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> a(m_filter_count);
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(a.data(), m_filter_gradients.data(), a.size() * sizeof(T), cudaMemcpyDeviceToHost, stream));
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+      for (std::size_t i = 0; i < a.size(); ++i) all[i] = float(to_double(a[i]));
+    });
+    const std::vector<float> rest = read_floats(m_float_gradients.data(), m_master.size() - m_filter_count, stream);
+    std::copy(rest.begin(), rest.end(), all.begin() + std::ptrdiff_t(m_filter_count));
+    const float scale = loss_scale(stream).scale;
+    for (float& g : all) g /= scale;
+    return named(all, false, stream);
+  }
+  /// The current batch: "images" (N x C x H x W, FP32 from the precision's type) and "labels" (as FP32).
+  std::vector<named_tensor> batch_tensors(cudaStream_t stream) const {
+    const image_shape& in = m_definition.shape(m_definition.input());
+    const std::size_t count = std::size_t(m_options.batch * in.elements());
+    std::vector<float> stored(count), images(count);
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> raw(count);
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(raw.data(), activation(m_definition.input()), count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+      for (std::size_t i = 0; i < count; ++i) stored[i] = float(to_double(raw[i]));
+    });
+    const std::int64_t hw = in.h * in.w;
+    for (std::int64_t n = 0; n < m_options.batch; ++n)
+      for (std::int64_t c = 0; c < in.c; ++c)
+        for (std::int64_t p = 0; p < hw; ++p) {
+          const std::int64_t to = (n * in.c + c) * hw + p;
+          const std::int64_t from = m_options.layout == conv_layout::nhwc ? (n * hw + p) * in.c + c : to;
+          images[std::size_t(to)] = stored[std::size_t(from)];
+        }
+    std::vector<std::int32_t> labels(std::size_t(m_options.batch));
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(labels.data(), m_labels.data(), labels.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return {{"images", {m_options.batch, in.c, in.h, in.w}, images},
+            {"labels", {m_options.batch}, std::vector<float>(labels.begin(), labels.end())}};
+  }
+
+  /// The definition as JSON (layers, shapes and settings), for a framework to rebuild the
+  /// same network: what scripts/training/compare_pytorch.py reads.
+  std::string definition_json() const {
+    std::ostringstream j;
+    const image_shape& in = m_definition.shape(m_definition.input());
+    j << "{\"name\": \"" << m_definition.name() << "\", \"input\": [" << in.c << ", " << in.h << ", " << in.w << "], \"layers\": [";
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = m_definition.layers()[i];
+      j << (i ? ", " : "") << "{\"name\": \"" << l.name << "\", \"kind\": \"" << to_string(l.kind) << "\", \"input\": " << l.input.id
+        << ", \"output\": " << l.output.id << ", \"residual\": " << (l.residual.valid() ? l.residual.id : -1);
+      if (l.kind == layer_kind::conv) {
+        j << ", \"out_channels\": " << l.conv.out_channels << ", \"kernel\": " << l.conv.kernel << ", \"stride\": " << l.conv.stride
+          << ", \"pad\": " << l.conv.pad << ", \"relu\": " << (l.conv.relu ? "true" : "false");
+      } else if (l.kind == layer_kind::max_pool || l.kind == layer_kind::average_pool) {
+        j << ", \"kernel\": " << l.pool_kernel << ", \"stride\": " << l.pool_stride << ", \"pad\": " << l.pool_pad;
+      } else if (l.kind == layer_kind::linear) {
+        j << ", \"out_features\": " << l.out_features;
+      }
+      j << "}";
+    }
+    j << "], \"batch_norm\": {\"eps\": " << m_options.batch_norm.eps << ", \"momentum\": " << m_options.batch_norm.momentum
+      << "}, \"sgd\": {\"learning_rate\": " << m_options.sgd.learning_rate << ", \"momentum\": " << m_options.sgd.momentum
+      << ", \"weight_decay\": " << m_options.sgd.weight_decay << ", \"nesterov\": " << (m_options.sgd.nesterov ? "true" : "false")
+      << "}, \"precision\": \"" << training_precision_name(m_options) << "\", \"layout\": \"" << to_string(m_options.layout)
+      << "\", \"batch\": " << m_options.batch << "}";
+    return j.str();
+  }
+
+  /// "resnet50 training amp_fp16 nhwc batch 256".
+  std::string name() const {
+    return m_definition.name() + " training " + training_precision_name(m_options) + " " + to_string(m_options.layout) + " batch " +
+           std::to_string(m_options.batch);
+  }
+  /// One step's declared work: training_flops_per_image() x batch (training/training_work.hpp).
+  gpucmp::work work() const {
+    gpucmp::work w;
+    w.flops = training_flops_per_image(m_definition).total() * double(m_options.batch);
+    w.arithmetic = peak_precision(m_options.dtype);
+    return w;
+  }
+  /// Classes the loss takes.
+  std::int32_t classes() const { return std::int32_t(m_definition.shape(m_logits).c); }
+  /// The options it was built with.
+  const training_options& options() const noexcept { return m_options; }
+  /// The definition it trains.
+  const network_definition& definition() const noexcept { return m_definition; }
+  /// The memory plan it allocated.
+  const training_memory_plan& memory() const noexcept { return m_plan; }
+  /// Device bytes it allocated: the plan's buffers plus the real workspaces and cuDNN's
+  /// batch norm reserves (instead of the plan's reserve).
+  std::size_t device_bytes() const noexcept { return m_plan.total() - m_plan.workspace_reserve + workspace_bytes(); }
+  /// Workspace bytes: the convolutions' shared one, cuBLASLt's, batch norms' and their reserves.
+  std::size_t workspace_bytes() const noexcept {
+    return m_conv_workspace.bytes() + m_linear_workspace.bytes() + m_bn_workspace.bytes() + m_bn_reserve.bytes();
+  }
+  /// Every trained layer: what runs and how it was checked.
+  const std::vector<training_layer_report>& layers() const noexcept { return m_reports; }
+  /// Seconds the build took (searches and verifications included).
+  double build_seconds() const noexcept { return m_build_seconds; }
+
+ private:
+  using cudnn_handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
+  using lt_handle_t = detail::unique_handle<cublasLtHandle_t, cublasLtDestroy>;
+  using step_fn = std::function<void(cudaStream_t)>;
+
+  // Where one layer's parameters live: master indexes (filters first, then the FP32-gradient
+  // group) and device pointers.
+  struct parameter_slots {
+    std::size_t filter = 0, filter_count = 0;          // conv: index in the filter group
+    std::size_t gamma = 0, beta = 0, channels = 0;      // conv: master indexes of its batch norm
+    std::size_t weight = 0, weight_count = 0, bias = 0; // linear: master indexes
+    std::size_t statistics = 0;                         // conv: first channel in the statistics arrays
+  };
+
+  void check_fits() const {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (m_plan.total() > free_bytes) throw out_of_memory(m_plan.total(), free_bytes, total_bytes, name());
+  }
+
+  void create_handles() {
+    cudnnHandle_t dnn = nullptr;
+    GPUCMP_CUDNN_CHECK(cudnnCreate(&dnn));
+    m_cudnn = cudnn_handle_t(dnn);
+    cublasLtHandle_t lt = nullptr;
+    GPUCMP_CUBLAS_CHECK(cublasLtCreate(&lt));
+    m_cublas = lt_handle_t(lt);
+  }
+
+  // Master order: every filter (in the layout's filter order: K x R x S x C for NHWC), then
+  // the batch norms' gammas and betas and the linear layers' weights and biases.
+  void lay_out_parameters() {
+    const auto& layers = m_definition.layers();
+    m_slots.assign(m_trained, {});
+    std::size_t filters = 0;
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      if (layers[i].kind != layer_kind::conv) continue;
+      m_slots[i].filter = filters;
+      m_slots[i].filter_count = layers[i].weight.size();
+      filters += layers[i].weight.size();
+    }
+    m_filter_count = filters;
+    std::size_t next = filters, channels = 0;
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind == layer_kind::conv) {
+        m_slots[i].channels = std::size_t(l.conv.out_channels);
+        m_slots[i].gamma = next;
+        m_slots[i].beta = next + m_slots[i].channels;
+        m_slots[i].statistics = channels;
+        next += 2 * m_slots[i].channels;
+        channels += m_slots[i].channels;
+      } else if (l.kind == layer_kind::linear) {
+        m_slots[i].weight = next;
+        m_slots[i].weight_count = l.weight.size();
+        m_slots[i].bias = next + l.weight.size();
+        next += l.weight.size() + l.bias.size();
+      }
+    }
+    m_initial_master.assign(next, 0.0f);
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind == layer_kind::conv) {
+        const std::vector<float> filter = to_filter_layout(l);
+        std::copy(filter.begin(), filter.end(), m_initial_master.begin() + std::ptrdiff_t(m_slots[i].filter));
+        for (std::size_t c = 0; c < m_slots[i].channels; ++c) {
+          m_initial_master[m_slots[i].gamma + c] = 1.0f;
+          m_initial_master[m_slots[i].beta + c] = l.bias[c];
+        }
+      } else if (l.kind == layer_kind::linear) {
+        std::copy(l.weight.begin(), l.weight.end(), m_initial_master.begin() + std::ptrdiff_t(m_slots[i].weight));
+        std::copy(l.bias.begin(), l.bias.end(), m_initial_master.begin() + std::ptrdiff_t(m_slots[i].bias));
+      }
+    }
+    m_channels = channels;
+  }
+
+  // A conv layer's filter (torch's K x C x R x S) in the layout's order.
+  std::vector<float> to_filter_layout(const layer_definition& l) const {
+    if (m_options.layout == conv_layout::nchw) return l.weight;
+    const std::int64_t k = l.conv.out_channels, r = l.conv.kernel, c = std::int64_t(l.weight.size()) / (k * r * r);
+    std::vector<float> out(l.weight.size());
+    for (std::int64_t ki = 0; ki < k; ++ki)
+      for (std::int64_t ci = 0; ci < c; ++ci)
+        for (std::int64_t ri = 0; ri < r; ++ri)
+          for (std::int64_t si = 0; si < r; ++si)
+            out[std::size_t(((ki * r + ri) * r + si) * c + ci)] = l.weight[std::size_t(((ki * c + ci) * r + ri) * r + si)];
+    return out;
+  }
+  // And back.
+  std::vector<float> from_filter_layout(const layer_definition& l, const float* values) const {
+    const std::int64_t k = l.conv.out_channels, r = l.conv.kernel, c = std::int64_t(l.weight.size()) / (k * r * r);
+    std::vector<float> out(l.weight.size());
+    for (std::int64_t ki = 0; ki < k; ++ki)
+      for (std::int64_t ci = 0; ci < c; ++ci)
+        for (std::int64_t ri = 0; ri < r; ++ri)
+          for (std::int64_t si = 0; si < r; ++si) {
+            const std::int64_t torch = ((ki * c + ci) * r + ri) * r + si;
+            const std::int64_t ours = m_options.layout == conv_layout::nchw ? torch : ((ki * r + ri) * r + si) * c + ci;
+            out[std::size_t(torch)] = values[ours];
+          }
+    return out;
+  }
+
+  void allocate() {
+    const std::size_t e = element_bytes(m_options.dtype);
+    const bool low = m_options.dtype == conv_dtype::fp16 || m_options.dtype == conv_dtype::bf16;
+    const std::size_t params = m_initial_master.size();
+    m_master = device_buffer<float>(params, initial_fill::uninitialized());
+    m_momentum = device_buffer<float>(params, initial_fill::uninitialized());
+    std::size_t linear_weights = 0;
+    for (const auto& s : m_slots) linear_weights += s.weight_count;
+    if (low) m_model = device_buffer<unsigned char>((m_filter_count + linear_weights) * e, initial_fill::uninitialized());
+    m_filter_gradients = device_buffer<unsigned char>(std::max<std::size_t>(m_filter_count, 1) * e, initial_fill::uninitialized());
+    m_float_gradients = device_buffer<float>(params - m_filter_count, initial_fill::uninitialized());
+    m_statistics = device_buffer<float>(4 * m_channels, initial_fill::uninitialized());
+    m_activations.clear();
+    for (std::size_t b : m_plan.kept_bytes) m_activations.emplace_back(b, initial_fill::uninitialized());
+    m_conv_outputs.clear();
+    m_pool_indexes.clear();
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      m_conv_outputs.emplace_back(m_plan.conv_output_bytes[i], initial_fill::uninitialized());
+      const bool max_pool = m_definition.layers()[i].kind == layer_kind::max_pool;
+      m_pool_indexes.emplace_back(max_pool ? std::size_t(m_options.batch * m_definition.shape(m_definition.layers()[i].output).elements())
+                                           : 0,
+                                  initial_fill::uninitialized());
+    }
+    m_gradient_slots.clear();
+    for (std::size_t b : m_plan.gradient_slot_bytes) m_gradient_slots.emplace_back(b, initial_fill::uninitialized());
+    m_conv_scratch = device_buffer<unsigned char>(std::max<std::size_t>(m_plan.conv_gradient_scratch_bytes, 256), initial_fill::uninitialized());
+    m_accumulate_scratch = device_buffer<unsigned char>(std::max<std::size_t>(m_plan.accumulate_scratch_bytes, 256), initial_fill::uninitialized());
+    m_labels = device_buffer<std::int32_t>(std::size_t(m_options.batch), initial_fill::uninitialized());
+    m_row_loss = device_buffer<double>(std::size_t(m_options.batch), initial_fill::uninitialized());
+    m_loss_value = device_buffer<float>(1, initial_fill::uninitialized());
+    m_linear_workspace = device_buffer<unsigned char>(std::size_t{32} << 20, initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemset(m_linear_workspace.data(), 0, m_linear_workspace.bytes()));
+    if (m_options.scales_loss()) m_scale = std::make_unique<dynamic_loss_scale>(m_options.loss_scale, nullptr);
+  }
+
+  void* activation(tensor_ref t) const { return const_cast<unsigned char*>(m_activations.at(std::size_t(t.id)).data()); }
+  void* gradient(tensor_ref t) const {
+    const std::size_t slot = m_plan.gradient_slot_of.at(std::size_t(t.id));
+    if (slot == SIZE_MAX) throw invalid_argument(name() + ": tensor " + std::to_string(t.id) + " has no gradient");
+    return const_cast<unsigned char*>(m_gradient_slots[slot].data());
+  }
+  float* master(std::size_t index) const { return const_cast<float*>(m_master.data()) + index; }
+  float* float_gradient(std::size_t master_index) const {
+    return const_cast<float*>(m_float_gradients.data()) + (master_index - m_filter_count);
+  }
+  // The copy of master values [index, index + count) the passes read: the model arena (FP16,
+  // BF16) or the master itself. Filters sit at their filter index, linear weights after all
+  // filters in their order.
+  void* model(std::size_t master_index, bool filter) const {
+    if (m_model.bytes() == 0) return master(master_index);
+    const std::size_t e = element_bytes(m_options.dtype);
+    std::size_t at = master_index;
+    if (!filter) {
+      at = m_filter_count;
+      for (const auto& s : m_slots) {
+        if (s.weight_count == 0) continue;
+        if (s.weight == master_index) break;
+        at += s.weight_count;
+      }
+    }
+    return const_cast<unsigned char*>(m_model.data()) + at * e;
+  }
+  float* statistics(std::size_t which, std::size_t first_channel) const {  // 0 running mean, 1 running var, 2 saved mean, 3 saved 1/std
+    return const_cast<float*>(m_statistics.data()) + which * m_channels + first_channel;
+  }
+
+  void refresh_model_copies(cudaStream_t stream) {
+    if (m_model.bytes() == 0) return;
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      if (m_filter_count != 0) {
+        detail::model_copy_kernel<T><<<detail::elementwise_grid(std::int64_t(m_filter_count)), 256, 0, stream>>>(
+            m_master.data(), static_cast<T*>(model(0, true)), std::int64_t(m_filter_count));
+        GPUCMP_CUDA_CHECK_LAST("model copy kernel");
+      }
+      for (const auto& s : m_slots) {
+        if (s.weight_count == 0) continue;
+        detail::model_copy_kernel<T><<<detail::elementwise_grid(std::int64_t(s.weight_count)), 256, 0, stream>>>(
+            master(s.weight), static_cast<T*>(model(s.weight, false)), std::int64_t(s.weight_count));
+        GPUCMP_CUDA_CHECK_LAST("model copy kernel");
+      }
+    });
+  }
+
+  conv_problem conv_problem_of(const layer_definition& l) const {
+    const image_shape& in = m_definition.shape(l.input);
+    conv_problem p;
+    p.n = m_options.batch;
+    p.c = in.c;
+    p.h = in.h;
+    p.w = in.w;
+    p.k = l.conv.out_channels;
+    p.r = p.s = l.conv.kernel;
+    p.pad_h = p.pad_w = l.conv.pad;
+    p.stride_h = p.stride_w = l.conv.stride;
+    p.dtype = m_options.dtype;
+    p.layout = m_options.layout;
+    return p;
+  }
+
+  void fill_synthetic_batch(cudaStream_t stream) {
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const tensor_ref in = m_definition.input();
+      fill_uniform(static_cast<T*>(activation(in)), std::size_t(m_options.batch * m_definition.shape(in).elements()),
+                   m_options.data_seed, -1, 1, stream);
+    });
+    std::vector<std::int32_t> labels(std::size_t(m_options.batch));
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      labels[i] = std::int32_t(random_bits(m_options.data_seed + 1, i) % std::uint64_t(classes()));
+    }
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `labels` is a local
+  }
+
+  // Fills a device tensor of the precision's type with random values in [low, high).
+  void fill(void* p, std::size_t bytes, std::uint64_t seed, double low, double high, cudaStream_t stream) const {
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      fill_uniform(static_cast<T*>(p), bytes / sizeof(T), seed, low, high, stream);
+    });
+  }
+
+  // Every layer: searched and verified passes, bound to the network's tensors; then the
+  // forward, backward and optimizer steps in order.
+  void build_layers(cudaStream_t stream) {
+    const auto& layers = m_definition.layers();
+    m_reports.assign(m_trained, {});
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      m_reports[i].name = layers[i].name;
+      m_reports[i].kind = to_string(layers[i].kind);
+      m_reports[i].shape = m_definition.shape(layers[i].input).text() + " -> " + m_definition.shape(layers[i].output).text();
+    }
+    search_convolutions(stream);
+    choose_batch_norms(stream);
+    build_linears(stream);
+    build_steps();
+    build_optimizer(stream);
+  }
+
+  // Each (shape, pass) once: its own random tensors at full size, searched and verified,
+  // then released; layers bind the chosen algorithm to theirs, on one shared workspace.
+  void search_convolutions(cudaStream_t stream) {
+    const auto& layers = m_definition.layers();
+    std::size_t workspace = 0;
+    const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind != layer_kind::conv) continue;
+      const conv_problem p = conv_problem_of(l);
+      m_reports[i].shape = std::string(to_string(p.dtype)) + "_" + to_string(p.layout) + "/" + p.shape_name();
+      for (conv_direction d : passes) {
+        if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
+        const std::string key = std::string(to_string(d)) + "/" + m_reports[i].shape;
+        auto found = m_convs.find(key);
+        if (found == m_convs.end()) {
+          conv_options o;
+          o.direction = d;
+          o.choice = algorithm_choice::search;
+          o.search = m_options.search;
+          o.search.max_candidates = m_options.candidates_per_pass;
+          o.workspace_limit = m_options.workspace_limit;
+          o.seed = 17 + i;
+          auto c = std::make_unique<conv>(p, o, stream);
+          gpucmp::search(*c, shared_engine(), o.search);
+          const verification v = c->verify(stream);
+          require_passed(name() + " layer '" + l.name + "' " + to_string(d), v);
+          m_conv_checks[key] = v.summary();
+          c->release_tensors();
+          workspace = std::max(workspace, c->algorithm().workspace);
+          found = m_convs.emplace(key, std::move(c)).first;
+        }
+        const std::string& algorithm = found->second->algorithm().describe();
+        (d == conv_direction::forward ? m_reports[i].forward
+         : d == conv_direction::backward_data ? m_reports[i].data_gradient
+                                              : m_reports[i].weight_gradient) = algorithm;
+        m_reports[i].checks.push_back(std::string(to_string(d)) + ": " + m_conv_checks[key]);
+      }
+    }
+    m_conv_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
+  }
+
+  const conv& searched(conv_direction d, std::size_t layer) const {
+    return *m_convs.at(std::string(to_string(d)) + "/" + m_reports[layer].shape);
+  }
+
+  // Each batch norm: the paths options allow and cuDNN takes, timed (forward + backward) and
+  // verified at full size on the layer's own tensors filled with random values; layers of
+  // one shape reuse the first's choice and are verified themselves.
+  void choose_batch_norms(cudaStream_t stream) {
+    const auto& layers = m_definition.layers();
+    m_bns.clear();
+    m_bns.resize(m_trained);
+    std::size_t workspace = 0;
+    std::map<std::string, batch_norm_path> chosen;
+    // Shapes and paths first: the workspace must exist before anything runs.
+    std::vector<std::vector<std::unique_ptr<batch_norm_training>>> candidates(m_trained);
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind != layer_kind::conv) continue;
+      const image_shape& out = m_definition.shape(l.output);
+      const batch_norm_shape shape{m_options.batch, out.c, out.h, out.w, m_options.dtype, m_options.layout, l.residual.valid(), l.conv.relu};
+      for (batch_norm_path path : m_options.batch_norm_paths) {
+        if (!batch_norm_training::support(shape, path).empty()) continue;
+        try {
+          candidates[i].push_back(std::make_unique<batch_norm_training>(m_cudnn.get(), shape, path, m_options.batch_norm));
+        } catch (const unsupported&) {
+          continue;  // cuDNN's size query refused the shape
+        }
+        workspace = std::max(workspace, candidates[i].back()->workspace_bytes());
+      }
+      if (candidates[i].empty()) throw unsupported(name() + ": no batch norm path runs layer '" + l.name + "' (" + shape.name() + ")");
+    }
+    m_bn_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
+    // One reserve per layer (cuDNN keeps the ReLU mask in it from forward to backward).
+    std::size_t reserves = 0;
+    m_bn_reserve_offset.assign(m_trained, 0);
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      m_bn_reserve_offset[i] = reserves;
+      std::size_t most = 0;
+      for (const auto& c : candidates[i]) most = std::max(most, c->reserve_bytes());
+      reserves += (most + 255) / 256 * 256;
+    }
+    m_bn_reserve = device_buffer<unsigned char>(std::max<std::size_t>(reserves, 256), initial_fill::uninitialized());
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind != layer_kind::conv) continue;
+      batch_norm_tensors t = bn_tensors(i);
+      // Random data in every tensor the check reads; dz goes to a buffer of its own.
+      const std::size_t bytes = m_plan.conv_output_bytes[i];
+      fill(const_cast<void*>(t.x), bytes, 100 + i, 1, 3, stream);
+      fill(const_cast<void*>(t.dy), bytes, 200 + i, -1, 1, stream);
+      if (t.z != nullptr) fill(const_cast<void*>(t.z), bytes, 300 + i, -1, 1, stream);
+      device_buffer<unsigned char> dz_check(l.residual.valid() ? bytes : 0, initial_fill::uninitialized());
+      if (l.residual.valid()) t.dz = dz_check.data();
+      t.dx = m_conv_scratch.data();
+      detail::batch_norm_search search;
+      search.tensors = t;
+      search.workspace = m_bn_workspace.data();
+      search.reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
+      const std::string key = candidates[i].front()->shape().name();
+      auto before = chosen.find(key);
+      if (before != chosen.end()) {
+        // A shape already timed: its path, verified on this layer's tensors.
+        for (auto& c : candidates[i]) {
+          if (c->path() == before->second) search.paths.push_back(std::move(c));
+        }
+      } else {
+        for (auto& c : candidates[i]) search.paths.push_back(std::move(c));
+      }
+      if (search.paths.size() > 1) {
+        gpucmp::search(search, shared_engine(), m_options.search);
+      }
+      const verification v = search.verify(stream);
+      require_passed(name() + " layer '" + l.name + "' batch norm (" + to_string(search.paths[search.current]->path()) + ")", v);
+      m_bns[i] = std::move(search.paths[search.current]);
+      chosen.emplace(key, m_bns[i]->path());
+      m_reports[i].batch_norm = to_string(m_bns[i]->path());
+      m_reports[i].checks.push_back("batch norm: " + v.summary());
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // dz_check is freed next
+    }
+  }
+
+  batch_norm_tensors bn_tensors(std::size_t i) const {
+    const layer_definition& l = m_definition.layers()[i];
+    const parameter_slots& s = m_slots[i];
+    batch_norm_tensors t;
+    t.x = m_conv_outputs[i].data();
+    t.z = l.residual.valid() ? activation(l.residual) : nullptr;
+    t.y = activation(l.output);
+    t.gamma = master(s.gamma);
+    t.beta = master(s.beta);
+    t.running_mean = statistics(0, s.statistics);
+    t.running_var = statistics(1, s.statistics);
+    t.saved_mean = statistics(2, s.statistics);
+    t.saved_inv_std = statistics(3, s.statistics);
+    t.dy = gradient(l.output);
+    t.dx = const_cast<unsigned char*>(m_conv_scratch.data());
+    t.dgamma = float_gradient(s.gamma);
+    t.dbeta = float_gradient(s.beta);
+    return t;
+  }
+
+  // The classifier: forward searched and verified (models/linear.cuh), backward verified,
+  // on random inputs.
+  void build_linears(cudaStream_t stream) {
+    const auto& layers = m_definition.layers();
+    m_linear_forward.resize(m_trained);
+    m_linear_backward.resize(m_trained);
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = layers[i];
+      if (l.kind != layer_kind::linear) continue;
+      const std::int64_t in = m_definition.shape(l.input).c;
+      const parameter_slots& s = m_slots[i];
+      fill(activation(l.input), m_plan.kept_bytes[std::size_t(l.input.id)], 400 + i, 0, 1, stream);
+      refresh_model_copies(stream);
+      linear_tensors f{activation(l.input), model(s.weight, false), master(s.bias), static_cast<float*>(activation(l.output))};
+      m_linear_forward[i] = std::make_unique<linear_layer>(m_cublas.get(), m_options.batch, in, l.out_features, m_options.dtype, f,
+                                                           m_linear_workspace.data(), m_linear_workspace.bytes());
+      gpucmp::search(*m_linear_forward[i], shared_engine(), m_options.search);
+      const verification forward = m_linear_forward[i]->verify(stream);
+      require_passed(name() + " layer '" + l.name + "' forward", forward);
+      linear_gradient_tensors b;
+      b.x = activation(l.input);
+      b.w = model(s.weight, false);
+      b.dy = gradient(l.output);
+      b.dx = l.input.id == m_definition.input().id ? nullptr : m_accumulate_scratch.data();  // checked on scratch; bound below
+      b.dw = float_gradient(s.weight);
+      b.db = float_gradient(s.bias);
+      fill(const_cast<void*>(b.dy), std::size_t(m_options.batch * l.out_features) * element_bytes(m_options.dtype), 500 + i, -1, 1, stream);
+      const linear_backward check(m_cublas.get(), m_options.batch, in, l.out_features, m_options.dtype, b, m_linear_workspace.data(),
+                                  m_linear_workspace.bytes());
+      const verification backward = check.verify(stream);
+      require_passed(name() + " layer '" + l.name + "' backward", backward);
+      m_reports[i].shape = m_linear_forward[i]->name();
+      m_reports[i].forward = m_linear_forward[i]->describe();
+      m_reports[i].data_gradient = m_reports[i].weight_gradient = "cuBLASLt heuristic rank 0";
+      m_reports[i].checks.push_back("forward: " + forward.summary());
+      m_reports[i].checks.push_back("backward: " + backward.summary());
+    }
+  }
+
+  // Where the backward pass of a layer writes the gradient of tensor `t` it contributes: the
+  // gradient itself for the first contribution (in backward order), else the accumulate
+  // scratch, added in afterwards.
+  struct contribution {
+    void* target = nullptr;
+    bool accumulate = false;
+  };
+  contribution contribute(tensor_ref t, std::vector<bool>& written) const {
+    if (written[std::size_t(t.id)]) return {const_cast<unsigned char*>(m_accumulate_scratch.data()), true};
+    written[std::size_t(t.id)] = true;
+    return {gradient(t), false};
+  }
+  step_fn add_into(tensor_ref t) const {
+    void* dst = gradient(t);
+    const void* src = m_accumulate_scratch.data();
+    const std::int64_t count = m_options.batch * m_definition.shape(t).elements();
+    return visit_storage(m_options.dtype, [&](auto zero) -> step_fn {
+      using T = decltype(zero);
+      return [dst, src, count](cudaStream_t s) {
+        detail::add_into_kernel<T><<<detail::elementwise_grid(count), 256, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), count);
+        GPUCMP_CUDA_CHECK_LAST("gradient accumulation kernel");
+      };
+    });
+  }
+
+  void build_steps() {
+    const auto& layers = m_definition.layers();
+    const std::int64_t n = m_options.batch;
+    m_forward.clear();
+    m_backward.clear();
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      // Forward.
+      for (std::size_t i = 0; i < m_trained; ++i) {
+        const layer_definition& l = layers[i];
+        const image_shape& in = m_definition.shape(l.input);
+        void* x = activation(l.input);
+        void* y = activation(l.output);
+        switch (l.kind) {
+          case layer_kind::conv: {
+            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
+                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+            const conv::binding* pass = m_bindings.back().get();
+            const batch_norm_training* bn = m_bns[i].get();
+            const batch_norm_tensors t = bn_tensors(i);
+            void* ws = m_bn_workspace.data();
+            void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
+            m_forward.push_back([pass, bn, t, ws, reserve](cudaStream_t s) {
+              (*pass)(s);
+              bn->forward(t, ws, reserve, s);
+            });
+            break;
+          }
+          case layer_kind::max_pool: {
+            const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
+            std::uint8_t* argmax = m_pool_indexes[i].data();
+            m_forward.push_back([s, x, y, argmax](cudaStream_t st) {
+              max_pool_forward_training(s, static_cast<const T*>(x), static_cast<T*>(y), argmax, st);
+            });
+            break;
+          }
+          case layer_kind::average_pool: {
+            const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
+            m_forward.push_back([s, x, y](cudaStream_t st) {
+              pool_forward(pool_kind::average, s, static_cast<const T*>(x), static_cast<T*>(y), st);
+            });
+            break;
+          }
+          case layer_kind::global_average_pool: {
+            const std::int64_t pixels = in.h * in.w, c = in.c;
+            const conv_layout layout = m_options.layout;
+            m_forward.push_back([n, pixels, c, layout, x, y](cudaStream_t st) {
+              global_average_pool_forward(n, pixels, c, static_cast<const T*>(x), static_cast<T*>(y), st, layout);
+            });
+            break;
+          }
+          case layer_kind::linear: {
+            const linear_layer* layer = m_linear_forward[i].get();
+            m_forward.push_back([layer](cudaStream_t s) { (*layer)(s); });
+            break;
+          }
+          case layer_kind::softmax: throw invalid_argument(name() + ": softmax '" + l.name + "' must be last");
+        }
+      }
+      // The loss: the logits' gradient, scaled, in the precision's type.
+      {
+        const float* logits = static_cast<const float*>(activation(m_logits));
+        const std::int32_t* labels = m_labels.data();
+        const float* scale = m_scale ? m_scale->scale() : nullptr;
+        T* dlogits = static_cast<T*>(gradient(m_logits));
+        float* loss = m_loss_value.data();
+        double* rows = m_row_loss.data();
+        const std::int64_t classes_ = this->classes();
+        m_loss = [logits, labels, n, classes_, scale, dlogits, loss, rows](cudaStream_t s) {
+          softmax_cross_entropy(logits, labels, n, classes_, scale, dlogits, loss, rows, s);
+        };
+      }
+      // Backward, last layer first.
+      std::vector<bool> written(m_trained + 1, false);
+      written[std::size_t(m_logits.id)] = true;
+      for (std::size_t k = m_trained; k-- > 0;) {
+        const layer_definition& l = layers[k];
+        const image_shape& in = m_definition.shape(l.input);
+        const bool input_gradient = l.input.id != m_definition.input().id;
+        const void* dy = gradient(l.output);
+        switch (l.kind) {
+          case layer_kind::conv: {
+            batch_norm_tensors t = bn_tensors(k);
+            contribution residual;
+            if (l.residual.valid()) {
+              residual = contribute(l.residual, written);
+              t.dz = residual.target;
+            }
+            const batch_norm_training* bn = m_bns[k].get();
+            void* ws = m_bn_workspace.data();
+            void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[k];
+            m_backward.push_back([bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); });
+            if (residual.accumulate) m_backward.push_back(add_into(l.residual));
+            void* dconv = m_conv_scratch.data();
+            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_filter, k).bind(
+                {activation(l.input), reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter, dconv}, m_conv_workspace.data(),
+                m_conv_workspace.bytes())));
+            const conv::binding* weight_pass = m_bindings.back().get();
+            m_backward.push_back([weight_pass](cudaStream_t s) { (*weight_pass)(s); });
+            if (input_gradient) {
+              const contribution into = contribute(l.input, written);
+              m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_data, k).bind(
+                  {into.target, model(m_slots[k].filter, true), dconv}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+              const conv::binding* data_pass = m_bindings.back().get();
+              m_backward.push_back([data_pass](cudaStream_t s) { (*data_pass)(s); });
+              if (into.accumulate) m_backward.push_back(add_into(l.input));
+            }
+            break;
+          }
+          case layer_kind::max_pool:
+          case layer_kind::average_pool: {
+            if (!input_gradient) break;
+            const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
+            const pool_kind kind = l.kind == layer_kind::max_pool ? pool_kind::max : pool_kind::average;
+            const std::uint8_t* argmax = m_pool_indexes[k].data();
+            const contribution into = contribute(l.input, written);
+            void* dx = into.target;
+            m_backward.push_back([kind, s, dy, argmax, dx](cudaStream_t st) {
+              pool_backward(kind, s, static_cast<const T*>(dy), argmax, static_cast<T*>(dx), st);
+            });
+            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            break;
+          }
+          case layer_kind::global_average_pool: {
+            if (!input_gradient) break;
+            const std::int64_t pixels = in.h * in.w, c = in.c;
+            const conv_layout layout = m_options.layout;
+            const contribution into = contribute(l.input, written);
+            void* dx = into.target;
+            m_backward.push_back([n, pixels, c, layout, dy, dx](cudaStream_t st) {
+              global_average_pool_backward(n, pixels, c, static_cast<const T*>(dy), static_cast<T*>(dx), st, layout);
+            });
+            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            break;
+          }
+          case layer_kind::linear: {
+            const parameter_slots& s = m_slots[k];
+            linear_gradient_tensors b;
+            b.x = activation(l.input);
+            b.w = model(s.weight, false);
+            b.dy = dy;
+            contribution into;
+            if (input_gradient) into = contribute(l.input, written);
+            b.dx = into.target;
+            b.dw = float_gradient(s.weight);
+            b.db = float_gradient(s.bias);
+            m_linear_backward[k] = std::make_unique<linear_backward>(m_cublas.get(), n, in.c, l.out_features, m_options.dtype, b,
+                                                                     m_linear_workspace.data(), m_linear_workspace.bytes());
+            const linear_backward* pass = m_linear_backward[k].get();
+            m_backward.push_back([pass](cudaStream_t st) { (*pass)(st); });
+            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            break;
+          }
+          case layer_kind::softmax: break;  // refused in the forward loop
+        }
+      }
+    });
+  }
+
+  // Two fused SGD launches: the filters (gradients in the precision's type, rewriting their
+  // copies), and the FP32-gradient parameters (batch norms, linear layers). With loss
+  // scaling the gradients are checked for infinities and NaNs first and the scale updated last.
+  void build_optimizer(cudaStream_t stream) {
+    visit_storage(m_options.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const bool low = m_model.bytes() != 0;
+      std::vector<optimizer_tensor<T, T>> filters;
+      std::vector<optimizer_tensor<float, T>> rest;
+      for (std::size_t i = 0; i < m_trained; ++i) {
+        const parameter_slots& s = m_slots[i];
+        if (s.filter_count != 0) {
+          optimizer_tensor<T, T> t;
+          t.master = master(s.filter);
+          t.gradient = reinterpret_cast<const T*>(m_filter_gradients.data()) + s.filter;
+          t.momentum = m_momentum.data() + s.filter;
+          t.model_copy = low ? static_cast<T*>(model(s.filter, true)) : nullptr;
+          t.count = s.filter_count;
+          filters.push_back(t);
+        }
+        auto add_float = [&](std::size_t index, std::size_t count, T* copy) {
+          optimizer_tensor<float, T> t;
+          t.master = master(index);
+          t.gradient = float_gradient(index);
+          t.momentum = m_momentum.data() + index;
+          t.model_copy = copy;
+          t.count = count;
+          rest.push_back(t);
+        };
+        if (s.channels != 0) add_float(s.gamma, 2 * s.channels, nullptr);  // gamma and beta are adjacent
+        if (s.weight_count != 0) {
+          add_float(s.weight, s.weight_count, low ? static_cast<T*>(model(s.weight, false)) : nullptr);
+          add_float(s.bias, m_definition.layers()[i].bias.size(), nullptr);
+        }
+      }
+      std::shared_ptr<multi_tensor_sgd<T, T>> filter_sgd;
+      if (!filters.empty()) filter_sgd = std::make_shared<multi_tensor_sgd<T, T>>(filters, m_options.sgd, stream);
+      auto rest_sgd = std::make_shared<multi_tensor_sgd<float, T>>(rest, m_options.sgd, stream);
+      dynamic_loss_scale* scale = m_scale.get();
+      const T* filter_gradients = reinterpret_cast<const T*>(m_filter_gradients.data());
+      const std::size_t filter_count = m_filter_count;
+      const float* float_gradients = m_float_gradients.data();
+      const std::size_t float_count = m_float_gradients.size();
+      m_optimizer_step = [filter_sgd, rest_sgd, scale, filter_gradients, filter_count, float_gradients, float_count](cudaStream_t s) {
+        if (scale != nullptr) {
+          scale->check(filter_gradients, filter_count, s);
+          scale->check(float_gradients, float_count, s);
+        }
+        const float* factor = scale != nullptr ? scale->scale() : nullptr;
+        const std::int32_t* skip = scale != nullptr ? scale->skip_step() : nullptr;
+        if (filter_sgd) filter_sgd->step(s, factor, skip);
+        rest_sgd->step(s, factor, skip);
+        if (scale != nullptr) scale->update(s);
+      };
+      m_reset_optimizer = [filter_sgd, rest_sgd](cudaStream_t s) {
+        if (filter_sgd) filter_sgd->reset(s);
+        rest_sgd->reset(s);
+      };
+    });
+  }
+
+  std::vector<float> read_floats(const float* p, std::size_t count, cudaStream_t stream) const {
+    std::vector<float> v(count);
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(v.data(), p, count * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return v;
+  }
+
+  // Master-ordered values as torch-named tensors (with the running statistics when asked).
+  std::vector<named_tensor> named(const std::vector<float>& values, bool with_statistics, cudaStream_t stream) const {
+    std::vector<named_tensor> out;
+    const std::vector<float> stats = with_statistics ? read_floats(m_statistics.data(), m_statistics.size(), stream) : std::vector<float>();
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const layer_definition& l = m_definition.layers()[i];
+      const parameter_slots& s = m_slots[i];
+      if (l.kind == layer_kind::conv) {
+        const std::int64_t k = l.conv.out_channels, r = l.conv.kernel, c = std::int64_t(l.weight.size()) / (k * r * r);
+        out.push_back({l.name + ".weight", {k, c, r, r}, from_filter_layout(l, values.data() + s.filter)});
+        const auto channel = [&](std::size_t first) {
+          return std::vector<float>(values.begin() + std::ptrdiff_t(first), values.begin() + std::ptrdiff_t(first + s.channels));
+        };
+        out.push_back({l.name + ".bn.weight", {k}, channel(s.gamma)});
+        out.push_back({l.name + ".bn.bias", {k}, channel(s.beta)});
+        if (with_statistics) {
+          for (int which : {0, 1}) {
+            const auto first = stats.begin() + std::ptrdiff_t(std::size_t(which) * m_channels + s.statistics);
+            out.push_back({l.name + (which == 0 ? ".bn.running_mean" : ".bn.running_var"), {k},
+                           std::vector<float>(first, first + std::ptrdiff_t(s.channels))});
+          }
+        }
+      } else if (l.kind == layer_kind::linear) {
+        const std::int64_t in = std::int64_t(l.weight.size()) / l.out_features;
+        out.push_back({l.name + ".weight", {l.out_features, in},
+                       std::vector<float>(values.begin() + std::ptrdiff_t(s.weight), values.begin() + std::ptrdiff_t(s.weight + s.weight_count))});
+        out.push_back({l.name + ".bias", {l.out_features},
+                       std::vector<float>(values.begin() + std::ptrdiff_t(s.bias), values.begin() + std::ptrdiff_t(s.bias + l.bias.size()))});
+      }
+    }
+    return out;
+  }
+
+  network_definition m_definition;
+  training_options m_options;
+  training_memory_plan m_plan;
+  tensor_ref m_logits;
+  std::size_t m_trained = 0;  // layers up to the logits
+  double m_build_seconds = 0;
+  cudnn_handle_t m_cudnn;
+  lt_handle_t m_cublas;
+  std::vector<parameter_slots> m_slots;
+  std::size_t m_filter_count = 0, m_channels = 0;
+  std::vector<float> m_initial_master;
+  device_buffer<float> m_master, m_momentum, m_float_gradients, m_statistics, m_loss_value;
+  device_buffer<unsigned char> m_model, m_filter_gradients;
+  std::vector<device_buffer<unsigned char>> m_activations, m_conv_outputs, m_gradient_slots;
+  std::vector<device_buffer<std::uint8_t>> m_pool_indexes;
+  device_buffer<unsigned char> m_conv_scratch, m_accumulate_scratch, m_conv_workspace, m_linear_workspace, m_bn_workspace, m_bn_reserve;
+  std::vector<std::size_t> m_bn_reserve_offset;
+  device_buffer<std::int32_t> m_labels;
+  device_buffer<double> m_row_loss;
+  std::map<std::string, std::unique_ptr<conv>> m_convs;  // "<pass>/<shape>": searched, tensors released
+  std::map<std::string, std::string> m_conv_checks;
+  std::vector<std::unique_ptr<conv::binding>> m_bindings;
+  std::vector<std::unique_ptr<batch_norm_training>> m_bns;
+  std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
+  std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
+  std::unique_ptr<dynamic_loss_scale> m_scale;
+  std::vector<step_fn> m_forward, m_backward;
+  step_fn m_loss, m_optimizer_step, m_reset_optimizer;
+  std::vector<training_layer_report> m_reports;
+};
+
+}  // namespace gpucmp
