@@ -366,6 +366,7 @@ class training_network {
   gpucmp::work work() const {
     gpucmp::work w;
     w.flops = training_flops_per_image(m_definition).total() * double(m_options.batch);
+    w.items = double(m_options.batch);
     w.arithmetic = peak_precision(m_options.dtype);
     return w;
   }

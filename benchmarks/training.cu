@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Training steps through gpucmp's model API (training/training_network.cuh): ResNet-50 v1.5
+// (or ResNet-18) on synthetic data, forward + backward + SGD, for every batch and precision
+// asked for, eager (each layer launched from the host, no held stream) and graph (the whole
+// step captured into one CUDA graph and replayed). Each network is built, searched and
+// verified layer by layer before it is timed. Names:
+//   train/<model>/<precision>/bs<N>/<eager|graph>
+// with images/s, TFLOP/s (training FLOPs: forward + data + weight gradients, the convention
+// of training/training_work.hpp) and % of peak; counters add the memory plan (activations,
+// parameter state, gradient buffers, workspaces, in bytes), the skipped steps and the final
+// loss scale. A batch that does not fit is a typed out-of-memory row; rows measured before
+// it stay.
+//   training [--model=resnet50|resnet18] [--batches=64,128,256]
+//            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
+//            [--layers_out=layers.md] [--largest_batch] [benchmark flags]
+// --largest_batch prints, per precision, the largest batch the memory plan fits in free
+// memory and confirms it by building the network (falling back 10 % at a time).
+#include <gpucmp/bench.hpp>
+#include <gpucmp/models/resnet18.hpp>
+#include <gpucmp/models/resnet50.hpp>
+#include <gpucmp/training/training_memory.hpp>
+#include <gpucmp/training/training_network.cuh>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// A precision of a training step: the storage type and whether the loss is scaled.
+struct training_precision {
+  std::string name;  // amp_fp16, fp16, bf16, tf32, fp32
+  gpucmp::conv_dtype dtype;
+  bool scaled;
+};
+
+training_precision parse_precision(const std::string& text) {
+  if (text == "amp_fp16") return {text, gpucmp::conv_dtype::fp16, true};
+  if (text == "fp16") return {text, gpucmp::conv_dtype::fp16, false};
+  if (text == "bf16") return {text, gpucmp::conv_dtype::bf16, false};
+  if (text == "tf32") return {text, gpucmp::conv_dtype::tf32, false};
+  if (text == "fp32") return {text, gpucmp::conv_dtype::fp32, false};
+  throw gpucmp::invalid_argument("training: unknown precision '" + text + "' (amp_fp16, fp16, bf16, tf32, fp32)");
+}
+
+struct settings {
+  std::string model = "resnet50";
+  std::vector<std::int64_t> batches{64, 128, 256};
+  std::vector<training_precision> precisions{parse_precision("amp_fp16")};
+  std::vector<gpucmp::conv_layout> layouts{gpucmp::conv_layout::nhwc};
+  std::string layers_out;
+  bool largest_batch = false;
+};
+
+settings& config() {
+  static settings s;
+  return s;
+}
+
+gpucmp::network_definition build_definition() {
+  if (config().model == "resnet18") return gpucmp::resnet18_random(1);
+  if (config().model == "resnet50") return gpucmp::resnet50_random(1);
+  throw gpucmp::invalid_argument("training: unknown --model '" + config().model + "' (resnet50, resnet18)");
+}
+
+const gpucmp::network_definition& definition() {
+  static const gpucmp::network_definition def = build_definition();
+  return def;
+}
+
+gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_layout layout, std::int64_t batch) {
+  gpucmp::training_options o;
+  o.batch = batch;
+  o.dtype = p.dtype;
+  o.loss_scaling = p.scaled;
+  o.layout = layout;
+  return o;
+}
+
+// One network at a time (eager and graph share it); a new batch or precision replaces it.
+std::unique_ptr<gpucmp::training_network>& current() {
+  static std::unique_ptr<gpucmp::training_network> net;
+  return net;
+}
+
+void write_layers(const gpucmp::training_network& net) {
+  if (config().layers_out.empty()) return;
+  std::ofstream out(config().layers_out, std::ios::app);
+  const gpucmp::training_memory_plan& m = net.memory();
+  out << "\n## " << net.name() << "\n\nbuilt (searched and verified) in " << net.build_seconds() << " s; device memory "
+      << (net.device_bytes() >> 20) << " MiB: activations kept " << (m.activation_bytes >> 20) << " MiB, gradient buffers "
+      << (m.gradient_buffer_bytes() >> 20) << " MiB (" << (m.activation_gradient_bytes_without_reuse >> 20)
+      << " MiB without reuse), parameters and optimizer state " << (m.parameter_state_bytes() >> 20) << " MiB, workspaces "
+      << (net.workspace_bytes() >> 20) << " MiB\n\n"
+      << "| layer | shape | forward | data gradient | weight gradient | batch norm | checks |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& l : net.layers()) {
+    std::string checks;
+    for (const auto& c : l.checks) checks += (checks.empty() ? "" : "<br>") + c;
+    out << "| " << l.name << " | " << l.shape << " | " << l.forward << " | " << l.data_gradient << " | " << l.weight_gradient << " | "
+        << l.batch_norm << " | " << checks << " |\n";
+  }
+}
+
+gpucmp::training_network& network_for(const training_precision& p, gpucmp::conv_layout layout, std::int64_t batch,
+                                      cudaStream_t stream) {
+  auto& net = current();
+  if (net && net->options().dtype == p.dtype && net->options().loss_scaling == p.scaled && net->options().layout == layout &&
+      net->options().batch == batch) {
+    return *net;
+  }
+  net.reset();  // frees the previous network's memory first
+  net = std::make_unique<gpucmp::training_network>(definition(), options_for(p, layout, batch), stream);
+  write_layers(*net);
+  return *net;
+}
+
+void register_all() {
+  for (const training_precision& p : config().precisions) {
+    for (gpucmp::conv_layout layout : config().layouts) {
+      const std::string precision = p.name + (layout == gpucmp::conv_layout::nhwc ? "" : std::string("_") + gpucmp::to_string(layout));
+      for (std::int64_t batch : config().batches) {
+        const std::string base = "train/" + config().model + "/" + precision + "/bs" + std::to_string(batch);
+        for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
+          const bool eager = mode == gpucmp::mode::hot;
+          auto fn = [p, layout, batch, eager](gpucmp::state& st) {
+            gpucmp::training_network& net = network_for(p, layout, batch, st.stream());
+            if (eager) st.options().hold = false;  // the host's launch path shows, as in a framework's eager mode
+            st.set_work(net.work());
+            std::ostringstream note;
+            note << "whole step (forward, loss, backward, SGD" << (net.options().scales_loss() ? ", loss scaling" : "")
+                 << "); every layer verified";
+            st.add_note(note.str());
+            st.run([&net](cudaStream_t s) { net.step(s); });
+            const gpucmp::loss_scale_state scale = net.loss_scale(st.stream());
+            auto& c = st.gbench().counters;
+            c["skipped_steps"] = double(scale.skipped_steps);
+            c["loss_scale"] = double(scale.scale);
+            c["final_loss"] = double(net.loss(st.stream()));
+            const gpucmp::training_memory_plan& m = net.memory();
+            c["activation_bytes"] = double(m.activation_bytes);
+            c["gradient_buffer_bytes"] = double(m.gradient_buffer_bytes());
+            c["parameter_state_bytes"] = double(m.parameter_state_bytes());
+            c["workspace_bytes"] = double(net.workspace_bytes());
+            c["device_bytes"] = double(net.device_bytes());
+          };
+          gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream s(text);
+  for (std::string part; std::getline(s, part, ',');) parts.push_back(part);
+  return parts;
+}
+
+void parse_flags(int& argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      const std::size_t n = std::strlen(flag);
+      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char* v = value("--model=")) {
+      config().model = v;
+    } else if (const char* v = value("--batches=")) {
+      config().batches.clear();
+      for (const auto& b : split(v)) {
+        const long long n = std::stoll(b);
+        if (n <= 1) throw gpucmp::invalid_argument("training: --batches must be at least 2, got " + b);
+        config().batches.push_back(n);
+      }
+    } else if (const char* v = value("--precisions=")) {
+      config().precisions.clear();
+      for (const auto& t : split(v)) config().precisions.push_back(parse_precision(t));
+    } else if (const char* v = value("--layouts=")) {
+      config().layouts.clear();
+      for (const auto& l : split(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
+    } else if (const char* v = value("--layers_out=")) {
+      config().layers_out = v;
+    } else if (arg == "--largest_batch") {
+      config().largest_batch = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+}
+
+// The plan's largest batch in free memory, confirmed by building the network there (10 %
+// lower per out-of-memory).
+void print_largest_batches() {
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    cudaGetLastError();
+    return;
+  }
+  current().reset();
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreate(&stream) != cudaSuccess) return;
+  for (const training_precision& p : config().precisions) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) break;
+    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes);
+    std::string outcome = "no batch fits";
+    while (batch > 1) {
+      try {
+        gpucmp::training_network net(definition(), options_for(p, config().layouts.front(), batch), stream);
+        outcome = "built and verified";
+        break;
+      } catch (const gpucmp::out_of_memory& e) {
+        outcome = std::string("out of memory: ") + e.what();
+        batch = batch * 9 / 10;
+      }
+    }
+    std::printf("train/%s/%s: largest batch (memory plan in %.1f GiB free, then built): %lld (%s)\n", config().model.c_str(),
+                p.name.c_str(), double(free_bytes) / double(1ull << 30), static_cast<long long>(batch), outcome.c_str());
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    parse_flags(argc, argv);
+    definition();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "training: %s\n", e.what());
+    return 2;
+  }
+  register_all();
+  const int status = gpucmp::benchmark_main(argc, argv);
+  current().reset();
+  if (config().largest_batch) {
+    try {
+      print_largest_batches();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "training: largest batch: %s\n", e.what());
+      return status == 0 ? 1 : status;
+    }
+  }
+  return status;
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""Repeats a gpucmp training run (benchmarks/training_dump's folder) with PyTorch autograd and
+compares: every parameter's gradient of the first step, the parameters and running
+statistics after that step, and the loss of every step on the same batch.
+
+The network is rebuilt in torch from definition.json (conv without bias -> BatchNorm2d ->
+add -> ReLU, pooling, linear; the loss is F.cross_entropy on FP32 logits), loaded with the
+same initial parameters and batch, and trained with torch.optim.SGD (the same learning rate,
+momentum, weight decay). References, per run:
+  fp64   the truth: the whole network in FP64
+  torch  PyTorch in gpucmp's precision: FP32 with TF32 off, TF32 on, autocast FP16 with
+         GradScaler (GradScaler's defaults, as gpucmp), autocast BF16
+Error measures (per tensor: ||got - ref|| / ||ref||):
+  gradients      each parameter's gradient of step 1 (unscaled)
+  update         each parameter's change in step 1 (after - before): the weights after one
+                 step differ by little more than the learning rate times this
+  weights        each parameter after step 1, and the running statistics
+  loss curve     max over steps of |loss - reference loss| / |reference loss|
+gpucmp's errors against fp64 are printed next to torch's own (torch vs fp64): what the
+precision itself costs. Bounds (docs/training.md): FP32 1e-4 per gradient and update tensor
+against fp64 and the loss curve within 1e-3 of fp64 at every step; the other precisions are
+measured and held to the bounds the docs give.
+
+Usage: compare_pytorch.py DIR [--device cuda] [--out FILE.json]
+Exit status 1 when a bound is missed.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# Bounds by precision: (gradient and update per tensor vs fp64, loss curve vs fp64).
+BOUNDS = {"fp32": (1e-4, 1e-3), "tf32": (2e-2, 2e-2), "amp_fp16": (5e-2, 2e-2), "bf16": (1.5e-1, 5e-2)}
+
+
+def load_safetensors(path):
+    """{name: FP32 tensor} from a safetensors file of F32 tensors (gpucmp writes only F32)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    base = 8 + length
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry["dtype"] != "F32":
+            raise ValueError(f"{path}: tensor {name} is {entry['dtype']}, expected F32")
+        begin, end = entry["data_offsets"]
+        values = torch.frombuffer(bytearray(data[base + begin:base + end]), dtype=torch.float32)
+        out[name] = values.reshape(entry["shape"]).clone()
+    return out
+
+
+class Network(nn.Module):
+    """definition.json as torch modules; parameters named as gpucmp names them."""
+
+    def __init__(self, definition):
+        super().__init__()
+        self.layers = definition["layers"]
+        self.mods = nn.ModuleDict()
+        shapes = {0: definition["input"]}
+        bn = definition["batch_norm"]
+        for layer in self.layers:
+            c, h, w = shapes[layer["input"]]
+            key = self.key(layer["name"])
+            kind = layer["kind"]
+            if kind == "conv":
+                k, r, s, p = layer["out_channels"], layer["kernel"], layer["stride"], layer["pad"]
+                self.mods[key] = nn.ModuleDict({
+                    "conv": nn.Conv2d(c, k, r, stride=s, padding=p, bias=False),
+                    "bn": nn.BatchNorm2d(k, eps=bn["eps"], momentum=bn["momentum"])})
+                shapes[layer["output"]] = [k, (h + 2 * p - r) // s + 1, (w + 2 * p - r) // s + 1]
+            elif kind in ("max_pool", "average_pool"):
+                r, s, p = layer["kernel"], layer["stride"], layer["pad"]
+                self.mods[key] = (nn.MaxPool2d(r, s, p) if kind == "max_pool" else nn.AvgPool2d(r, s, p))
+                shapes[layer["output"]] = [c, (h + 2 * p - r) // s + 1, (w + 2 * p - r) // s + 1]
+            elif kind == "global_average_pool":
+                shapes[layer["output"]] = [c, 1, 1]
+            elif kind == "linear":
+                self.mods[key] = nn.Linear(c * h * w, layer["out_features"])
+                shapes[layer["output"]] = [layer["out_features"], 1, 1]
+            else:
+                raise ValueError(f"unsupported layer kind {kind}")
+
+    @staticmethod
+    def key(name):
+        return name.replace(".", "__")
+
+    def forward(self, x):
+        t = {0: x}
+        for layer in self.layers:
+            x = t[layer["input"]]
+            kind = layer["kind"]
+            if kind == "conv":
+                m = self.mods[self.key(layer["name"])]
+                y = m["bn"](m["conv"](x))
+                if layer["residual"] >= 0:
+                    y = y + t[layer["residual"]]
+                if layer["relu"]:
+                    y = F.relu(y)
+            elif kind in ("max_pool", "average_pool"):
+                y = self.mods[self.key(layer["name"])](x)
+            elif kind == "global_average_pool":
+                y = x.mean(dim=(2, 3), keepdim=True)
+            else:
+                y = self.mods[self.key(layer["name"])](torch.flatten(x, 1))
+            t[layer["output"]] = y
+        return y
+
+    def named(self):
+        """{gpucmp name: tensor} of parameters and running statistics."""
+        out = {}
+        for layer in self.layers:
+            key = self.key(layer["name"])
+            if layer["kind"] == "conv":
+                m = self.mods[key]
+                out[layer["name"] + ".weight"] = m["conv"].weight
+                out[layer["name"] + ".bn.weight"] = m["bn"].weight
+                out[layer["name"] + ".bn.bias"] = m["bn"].bias
+                out[layer["name"] + ".bn.running_mean"] = m["bn"].running_mean
+                out[layer["name"] + ".bn.running_var"] = m["bn"].running_var
+            elif layer["kind"] == "linear":
+                out[layer["name"] + ".weight"] = self.mods[key].weight
+                out[layer["name"] + ".bias"] = self.mods[key].bias
+        return out
+
+
+def run(definition, initial, mode, device, steps):
+    """Trains from `initial` in `mode` (fp64, fp32, tf32, amp_fp16, bf16): the first step's
+    gradients, the state after it, and every step's loss."""
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    model = Network(definition).to(device)
+    dtype = torch.float64 if mode == "fp64" else torch.float32
+    model = model.to(dtype)
+    with torch.no_grad():
+        for name, tensor in model.named().items():
+            tensor.copy_(initial[name].to(device=device, dtype=dtype))
+    if definition["layout"] == "nhwc":
+        model = model.to(memory_format=torch.channels_last)
+    images = initial["images"].to(device=device, dtype=dtype)
+    if definition["layout"] == "nhwc":
+        images = images.contiguous(memory_format=torch.channels_last)
+    labels = initial["labels"].to(device=device).long()
+    sgd = definition["sgd"]
+    params = [p for n, p in model.named().items() if "running" not in n]
+    opt = torch.optim.SGD(params, lr=sgd["learning_rate"], momentum=sgd["momentum"], weight_decay=sgd["weight_decay"],
+                          nesterov=sgd["nesterov"])
+    autocast = {"amp_fp16": torch.float16, "bf16": torch.bfloat16}.get(mode)
+    scaler = torch.amp.GradScaler("cuda", enabled=mode == "amp_fp16")
+    model.train()
+    losses, gradients, before, after = [], None, None, None
+    for step in range(steps):
+        if step == 0:
+            before = {n: t.detach().double().cpu().clone() for n, t in model.named().items()}
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=autocast or torch.float16, enabled=autocast is not None):
+            logits = model(images)
+        loss = F.cross_entropy(logits.float() if mode != "fp64" else logits, labels)
+        scaler.scale(loss).backward()
+        if step == 0:
+            scaler.unscale_(opt)
+            gradients = {n: p.grad.detach().double().cpu().clone() for n, p in model.named().items() if "running" not in n}
+        scaler.step(opt)
+        scaler.update()
+        losses.append(float(loss))
+        if step == 0:
+            after = {n: t.detach().double().cpu().clone() for n, t in model.named().items()}
+    return {"losses": losses, "gradients": gradients, "before": before, "after": after}
+
+
+def relative(got, ref):
+    ref = ref.double().flatten()
+    got = got.double().flatten()
+    norm = ref.norm().item()
+    return (got - ref).norm().item() / norm if norm > 0 else (got - ref).norm().item()
+
+
+def compare(gpucmp_grads, gpucmp_initial, gpucmp_after, gpucmp_losses, ref):
+    """Error measures of one run against a reference run."""
+    grads = {n: relative(gpucmp_grads[n], ref["gradients"][n]) for n in ref["gradients"]}
+    updates = {}
+    for n in ref["gradients"]:
+        mine = gpucmp_after[n].double() - gpucmp_initial[n].double()
+        theirs = ref["after"][n] - ref["before"][n]
+        updates[n] = relative(mine, theirs)
+    weights = {n: relative(gpucmp_after[n], ref["after"][n]) for n in ref["after"]}
+    curve = max(abs(a - b) / abs(b) for a, b in zip(gpucmp_losses, ref["losses"]))
+    return {"gradient_max": max(grads.values()), "gradient_median": sorted(grads.values())[len(grads) // 2],
+            "update_max": max(updates.values()), "weights_max": max(weights.values()), "loss_curve_max": curve,
+            "worst_gradient": max(grads, key=grads.get), "gradients": grads}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dir")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    with open(os.path.join(args.dir, "definition.json")) as f:
+        definition = json.load(f)
+    with open(os.path.join(args.dir, "losses.json")) as f:
+        gpucmp_run = json.load(f)
+    initial = load_safetensors(os.path.join(args.dir, "initial.safetensors"))
+    grads = load_safetensors(os.path.join(args.dir, "gradients.safetensors"))
+    after = load_safetensors(os.path.join(args.dir, "after_step.safetensors"))
+    precision = definition["precision"]
+    steps = len(gpucmp_run["losses"])
+    truth = run(definition, initial, "fp64", args.device, steps)
+    same = run(definition, initial, precision, args.device, steps)
+    ours = compare(grads, initial, after, gpucmp_run["losses"], truth)
+    theirs_losses = same["losses"]
+    torch_vs_truth = compare({n: same["gradients"][n] for n in same["gradients"]}, {n: same["before"][n] for n in same["before"]},
+                             same["after"], theirs_losses, truth)
+    curve_vs_torch = max(abs(a - b) / abs(b) for a, b in zip(gpucmp_run["losses"], theirs_losses))
+    grad_bound, curve_bound = BOUNDS[precision]
+    passed = ours["gradient_max"] <= grad_bound and ours["update_max"] <= grad_bound and ours["loss_curve_max"] <= curve_bound
+    report = {"network": definition["name"], "precision": precision, "batch": definition["batch"], "steps": steps,
+              "gpucmp_vs_fp64": ours, "torch_vs_fp64": torch_vs_truth, "loss_curve_vs_torch_same_precision": curve_vs_torch,
+              "gpucmp_losses": gpucmp_run["losses"], "torch_losses": theirs_losses, "fp64_losses": truth["losses"],
+              "gpucmp_skipped_steps": gpucmp_run["skipped_steps"], "gpucmp_final_loss_scale": gpucmp_run["final_loss_scale"],
+              "bounds": {"gradient_and_update": grad_bound, "loss_curve": curve_bound}, "pass": passed}
+    print(f"{definition['name']} {precision} batch {definition['batch']}, {steps} steps:")
+    for label, r in (("gpucmp vs fp64", ours), ("torch  vs fp64", torch_vs_truth)):
+        print(f"  {label}: gradients max {r['gradient_max']:.2e} (median {r['gradient_median']:.2e}, worst {r['worst_gradient']}),"
+              f" update max {r['update_max']:.2e}, weights max {r['weights_max']:.2e}, loss curve max {r['loss_curve_max']:.2e}")
+    print(f"  loss curve gpucmp vs torch {precision}: {curve_vs_torch:.2e}; losses {gpucmp_run['losses'][0]:.4f} -> "
+          f"{gpucmp_run['losses'][-1]:.4f} (torch {theirs_losses[0]:.4f} -> {theirs_losses[-1]:.4f})")
+    print(f"  bounds: gradients and updates {grad_bound:g}, loss curve {curve_bound:g}: {'PASS' if passed else 'FAIL'}")
+    if args.out:
+        for r in (report["gpucmp_vs_fp64"], report["torch_vs_fp64"]):
+            r["gradients"] = {n: round(v, 9) for n, v in r["gradients"].items()}
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
