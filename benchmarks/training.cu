@@ -14,9 +14,10 @@
 // it stay.
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
-//            [--layers_out=layers.md] [--largest_batch] [benchmark flags]
-// --largest_batch prints, per precision, the largest batch the memory plan fits in free
-// memory and confirms it by building the network (falling back 10 % at a time).
+//            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [benchmark flags]
+// --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
+// plan fits in free memory and confirms it by building the network (falling back 10 % at a
+// time); --only_largest_batch does only that.
 #include <gpucmp/bench.hpp>
 #include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
@@ -57,6 +58,7 @@ struct settings {
   std::vector<gpucmp::conv_layout> layouts{gpucmp::conv_layout::nhwc};
   std::string layers_out;
   bool largest_batch = false;
+  bool only_largest_batch = false;
 };
 
 settings& config() {
@@ -191,6 +193,8 @@ void parse_flags(int& argc, char** argv) {
       config().layers_out = v;
     } else if (arg == "--largest_batch") {
       config().largest_batch = true;
+    } else if (arg == "--only_largest_batch") {
+      config().largest_batch = config().only_largest_batch = true;
     } else {
       argv[kept++] = argv[i];
     }
@@ -240,8 +244,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "training: %s\n", e.what());
     return 2;
   }
-  register_all();
-  const int status = gpucmp::benchmark_main(argc, argv);
+  int status = 0;
+  if (!config().only_largest_batch) {
+    register_all();
+    status = gpucmp::benchmark_main(argc, argv);
+  }
   current().reset();
   if (config().largest_batch) {
     try {

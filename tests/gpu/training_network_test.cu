@@ -16,6 +16,7 @@
 #include <gpucmp/training/reference_layers.hpp>
 #include <gpucmp/training/training_network.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -300,4 +301,55 @@ TEST_CASE("a training network refuses bad batches, definitions and options by na
                     GPUCMP_CONTAINS("linear layer last"));
   gpucmp::training_options huge = small_options(gpucmp::conv_dtype::fp16, std::int64_t{1} << 40);
   CHECK_THROWS_AS(gpucmp::training_network(every_layer_kind(), huge, s.get()), gpucmp::out_of_memory);
+}
+
+TEST_CASE("a user's CNN learns a random teacher's labels: its loss falls on a fixed synthetic task",
+          "[gpu][training][training_network][user_network]") {
+  gpucmp::stream s;
+  auto cnn = [](std::uint64_t seed) {
+    gpucmp::network_definition def("user_cnn", {3, 16, 16});
+    auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "stem");
+    x = def.conv(x, {16, 3, 1, 1, true}, "block", x);
+    x = def.conv(x, {32, 3, 2, 1, true}, "down");
+    def.linear(def.global_average_pool(x), 6, "fc");
+    def.init_random(seed);
+    return def;
+  };
+  const std::int64_t batch = 64;
+  const std::vector<float> images = random_images(std::size_t(batch * 3 * 16 * 16), 77);
+  // The teacher: the same shape with other weights, run by the inference network; its logits
+  // centred over the batch so the labels spread over the classes.
+  gpucmp::network_options teacher_options;
+  teacher_options.batch = batch;
+  teacher_options.dtype = gpucmp::conv_dtype::fp32;
+  gpucmp::network teacher(cnn(99), gpucmp_test::paced(teacher_options), s.get());
+  teacher.set_input(images, s.get());
+  teacher(s.get());
+  const std::vector<float> logits = teacher.output(s.get());
+  std::vector<double> mean(6, 0.0);
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (int c = 0; c < 6; ++c) mean[std::size_t(c)] += logits[std::size_t(n * 6 + c)] / double(batch);
+  std::vector<std::int32_t> labels;
+  std::vector<int> per_class(6, 0);
+  for (std::int64_t n = 0; n < batch; ++n) {
+    int best = 0;
+    for (int c = 1; c < 6; ++c) {
+      if (logits[std::size_t(n * 6 + c)] - mean[std::size_t(c)] > logits[std::size_t(n * 6 + best)] - mean[std::size_t(best)]) best = c;
+    }
+    labels.push_back(best);
+    ++per_class[std::size_t(best)];
+  }
+  CHECK(std::count_if(per_class.begin(), per_class.end(), [](int n) { return n > 0; }) >= 3);  // a real task, not one class
+  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::fp32}) {
+    gpucmp::training_network student(cnn(1), small_options(dtype, batch), s.get());
+    INFO(student.name());
+    student.set_batch(images, labels, s.get());
+    std::vector<float> losses;
+    for (int k = 0; k < 150; ++k) {
+      student.step(s.get());
+      losses.push_back(student.loss(s.get()));
+    }
+    INFO("loss " << losses.front() << " -> " << losses.back());
+    CHECK(losses.back() < 0.5 * losses.front());
+  }
 }

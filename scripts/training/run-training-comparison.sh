@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+# The training issue's side-by-side run on one GPU, in parts (each fits one device call):
+#   throughput  gpucmp's training benchmark (AMP FP16, BF16, TF32 at batches 64, 128, 256,
+#               eager and graph) and torch_training.py on the same precisions and batches,
+#               one after the other in the same run, gpucmp on PyTorch's own cuDNN and cuBLASLt
+#   verify      training_dump + compare_pytorch.py for FP32, AMP FP16, TF32 and BF16 (ResNet-50,
+#               batch 16, 50 steps): gradients, weights after one step, loss curves
+#   example     examples/09_train_custom_cnn: a user's CNN learns a teacher's labels
+#   largest     the largest AMP FP16 batch that fits, built and verified
+#   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
+#               gpucmp-report's projections onto the A100, L20 and L40S
+#   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
+# GPUCMP_TRAINING_BATCHES (default 64,128,256), GPUCMP_TRAINING_PRECISIONS (amp_fp16,bf16,tf32).
+set -uo pipefail
+build_dir=${1:?usage: run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS]}
+out_dir=${2:?usage: run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS]}
+parts=${3:-throughput,verify,example,largest,acceptance}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$out_dir"
+status=0
+batches=${GPUCMP_TRAINING_BATCHES:-64,128,256}
+precisions=${GPUCMP_TRAINING_PRECISIONS:-amp_fp16,bf16,tf32}
+stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
+
+has_part() { [[ ",$parts," == *",$1,"* ]]; }
+
+if has_part throughput || has_part verify || has_part largest; then
+  source "$root/scripts/peers/same-libraries.sh"
+fi
+
+if has_part throughput; then
+  stamp "gpucmp training ($precisions at $batches)"
+  rm -f "$out_dir/layers_training.md"
+  "$build_dir/benchmarks/training" --precisions="$precisions" --batches="$batches" --layers_out="$out_dir/layers_training.md" \
+    --benchmark_out="$out_dir/gpucmp_training.json" --benchmark_out_format=json > "$out_dir/gpucmp_training.txt" 2>&1 ||
+    { echo "run-training-comparison: training failed"; tail -20 "$out_dir/gpucmp_training.txt"; status=1; }
+  stamp "PyTorch training"
+  (cd "$here" && python3 torch_training.py --out "$out_dir/torch_training.json" --batches "$batches") > "$out_dir/torch_training.log" 2>&1 ||
+    { echo "run-training-comparison: torch_training.py failed"; tail -20 "$out_dir/torch_training.log"; status=1; }
+fi
+
+if has_part verify; then
+  for precision in fp32 amp_fp16 tf32 bf16; do
+    stamp "verify $precision against PyTorch autograd"
+    dump="$out_dir/dump_$precision"
+    mkdir -p "$dump"
+    if "$build_dir/benchmarks/training_dump" --out="$dump" --precision="$precision" --batch=16 --steps=50 > "$dump/dump.log" 2>&1; then
+      python3 "$here/compare_pytorch.py" "$dump" --out "$out_dir/verify_$precision.json" > "$out_dir/verify_$precision.txt" 2>&1 || status=1
+      cat "$out_dir/verify_$precision.txt"
+    else
+      echo "run-training-comparison: training_dump $precision failed"; tail -20 "$dump/dump.log"; status=1
+    fi
+    rm -f "$dump"/*.safetensors  # large; the comparison's JSON keeps what counts
+  done
+fi
+
+if has_part example; then
+  stamp "user network example"
+  "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" --benchmark_min_time=0 \
+    > "$out_dir/example.txt" 2>&1 || { echo "run-training-comparison: the example failed"; tail -20 "$out_dir/example.txt"; status=1; }
+fi
+
+if has_part largest; then
+  stamp "largest AMP FP16 batch"
+  "$build_dir/benchmarks/training" --precisions=amp_fp16 --only_largest_batch \
+    > "$out_dir/largest_batch.txt" 2>&1 || { echo "run-training-comparison: largest batch failed"; status=1; }
+  cat "$out_dir/largest_batch.txt" | grep "largest batch" || true
+fi
+
+if has_part acceptance; then
+  stamp "acceptance"
+  if [ -f "$out_dir/gpucmp_training.json" ] && [ -x "$build_dir/tools/report/gpucmp-report" ]; then
+    "$build_dir/tools/report/gpucmp-report" compare "$out_dir/gpucmp_training.json" --project a100_80gb_sxm,l20,l40s \
+      --csv "$out_dir/projection.csv" --markdown "$out_dir/projection.md" > /dev/null 2>&1 ||
+      { echo "run-training-comparison: gpucmp-report failed"; status=1; }
+  fi
+  python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
+fi
+exit $status
