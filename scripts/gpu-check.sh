@@ -46,6 +46,12 @@ fi
 "$build_dir/examples/06_concurrency" > "$out_dir/example_06.md" 2>&1 || status=1
 "$build_dir/examples/07_resnet50_table" > "$out_dir/example_07.md" 2>&1 || status=1
 "$build_dir/examples/08_custom_cnn" --benchmark_min_time=0 > "$out_dir/example_08.txt" 2>&1 || status=1
+"$build_dir/examples/09_train_custom_cnn" --benchmark_min_time=0 > "$out_dir/example_09.txt" 2>&1 || status=1
+# Training against PyTorch autograd: gradients, weights after one step and 50-step loss curves
+# in FP32, AMP FP16, TF32 and BF16 (the training issue's verification).
+if [ "${GPUCMP_CHECK_TRAINING:-1}" = 1 ]; then  # 0: run it separately
+  "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$out_dir/training" verify > "$out_dir/training_verify.log" 2>&1 || status=1
+fi
 # ResNet-50 logits against torchvision's, same weights and images, every precision.
 if [ "${GPUCMP_CHECK_LOGITS:-1}" = 1 ]; then  # 0: run it separately (it takes ~3 minutes)
   "$repo_root/scripts/models/run-logits-check.sh" "$build_dir" "$out_dir/logits" > "$out_dir/logits_check.log" 2>&1 || status=1
@@ -82,6 +88,8 @@ echo "== example 05 (serving latency)"; cat "$out_dir/example_05.md"
 echo "== example 06 (concurrency)"; cat "$out_dir/example_06.md"
 echo "== example 07 (ResNet-50 table)"; cat "$out_dir/example_07.md"
 echo "== ResNet-50 logits vs torchvision"; cat "$out_dir/logits/logits_vs_torchvision.md" 2>/dev/null
+echo "== example 09 (a user's CNN trains)"; grep "loss" "$out_dir/example_09.txt" 2>/dev/null
+echo "== training vs PyTorch autograd"; grep -E "vs fp64|bounds" "$out_dir/training_verify.log" 2>/dev/null
 echo "== suite with power"; grep -o "^[a-z0-9/_]*8192x8192x8192[^ ]*\|power_w=[0-9.]*\|J_per_launch=[0-9.e-]*\|TFLOP/s/W=[0-9.]*\|throttled_pct=[0-9.]*" "$out_dir/suite.txt" | paste -sd' ' | sed 's/ gemm/\ngemm/g'
 echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
 echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.log"
