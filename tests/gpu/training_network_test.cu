@@ -252,9 +252,18 @@ TEST_CASE("the loss falls over 30 steps in every precision, and a graph of the s
       g.launch(s.get());
       replayed.push_back(net.loss(s.get()));
     }
-    CHECK(replayed == eager);  // the same kernels in the same order
+    // The same kernels in the same order. Bit for bit unless an algorithm sums in a varying
+    // order (cuDNN flags some weight-gradient algorithms nondeterministic): then within 1e-3.
+    double worst = 0;
+    for (std::size_t k = 0; k < eager.size(); ++k) worst = std::max(worst, std::fabs(double(replayed[k]) - eager[k]) / eager[k]);
+    INFO("graph vs eager: " << (replayed == eager ? "bit-identical" : "differ") << ", worst relative loss difference " << worst);
+    CHECK(worst <= 1e-3);
     const auto graph_params = net.parameters(s.get());
-    for (std::size_t i = 0; i < eager_params.size(); ++i) CHECK(graph_params[i].values == eager_params[i].values);
+    for (std::size_t i = 0; i < eager_params.size(); ++i) {
+      std::vector<double> want(eager_params[i].values.begin(), eager_params[i].values.end());
+      INFO(eager_params[i].name);
+      CHECK(relative_error(graph_params[i].values, want) <= 1e-3);
+    }
     CHECK(net.loss_scale(s.get()).skipped_steps == 0);
   }
 }

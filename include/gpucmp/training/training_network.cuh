@@ -801,7 +801,7 @@ class training_network {
       b.x = activation(l.input);
       b.w = model(s.weight, false);
       b.dy = gradient(l.output);
-      b.dx = l.input.id == m_definition.input().id ? nullptr : m_accumulate_scratch.data();  // checked on scratch; bound below
+      b.dx = l.input.id == m_definition.input().id ? nullptr : gradient(l.input);  // any buffer of its size: bound below
       b.dw = float_gradient(s.weight);
       b.db = float_gradient(s.bias);
       fill(const_cast<void*>(b.dy), std::size_t(m_options.batch * l.out_features) * element_bytes(m_options.dtype), 500 + i, -1, 1, stream);
