@@ -46,6 +46,11 @@ if part ops; then
       > "$work/ops_$p.log" 2>&1 || status=1
     stamp "ops $p"
   done
+  # The convolution rows with every candidate's time, for acceptance.py --conv.
+  if [ -f "$work/ops_conv/conv_1.json" ]; then
+    python3 "$repo_root/scripts/architecture/conv-rows.py" "$work/ops_conv/conv_1.json" "$work/conv_rows.json" \
+      "$work/ops_conv/search_log.jsonl" > "$work/conv_rows.log" 2>&1 || status=1
+  fi
 fi
 if part resnet50; then
   "$repo_root/scripts/peers/run-resnet50-comparison.sh" "$build_dir" "$work/resnet50" > "$work/resnet50.log" 2>&1 || status=1

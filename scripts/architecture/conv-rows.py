@@ -1,15 +1,30 @@
 #!/usr/bin/env python3
 """The compared convolution rows of a conv_sweep run, small enough to commit.
 
-usage: conv-rows.py CONV_SWEEP_JSON OUT_JSON
+usage: conv-rows.py CONV_SWEEP_JSON OUT_JSON [SEARCH_LOG]
 Reads the Google Benchmark JSON of benchmarks/conv_sweep (as run-ops-comparison.sh writes
 it; a file cut off mid-run, as a device call that hit its limit leaves it, is read up to its
 last whole row) and writes, for every searched row (provider "cudnn", graph mode), its key
-as compare-ops.py names it, its median seconds and the algorithm its label names.
+as compare-ops.py names it, its median seconds and the algorithm its label names. With the
+run's search log (GPUCMP_SEARCH_LOG, search_log.jsonl) each row also gets "candidates":
+{algorithm: microseconds} of every candidate its search timed, so a changed choice can be
+told from a tie (the committed algorithm timed as fast as the new one in the same search).
 scripts/architecture/acceptance.py --conv OUT_JSON compares them with the committed run.
 """
 import json
+import re
 import sys
+
+
+def algorithm_identity(description):
+    """An algorithm's description without its workspace and how it was chosen:
+    "cuDNN legacy IMPLICIT_PRECOMP_GEMM (1) math TENSOR_OP", "cuDNN engine 58 [TENSOR_CORE]"."""
+    return re.split(r" ws \d+ B", description)[0]
+
+
+def row_key(name):
+    parts = name.split("/")
+    return "/".join([parts[0]] + parts[2:4]) if len(parts) >= 4 else name
 
 
 def load_cut(path):
@@ -24,17 +39,30 @@ def load_cut(path):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     doc = load_cut(sys.argv[1])
+    searched = {}
+    if len(sys.argv) == 4:
+        for line in open(sys.argv[3]):
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            if "/graph" not in entry["benchmark"]:
+                continue
+            searched[row_key(entry["benchmark"])] = {algorithm_identity(c["algorithm"]): c["us"] for c in entry["candidates"]
+                                                     if not c["failure"]}
     rows = []
     for b in doc.get("benchmarks", []):
         parts = b["name"].split("/")
         if len(parts) < 5 or parts[1] != "cudnn" or parts[4] != "graph" or "error_message" in b:
             continue
         unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "us")]
-        rows.append({"key": "/".join([parts[0]] + parts[2:4]), "gpucmp_s": b["real_time"] * unit,
-                     "algorithm": b.get("label", "").split("; ")[0]})
+        row = {"key": "/".join([parts[0]] + parts[2:4]), "gpucmp_s": b["real_time"] * unit,
+               "algorithm": b.get("label", "").split("; ")[0]}
+        if row["key"] in searched:
+            row["candidates"] = searched[row["key"]]
+        rows.append(row)
     json.dump({"date": doc.get("context", {}).get("date"), "rows": rows}, open(sys.argv[2], "w"), indent=1)
     print(f"conv-rows: {len(rows)} searched rows")
 
