@@ -110,6 +110,7 @@ TEST_CASE("written tensors read back exactly, and bad tensors are refused by nam
   CHECK(f.read_float("conv1.weight", {2, 1, 2, 2}) == tensors[0].values);
   CHECK(f.read_float("fc.bias", {3}) == tensors[1].values);
   CHECK(f.find("empty").element_count() == 0);
+  CHECK(f.read_float("empty", {0}).empty());  // no memcpy from or to an empty vector (a fuzzer find)
   CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a", {2}, {1}}}), GPUCMP_CONTAINS("'a' has 1 values for shape"));
   CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a", {1}, {1}}, {"a", {1}, {2}}}), GPUCMP_CONTAINS("two tensors are named 'a'"));
   CHECK_THROWS_WITH(gpucmp::safetensors_bytes({{"a\"b", {1}, {1}}}), GPUCMP_CONTAINS("quote"));

@@ -129,7 +129,7 @@ class safetensors_file {
     const char* data = m_bytes.data() + m_data_offset + t.begin;
     std::vector<float> values(static_cast<std::size_t>(t.element_count()));
     if (t.dtype == "F32") {
-      std::memcpy(values.data(), data, values.size() * sizeof(float));
+      if (!values.empty()) std::memcpy(values.data(), data, values.size() * sizeof(float));  // an empty vector's data() may be null
     } else if (t.dtype == "F16" || t.dtype == "BF16") {
       for (std::size_t i = 0; i < values.size(); ++i) {
         std::uint16_t bits;
