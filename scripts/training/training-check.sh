@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+# On a GPU machine: the training issue's GPU work in as few device calls as possible. Builds
+# only the training targets for the local GPU, then runs the parts named (default all):
+#   tests       the [gpu] tests of the training layers and step (gpucmp_models_tests
+#               "[training]"), ResNet-18's, and the convolution bindings (gpucmp_ops_tests)
+#   verify      scripts/training/run-training-comparison.sh's verify part (PyTorch autograd)
+#   example     examples/09_train_custom_cnn
+#   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh)
+#   largest     the largest AMP FP16 batch
+#   acceptance  scripts/training/acceptance.py over what the parts left
+# and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
+# returns what it finished).
+#   scripts/training/training-check.sh OUT_DIR [PARTS]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+out_dir=${1:?usage: training-check.sh OUT_DIR [tests,verify,example,throughput,largest,acceptance]}
+parts=${2:-tests,verify,example,throughput,largest,acceptance}
+work="$out_dir/training"
+mkdir -p "$work"
+part() { [[ ",$parts," == *",$1,"* ]]; }
+if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
+  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+fi
+status=0
+started=$(date +%s)
+stamp() { echo "$1: $(( $(date +%s) - started )) s"; tar -C "$out_dir" -czf "$out_dir/training.tgz" training; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$work/gpu.csv"
+"$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
+targets=(gpucmp_models_tests gpucmp_ops_tests training training_dump 09_train_custom_cnn gpucmp-report)
+{ gpucmp_configure && gpucmp_build --target "${targets[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+stamp build
+if part tests; then
+  "$build_dir/tests/gpucmp_models_tests" "[training],[resnet18]" --durations yes > "$work/tests_training.log" 2>&1 || status=1
+  "$build_dir/tests/gpucmp_ops_tests" "a searched convolution bound to other tensors*" > "$work/tests_conv_binding.log" 2>&1 || status=1
+  stamp tests
+fi
+for p in verify example throughput largest acceptance; do
+  part "$p" || continue
+  "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$work" "$p" > "$work/$p.log" 2>&1 || status=1
+  stamp "$p"
+done
+# A short table last.
+if part tests; then
+  echo "== training tests"; grep -E "test cases|assertions|FAILED|failed" "$work/tests_training.log" | tail -8
+  echo "== conv bindings"; tail -3 "$work/tests_conv_binding.log"
+fi
+part verify && { echo "== vs PyTorch autograd"; grep -E "vs fp64|bounds" "$work/verify.log"; }
+part example && { echo "== example 09"; grep loss "$work/example.txt"; }
+part throughput && { echo "== throughput"; grep -E "^train/.*(graph|eager)" "$work/gpucmp_training.txt" | cut -c1-150; grep "img/s" "$work/torch_training.log"; }
+part largest && grep "largest batch" "$work/largest_batch.txt"
+part acceptance && cat "$work/summary.md" 2>/dev/null
+echo "training-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
+exit $status
