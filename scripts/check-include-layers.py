@@ -19,7 +19,7 @@ LAYERS = {
     "power": 2,
     "measure": 3,
     "serving": 4,
-    "ops": 5,
+    "ops": 5, "multigpu": 5,
     "models": 6,
     "training": 7,
     "gbench": 8,
