@@ -37,6 +37,15 @@ if(TARGET gpucmp_cudnn)
   configure_file("${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" "${PROJECT_BINARY_DIR}/FindCUDNN.cmake" COPYONLY)
 endif()
 
+if(TARGET gpucmp_nccl)
+  install(TARGETS gpucmp_nccl EXPORT gpucmpNcclTargets)
+  install(EXPORT gpucmpNcclTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpNcclTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpNcclTargets.cmake")
+  # The package finds NCCL again with the same module.
+  install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake" DESTINATION "${GPUCMP_CONFIG_DIR}")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake" "${PROJECT_BINARY_DIR}/FindNCCL.cmake" COPYONLY)
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/gpucmpConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"
