@@ -14,6 +14,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/random.hpp>  // GPUCMP_HOST_DEVICE: the data check runs on the device too
 
 #include <cmath>
 #include <cstdint>
@@ -149,33 +150,41 @@ inline collective_rates rates_for(const collective_size& size, double seconds) {
 }
 
 /// Element `index` of rank `rank`'s input: a small integer (1..16), exact in every type.
-inline double collective_input(int rank, std::int64_t index) noexcept {
+GPUCMP_HOST_DEVICE inline double collective_input(int rank, std::int64_t index) noexcept {
   return double(((rank + 1) * 5 + index % 11) % 16 + 1);
+}
+
+/// collective_expected() without its argument checks, for device code: `kind` over `ranks`
+/// ranks with NCCL's `count`.
+GPUCMP_HOST_DEVICE inline double collective_expected_unchecked(collective kind, int ranks, std::int64_t count, int rank,
+                                                              std::int64_t index) noexcept {
+  double sum = 0;
+  switch (kind) {
+    case collective::all_reduce:
+    case collective::reduce:
+      if (kind == collective::reduce && rank != 0) return NAN;
+      for (int k = 0; k < ranks; ++k) sum += collective_input(k, index);
+      return sum;
+    case collective::broadcast: return collective_input(0, index);
+    case collective::all_gather: return collective_input(int(index / count), index % count);
+    case collective::reduce_scatter:
+      for (int k = 0; k < ranks; ++k) sum += collective_input(k, rank * count + index);
+      return sum;
+    case collective::all_to_all: return collective_input(int(index / count), rank * count + index % count);
+    case collective::send_recv: return collective_input((rank + ranks - 1) % ranks, index);
+  }
+  return NAN;
 }
 
 /// The exact value of element `index` of rank `rank`'s output after `size`'s collective on
 /// inputs collective_input(), with root 0 for broadcast and reduce. Returns NaN where the
 /// output is not defined (reduce on a rank other than the root).
 inline double collective_expected(const collective_size& size, int rank, std::int64_t index) {
-  const int n = size.ranks;
-  const std::int64_t count = size.count;
-  if (rank < 0 || rank >= n) throw invalid_argument("collective_expected: rank " + std::to_string(rank) + " of " + std::to_string(n));
-  if (index < 0 || index >= size.output_elements()) throw invalid_argument("collective_expected: index outside the output");
-  auto sum_over_ranks = [&](std::int64_t at) {
-    double s = 0;
-    for (int k = 0; k < n; ++k) s += collective_input(k, at);
-    return s;
-  };
-  switch (size.kind) {
-    case collective::all_reduce: return sum_over_ranks(index);
-    case collective::reduce: return rank == 0 ? sum_over_ranks(index) : NAN;
-    case collective::broadcast: return collective_input(0, index);
-    case collective::all_gather: return collective_input(int(index / count), index % count);
-    case collective::reduce_scatter: return sum_over_ranks(rank * count + index);
-    case collective::all_to_all: return collective_input(int(index / count), rank * count + index % count);
-    case collective::send_recv: return collective_input((rank + n - 1) % n, index);
+  if (rank < 0 || rank >= size.ranks) {
+    throw invalid_argument("collective_expected: rank " + std::to_string(rank) + " of " + std::to_string(size.ranks));
   }
-  return NAN;
+  if (index < 0 || index >= size.output_elements()) throw invalid_argument("collective_expected: index outside the output");
+  return collective_expected_unchecked(size.kind, size.ranks, size.count, rank, index);
 }
 
 }  // namespace gpucmp

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// One NCCL collective over a communicator_group, checked and timed like any operation
+// (component gpucmp::nccl). Each rank's input holds collective_input()'s small integers, so
+// verify() checks every output element on its GPU against the exact result
+// (multigpu/collective_math.hpp), as nccl-tests' -c does.
+//
+// Timing across ranks: operator()(stream) forks from `stream` (an event every rank's stream
+// waits for), launches the collective on every rank in one NCCL group, and joins back
+// (`stream` waits for an event on every rank's stream). The engine then times the call on
+// `stream` like any other, from the first rank's start to the last rank's end, in hot mode or
+// captured into one CUDA graph.
+//
+//   gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
+//   gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{1} << 30,
+//                              gpucmp::nccl_dtype::fp32);
+//   require_passed(op.name(), op.verify(stream));
+//   st.set_work(op.work());           // S bytes per call (algbw); busbw is op.bus_factor() x that
+//   st.run(op);
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/multigpu/collective_math.hpp>
+#include <gpucmp/multigpu/communicator.hpp>
+#include <gpucmp/multigpu/nccl_status.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/specs/work.hpp>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// Element types of the collective benchmarks.
+enum class nccl_dtype { fp32, fp16, bf16, fp64, int32, int8 };
+
+/// "fp32", "fp16", ...
+inline const char* to_string(nccl_dtype t) noexcept {
+  switch (t) {
+    case nccl_dtype::fp32: return "fp32";
+    case nccl_dtype::fp16: return "fp16";
+    case nccl_dtype::bf16: return "bf16";
+    case nccl_dtype::fp64: return "fp64";
+    case nccl_dtype::int32: return "int32";
+    case nccl_dtype::int8: return "int8";
+  }
+  return "unknown";
+}
+
+/// The nccl_dtype named `text`; throws invalid_argument naming the choices otherwise.
+inline nccl_dtype parse_nccl_dtype(const std::string& text) {
+  for (nccl_dtype t : {nccl_dtype::fp32, nccl_dtype::fp16, nccl_dtype::bf16, nccl_dtype::fp64, nccl_dtype::int32, nccl_dtype::int8}) {
+    if (text == to_string(t)) return t;
+  }
+  throw invalid_argument("unknown collective element type '" + text + "' (fp32, fp16, bf16, fp64, int32, int8)");
+}
+
+/// Bytes per element of `t`.
+inline std::size_t element_bytes(nccl_dtype t) noexcept {
+  switch (t) {
+    case nccl_dtype::fp64: return 8;
+    case nccl_dtype::fp32:
+    case nccl_dtype::int32: return 4;
+    case nccl_dtype::fp16:
+    case nccl_dtype::bf16: return 2;
+    case nccl_dtype::int8: return 1;
+  }
+  return 0;
+}
+
+/// How a collective call is set up.
+struct nccl_collective_options {
+  bool in_place = false;  ///< the output overwrites the input (nccl-tests' in-place column)
+};
+
+namespace detail {
+
+inline ncclDataType_t nccl_type(nccl_dtype t) noexcept {
+  switch (t) {
+    case nccl_dtype::fp32: return ncclFloat32;
+    case nccl_dtype::fp16: return ncclFloat16;
+    case nccl_dtype::bf16: return ncclBfloat16;
+    case nccl_dtype::fp64: return ncclFloat64;
+    case nccl_dtype::int32: return ncclInt32;
+    case nccl_dtype::int8: return ncclInt8;
+  }
+  return ncclFloat32;
+}
+
+template <class F>
+decltype(auto) visit_nccl_dtype(nccl_dtype t, F&& f) {
+  switch (t) {
+    case nccl_dtype::fp32: return f(float{});
+    case nccl_dtype::fp16: return f(__half{});
+    case nccl_dtype::bf16: return f(__nv_bfloat16{});
+    case nccl_dtype::fp64: return f(double{});
+    case nccl_dtype::int32: return f(std::int32_t{});
+    case nccl_dtype::int8: return f(std::int8_t{});
+  }
+  throw invalid_argument("unknown nccl_dtype");
+}
+
+template <class T>
+__global__ void fill_collective_input(T* data, std::int64_t count, int rank) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    data[i] = from_double<T>(collective_input(rank, i));
+  }
+}
+
+// Counts outputs that differ from the exact result; the smallest such index goes to *first.
+template <class T>
+__global__ void check_collective_output(const T* out, std::int64_t count, collective kind, int ranks, std::int64_t call_count,
+                                        int rank, unsigned long long* wrong, unsigned long long* first) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const double want = collective_expected_unchecked(kind, ranks, call_count, rank, i);
+    if (isnan(want)) continue;  // undefined there (reduce off the root)
+    if (!(to_double(out[i]) == want)) {
+      atomicAdd(wrong, 1ull);
+      atomicMin(first, static_cast<unsigned long long>(i));
+    }
+  }
+}
+
+inline unsigned collective_grid(std::int64_t count) {
+  return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>((count + 255) / 256, 4096)));
+}
+
+}  // namespace detail
+
+/// One collective over every rank of a group (file comment).
+class nccl_collective {
+ public:
+  /// Sizes the call for `bytes` (nccl-tests' sizes: the whole array for all-gather,
+  /// reduce-scatter and all-to-all), allocates each rank's input and output on its device,
+  /// fills the inputs and poisons the outputs. Throws invalid_argument for a rank count the
+  /// data check cannot keep exact (FP16 above 128, BF16 and INT8 above 8), out_of_memory.
+  nccl_collective(const communicator_group& group, collective kind, std::size_t bytes, nccl_dtype dtype,
+                  const nccl_collective_options& options = {})
+      : m_group(group), m_dtype(dtype), m_options(options),
+        m_size(size_for_bytes(kind, group.ranks(), bytes, element_bytes(dtype))) {
+    const int n = group.ranks();
+    const int exact_up_to = dtype == nccl_dtype::fp16 ? 128 : dtype == nccl_dtype::bf16 || dtype == nccl_dtype::int8 ? 8 : 1 << 20;
+    if (n > exact_up_to) {
+      throw invalid_argument(name() + ": sums over " + std::to_string(n) + " ranks are not exact in " + to_string(dtype));
+    }
+    if (options.in_place && (kind == collective::all_to_all || kind == collective::send_recv)) {
+      throw invalid_argument(name() + ": NCCL has no in-place " + to_string(kind));
+    }
+    int previous = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
+    const std::size_t e = element_bytes(dtype);
+    for (int r = 0; r < n; ++r) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(group.device(r)));
+      const std::size_t in_bytes = std::size_t(m_size.input_elements()) * e, out_bytes = std::size_t(m_size.output_elements()) * e;
+      m_inputs.emplace_back(std::max(in_bytes, options.in_place ? out_bytes : in_bytes), initial_fill::uninitialized());
+      if (!options.in_place) m_outputs.emplace_back(out_bytes, initial_fill::uninitialized());
+      cudaEvent_t done = nullptr;
+      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+      m_done.push_back(done);
+    }
+    GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
+    refill();
+  }
+  nccl_collective(const nccl_collective&) = delete;
+  nccl_collective& operator=(const nccl_collective&) = delete;
+  ~nccl_collective() {
+    for (cudaEvent_t e : m_done) cudaEventDestroy(e);
+    if (m_start != nullptr) cudaEventDestroy(m_start);
+    cudaGetLastError();
+  }
+
+  /// "all_reduce/nccl/fp32/1073741824/out_of_place": collective, library, type, nccl-tests' bytes, placement.
+  std::string name() const {
+    return std::string(to_string(m_size.kind)) + "/nccl/" + to_string(m_dtype) + "/" +
+           std::to_string(static_cast<unsigned long long>(m_size.bytes())) + "/" + (m_options.in_place ? "in_place" : "out_of_place");
+  }
+  /// The call's size (count, ranks, S).
+  const collective_size& size() const noexcept { return m_size; }
+  /// nccl-tests' busbw factor (NaN with one rank).
+  double bus_factor() const { return bus_bandwidth_factor(m_size.kind, m_size.ranks); }
+  /// One call's work: S bytes (algbw = S / t); read and written as nccl-tests counts them.
+  gpucmp::work work() const {
+    gpucmp::work w;
+    w.bytes_read = m_size.bytes();
+    return w;
+  }
+
+  /// Enqueues the collective on every rank, forked from and joined back to `stream` (any
+  /// device's stream).
+  void operator()(cudaStream_t stream) const {
+    int previous = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
+    // The fork's event lives on the device of `stream` (an event records only there).
+    int device = 0;
+    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
+    if (m_start == nullptr || m_start_device != device) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(device));
+      if (m_start != nullptr) GPUCMP_CUDA_CHECK(cudaEventDestroy(m_start));
+      m_start = nullptr;
+      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&m_start, cudaEventDisableTiming));
+      m_start_device = device;
+    }
+    GPUCMP_CUDA_CHECK(cudaSetDevice(device));
+    GPUCMP_CUDA_CHECK(cudaEventRecord(m_start, stream));
+    for (int r = 0; r < m_group.ranks(); ++r) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
+      GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(m_group.stream(r), m_start, 0));
+    }
+    launch_all();
+    for (int r = 0; r < m_group.ranks(); ++r) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
+      GPUCMP_CUDA_CHECK(cudaEventRecord(m_done[std::size_t(r)], m_group.stream(r)));
+    }
+    GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
+    for (int r = 0; r < m_group.ranks(); ++r) GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_done[std::size_t(r)], 0));
+  }
+
+  /// Refills the inputs, poisons the outputs, runs once from `stream` and checks every
+  /// output element of every rank against the exact result. In place, the inputs are
+  /// refilled afterwards. Synchronizes.
+  verification verify(cudaStream_t stream) {
+    refill();
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const verification v = check_outputs();
+    if (m_options.in_place) refill();
+    return v;
+  }
+
+  /// Checks every output element of every rank as it is now against the exact result
+  /// (verify() without the run and the refill).
+  verification check_outputs() const {
+    verification v;
+    v.method = "every output element of every rank against the exact result (nccl-tests' -c)";
+    int previous = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
+    for (int r = 0; r < m_group.ranks(); ++r) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
+      device_buffer<unsigned long long> counters(2, initial_fill::uninitialized());
+      const unsigned long long init[2] = {0, ~0ull};
+      GPUCMP_CUDA_CHECK(cudaMemcpy(counters.data(), init, sizeof init, cudaMemcpyHostToDevice));
+      const std::int64_t count = m_size.output_elements();
+      detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
+        using T = decltype(zero);
+        detail::check_collective_output<T><<<detail::collective_grid(count), 256>>>(
+            static_cast<const T*>(output(r)), count, m_size.kind, m_size.ranks, m_size.count, r, counters.data(), counters.data() + 1);
+      });
+      GPUCMP_CUDA_CHECK_LAST("check_collective_output");
+      unsigned long long got[2] = {0, 0};
+      GPUCMP_CUDA_CHECK(cudaMemcpy(got, counters.data(), sizeof got, cudaMemcpyDeviceToHost));
+      const std::int64_t checked = m_size.kind == collective::reduce && r != 0 ? 0 : count;
+      v.checked += std::size_t(checked);
+      v.failed += std::size_t(got[0]);
+      if (got[0] != 0 && v.worst_where.empty()) {
+        v.worst_where = "rank " + std::to_string(r) + ", element " + std::to_string(got[1]);
+        v.worst_reference = collective_expected(m_size, r, std::int64_t(got[1]));
+        v.worst_ratio = INFINITY;
+      }
+    }
+    GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
+    return v;
+  }
+
+  /// Device pointer to rank `rank`'s output (for tests that corrupt it).
+  void* output_of(int rank) const { return output(rank); }
+
+ private:
+  void* input(int r) const { return const_cast<unsigned char*>(m_inputs[std::size_t(r)].data()); }
+  // In place, reduce-scatter's output is the rank's own block of its input.
+  void* output(int r) const {
+    if (!m_options.in_place) return const_cast<unsigned char*>(m_outputs[std::size_t(r)].data());
+    const std::size_t block = m_size.kind == collective::reduce_scatter ? std::size_t(r) * std::size_t(m_size.count) * element_bytes(m_dtype) : 0;
+    return static_cast<unsigned char*>(input(r)) + block;
+  }
+
+  // Inputs to collective_input(), outputs poisoned (0xFF: NaN in floating types).
+  void refill() {
+    int previous = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
+    for (int r = 0; r < m_group.ranks(); ++r) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
+      if (!m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(output(r), 0xFF, m_outputs[std::size_t(r)].bytes()));
+      const std::int64_t count = m_size.input_elements();
+      detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
+        using T = decltype(zero);
+        if (m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(input(r), 0xFF, m_inputs[std::size_t(r)].bytes()));
+        // In place, all-gather's input is the rank's own block of the output.
+        T* at = static_cast<T*>(input(r)) + (m_options.in_place && m_size.kind == collective::all_gather ? std::int64_t(r) * m_size.count : 0);
+        detail::fill_collective_input<T><<<detail::collective_grid(count), 256>>>(at, count, r);
+      });
+      GPUCMP_CUDA_CHECK_LAST("fill_collective_input");
+      GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
+  }
+
+  void launch_all() const {
+    const ncclDataType_t type = detail::nccl_type(m_dtype);
+    const std::size_t count = std::size_t(m_size.count), e = element_bytes(m_dtype);
+    const int n = m_group.ranks();
+    GPUCMP_NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < n; ++r) {
+      const ncclComm_t comm = m_group.comm(r);
+      const cudaStream_t s = m_group.stream(r);
+      const void* send = input(r);
+      void* recv = output(r);
+      if (m_options.in_place && m_size.kind == collective::all_gather) send = static_cast<const unsigned char*>(recv) + std::size_t(r) * count * e;
+      switch (m_size.kind) {
+        case collective::all_reduce: GPUCMP_NCCL_CHECK(ncclAllReduce(send, recv, count, type, ncclSum, comm, s)); break;
+        case collective::all_gather: GPUCMP_NCCL_CHECK(ncclAllGather(send, recv, count, type, comm, s)); break;
+        case collective::reduce_scatter: GPUCMP_NCCL_CHECK(ncclReduceScatter(send, recv, count, type, ncclSum, comm, s)); break;
+        case collective::broadcast: GPUCMP_NCCL_CHECK(ncclBroadcast(send, recv, count, type, 0, comm, s)); break;
+        case collective::reduce: GPUCMP_NCCL_CHECK(ncclReduce(send, recv, count, type, ncclSum, 0, comm, s)); break;
+        case collective::all_to_all:
+          for (int p = 0; p < n; ++p) {
+            GPUCMP_NCCL_CHECK(ncclSend(static_cast<const unsigned char*>(send) + std::size_t(p) * count * e, count, type, p, comm, s));
+            GPUCMP_NCCL_CHECK(ncclRecv(static_cast<unsigned char*>(recv) + std::size_t(p) * count * e, count, type, p, comm, s));
+          }
+          break;
+        case collective::send_recv:
+          GPUCMP_NCCL_CHECK(ncclSend(send, count, type, (r + 1) % n, comm, s));
+          GPUCMP_NCCL_CHECK(ncclRecv(recv, count, type, (r + n - 1) % n, comm, s));
+          break;
+      }
+    }
+    GPUCMP_NCCL_CHECK(ncclGroupEnd());
+  }
+
+  const communicator_group& m_group;
+  nccl_dtype m_dtype;
+  nccl_collective_options m_options;
+  collective_size m_size;
+  std::vector<device_buffer<unsigned char>> m_inputs, m_outputs;
+  std::vector<cudaEvent_t> m_done;
+  mutable cudaEvent_t m_start = nullptr;  // the fork, on the device of the stream last given
+  mutable int m_start_device = -1;
+};
+
+}  // namespace gpucmp
