@@ -12,6 +12,8 @@
 //   collectives [--collectives=all_reduce,...] [--types=fp32] [--min_bytes=8] [--max_bytes=8589934592]
 //               [--factor=2] [--placements=out_of_place,in_place] [benchmark flags]
 // A size that does not fit is a typed out-of-memory row; the rows before it stay.
+#include "program_flags.hpp"
+
 #include <gpucmp/bench.hpp>
 #include <gpucmp/multigpu/collective_math.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
@@ -77,27 +79,17 @@ void register_all() {
         }
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream s(text);
-  for (std::string part; std::getline(s, part, ',');) parts.push_back(part);
-  return parts;
-}
-
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      const std::size_t n = std::strlen(flag);
-      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
+    auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
     if (const char* v = value("--collectives=")) {
       config().collectives.clear();
-      for (const auto& c : split(v)) config().collectives.push_back(gpucmp::parse_collective(c));
+      for (const auto& c : gpucmp_bench::split_list(v)) config().collectives.push_back(gpucmp::parse_collective(c));
     } else if (const char* v = value("--types=")) {
       config().types.clear();
-      for (const auto& t : split(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
+      for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
     } else if (const char* v = value("--min_bytes=")) {
       config().min_bytes = std::stoull(v);
     } else if (const char* v = value("--max_bytes=")) {
@@ -106,7 +98,7 @@ void parse_flags(int& argc, char** argv) {
       config().factor = std::stoull(v);
     } else if (const char* v = value("--placements=")) {
       config().in_place.clear();
-      for (const auto& p : split(v)) {
+      for (const auto& p : gpucmp_bench::split_list(v)) {
         if (p != "in_place" && p != "out_of_place") throw gpucmp::invalid_argument("collectives: unknown placement '" + p + "'");
         config().in_place.push_back(p == "in_place");
       }

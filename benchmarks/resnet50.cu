@@ -17,6 +17,8 @@
 // where CUPTI is available, each layer's kernels and time inside the pass (kernel mode).
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
 // batch that fits is printed at the end for each precision.
+#include "program_flags.hpp"
+
 #include <gpucmp/bench.hpp>
 #if GPUCMP_WITH_KERNEL_MODE
 #include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
@@ -203,44 +205,34 @@ void register_all() {
   }
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream s(text);
-  for (std::string part; std::getline(s, part, ',');) parts.push_back(part);
-  return parts;
-}
-
 // Takes this program's flags out of argv (Google Benchmark rejects unknown ones).
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      const std::size_t n = std::strlen(flag);
-      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
+    auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
     if (const char* v = value("--model=")) {
       config().model = v;
     } else if (const char* v = value("--batches=")) {
       config().batches.clear();
-      for (const auto& b : split(v)) {
+      for (const auto& b : gpucmp_bench::split_list(v)) {
         const long long n = std::stoll(b);
         if (n <= 0) throw gpucmp::invalid_argument("resnet50: --batches must be positive, got " + b);
         config().batches.push_back(n);
       }
     } else if (const char* v = value("--dtypes=")) {
       config().dtypes.clear();
-      for (const auto& t : split(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));
+      for (const auto& t : gpucmp_bench::split_list(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));
     } else if (const char* v = value("--layouts=")) {
       config().layouts.clear();
-      for (const auto& l : split(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
+      for (const auto& l : gpucmp_bench::split_list(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
     } else if (const char* v = value("--weights=")) {
       config().weights = v;
     } else if (const char* v = value("--layers_out=")) {
       config().layers_out = v;
     } else if (const char* v = value("--paths=")) {
       config().paths.clear();
-      for (const auto& p : split(v)) config().paths.push_back(gpucmp::parse_fusion_path(p));
+      for (const auto& p : gpucmp_bench::split_list(v)) config().paths.push_back(gpucmp::parse_fusion_path(p));
     } else {
       argv[kept++] = argv[i];
     }

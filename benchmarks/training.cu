@@ -18,6 +18,8 @@
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that.
+#include "program_flags.hpp"
+
 #include <gpucmp/bench.hpp>
 #include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
@@ -159,36 +161,26 @@ void register_all() {
   }
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream s(text);
-  for (std::string part; std::getline(s, part, ',');) parts.push_back(part);
-  return parts;
-}
-
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      const std::size_t n = std::strlen(flag);
-      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
+    auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
     if (const char* v = value("--model=")) {
       config().model = v;
     } else if (const char* v = value("--batches=")) {
       config().batches.clear();
-      for (const auto& b : split(v)) {
+      for (const auto& b : gpucmp_bench::split_list(v)) {
         const long long n = std::stoll(b);
         if (n <= 1) throw gpucmp::invalid_argument("training: --batches must be at least 2, got " + b);
         config().batches.push_back(n);
       }
     } else if (const char* v = value("--precisions=")) {
       config().precisions.clear();
-      for (const auto& t : split(v)) config().precisions.push_back(parse_precision(t));
+      for (const auto& t : gpucmp_bench::split_list(v)) config().precisions.push_back(parse_precision(t));
     } else if (const char* v = value("--layouts=")) {
       config().layouts.clear();
-      for (const auto& l : split(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
+      for (const auto& l : gpucmp_bench::split_list(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
     } else if (const char* v = value("--layers_out=")) {
       config().layers_out = v;
     } else if (arg == "--largest_batch") {

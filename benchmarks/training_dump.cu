@@ -12,6 +12,8 @@
 //                           initial weights, the skipped steps and the final loss scale
 // Usage: training_dump --out=DIR [--model=resnet50|resnet18] [--precision=fp32|tf32|amp_fp16|bf16]
 //                      [--batch=16] [--steps=50] [--layout=nhwc|nchw] [--learning_rate=0.1]
+#include "program_flags.hpp"
+
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/io/safetensors_writer.hpp>
 #include <gpucmp/models/resnet18.hpp>
@@ -36,10 +38,7 @@ settings parse(int argc, char** argv) {
   settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      const std::size_t n = std::strlen(flag);
-      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
+    auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
     if (const char* v = value("--out=")) s.out = v;
     else if (const char* v = value("--model=")) s.model = v;
     else if (const char* v = value("--precision=")) s.precision = v;

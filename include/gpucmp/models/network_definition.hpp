@@ -15,6 +15,7 @@
 
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/random.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -254,5 +255,23 @@ class network_definition {
   std::vector<image_shape> m_shapes;  // tensor id -> shape; 0 is the input
   std::vector<layer_definition> m_layers;
 };
+
+/// The convolution problem of conv layer `l` of `def` at `batch`, in `dtype` and `layout`.
+inline conv_problem conv_problem_for(const network_definition& def, const layer_definition& l, std::int64_t batch, conv_dtype dtype,
+                                     conv_layout layout) {
+  const image_shape& in = def.shape(l.input);
+  conv_problem p;
+  p.n = batch;
+  p.c = in.c;
+  p.h = in.h;
+  p.w = in.w;
+  p.k = l.conv.out_channels;
+  p.r = p.s = l.conv.kernel;
+  p.pad_h = p.pad_w = l.conv.pad;
+  p.stride_h = p.stride_w = l.conv.stride;
+  p.layout = layout;
+  p.dtype = dtype;
+  return p;
+}
 
 }  // namespace gpucmp

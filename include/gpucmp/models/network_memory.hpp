@@ -44,6 +44,33 @@ inline std::size_t tensor_bytes(const network_definition& def, tensor_ref t, std
   return std::size_t(batch * def.shape(t).elements()) * tensor_element_bytes(def, t, dtype);
 }
 
+namespace detail {
+// Greedy reuse: the smallest free buffer that fits `need`, else the largest free one grown to
+// it, else a new one. Returns its index, now taken.
+inline std::size_t take_buffer(std::vector<std::size_t>& buffer_bytes, std::vector<bool>& buffer_free, std::size_t need) {
+  std::size_t best = SIZE_MAX;
+  for (std::size_t s = 0; s < buffer_bytes.size(); ++s) {
+    if (!buffer_free[s]) continue;
+    if (best == SIZE_MAX) {
+      best = s;
+      continue;
+    }
+    const bool fits = buffer_bytes[s] >= need, best_fits = buffer_bytes[best] >= need;
+    const bool tighter = fits && (!best_fits || buffer_bytes[s] < buffer_bytes[best]);
+    const bool larger = !fits && !best_fits && buffer_bytes[s] > buffer_bytes[best];
+    if (tighter || larger) best = s;
+  }
+  if (best == SIZE_MAX) {
+    best = buffer_bytes.size();
+    buffer_bytes.push_back(0);
+    buffer_free.push_back(false);
+  }
+  buffer_bytes[best] = std::max(buffer_bytes[best], need);
+  buffer_free[best] = false;
+  return best;
+}
+}  // namespace detail
+
 /// Greedy buffer reuse in execution order: each output takes the smallest free buffer that
 /// fits, else grows the largest free one, else gets a new one (256-byte aligned sizes).
 inline network_memory_plan plan_network_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype) {
@@ -61,26 +88,7 @@ inline network_memory_plan plan_network_memory(const network_definition& def, st
   auto place = [&](std::size_t t) {
     const std::size_t need = (tensor_bytes(def, {int(t)}, batch, dtype) + 255) / 256 * 256;
     plan.activation_bytes_without_reuse += need;
-    std::size_t best = SIZE_MAX;
-    for (std::size_t s = 0; s < plan.slot_bytes.size(); ++s) {
-      if (!slot_free[s]) continue;
-      if (best == SIZE_MAX) {
-        best = s;
-        continue;
-      }
-      const bool fits = plan.slot_bytes[s] >= need, best_fits = plan.slot_bytes[best] >= need;
-      const bool tighter = fits && (!best_fits || plan.slot_bytes[s] < plan.slot_bytes[best]);
-      const bool larger = !fits && !best_fits && plan.slot_bytes[s] > plan.slot_bytes[best];
-      if (tighter || larger) best = s;
-    }
-    if (best == SIZE_MAX) {
-      best = plan.slot_bytes.size();
-      plan.slot_bytes.push_back(0);
-      slot_free.push_back(false);
-    }
-    plan.slot_bytes[best] = std::max(plan.slot_bytes[best], need);
-    slot_free[best] = false;
-    plan.slot_of[t] = best;
+    plan.slot_of[t] = detail::take_buffer(plan.slot_bytes, slot_free, need);
   };
   place(0);
   for (std::size_t i = 0; i < layers.size(); ++i) {

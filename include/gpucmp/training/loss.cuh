@@ -10,6 +10,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/models/softmax.cuh>  // detail::block_reduce
 #include <gpucmp/ops/elements.cuh>
 
 #include <cuda_runtime_api.h>
@@ -31,32 +32,12 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const std::int32
   __shared__ float scratch[32];
   const std::int64_t row = blockIdx.x;
   const float* x = logits + row * classes;
-  auto reduce = [&](float v, bool take_max) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const float other = __shfl_down_sync(0xffffffffu, v, offset);
-      v = take_max ? fmaxf(v, other) : v + other;
-    }
-    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    __syncthreads();  // scratch may still be read by the previous reduction
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      v = lane < blockDim.x / 32 ? scratch[lane] : (take_max ? -FLT_MAX : 0.0f);
-      for (int offset = 16; offset > 0; offset /= 2) {
-        const float other = __shfl_down_sync(0xffffffffu, v, offset);
-        v = take_max ? fmaxf(v, other) : v + other;
-      }
-      if (lane == 0) scratch[0] = v;
-    }
-    __syncthreads();
-    return scratch[0];
-  };
   float top = -FLT_MAX;
   for (std::int64_t k = threadIdx.x; k < classes; k += blockDim.x) top = fmaxf(top, x[k]);
-  top = reduce(top, true);
+  top = block_reduce(top, true, scratch);
   float sum = 0;
   for (std::int64_t k = threadIdx.x; k < classes; k += blockDim.x) sum += expf(x[k] - top);
-  sum = reduce(sum, false);
+  sum = block_reduce(sum, false, scratch);
   const std::int32_t label = labels[row];
   const bool valid = label >= 0 && label < classes;
   const float factor = (scale != nullptr ? *scale : 1.0f) / float(rows);

@@ -171,34 +171,15 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
   plan.gradient_slot_of.assign(tensors, SIZE_MAX);
   std::vector<bool> slot_free;
   for (std::size_t s = 0; s < steps; ++s) {
-    // Gradients first written at step s get a buffer (the smallest free one that fits, else
-    // the largest free one grown, else a new one), before those last read at s are freed:
-    // a layer's input gradient never aliases its output gradient.
+    // Gradients first written at step s get a buffer (detail::take_buffer, inference's rule),
+    // before those last read at s are freed: a layer's input gradient never aliases its
+    // output gradient.
     for (std::size_t t = tensors - 1; t >= 1; --t) {
       if (readers[t] == 0 && t != tensors - 1) continue;  // nothing reads it: no gradient
       if (first_step(t) != s) continue;
       const std::size_t need = plan.kept_bytes[t];
       plan.activation_gradient_bytes_without_reuse += need;
-      std::size_t best = SIZE_MAX;
-      for (std::size_t b = 0; b < plan.gradient_slot_bytes.size(); ++b) {
-        if (!slot_free[b]) continue;
-        if (best == SIZE_MAX) {
-          best = b;
-          continue;
-        }
-        const bool fits = plan.gradient_slot_bytes[b] >= need, best_fits = plan.gradient_slot_bytes[best] >= need;
-        const bool tighter = fits && (!best_fits || plan.gradient_slot_bytes[b] < plan.gradient_slot_bytes[best]);
-        const bool larger = !fits && !best_fits && plan.gradient_slot_bytes[b] > plan.gradient_slot_bytes[best];
-        if (tighter || larger) best = b;
-      }
-      if (best == SIZE_MAX) {
-        best = plan.gradient_slot_bytes.size();
-        plan.gradient_slot_bytes.push_back(0);
-        slot_free.push_back(false);
-      }
-      plan.gradient_slot_bytes[best] = std::max(plan.gradient_slot_bytes[best], need);
-      slot_free[best] = false;
-      plan.gradient_slot_of[t] = best;
+      plan.gradient_slot_of[t] = detail::take_buffer(plan.gradient_slot_bytes, slot_free, need);
     }
     for (std::size_t t = 1; t < tensors; ++t) {
       if (plan.gradient_slot_of[t] != SIZE_MAX && last_step(t) == s) slot_free[plan.gradient_slot_of[t]] = true;

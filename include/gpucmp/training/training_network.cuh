@@ -579,19 +579,7 @@ class training_network {
   }
 
   conv_problem conv_problem_of(const layer_definition& l) const {
-    const image_shape& in = m_definition.shape(l.input);
-    conv_problem p;
-    p.n = m_options.batch;
-    p.c = in.c;
-    p.h = in.h;
-    p.w = in.w;
-    p.k = l.conv.out_channels;
-    p.r = p.s = l.conv.kernel;
-    p.pad_h = p.pad_w = l.conv.pad;
-    p.stride_h = p.stride_w = l.conv.stride;
-    p.dtype = m_options.dtype;
-    p.layout = m_options.layout;
-    return p;
+    return conv_problem_for(m_definition, l, m_options.batch, m_options.dtype, m_options.layout);
   }
 
   void fill_synthetic_batch(cudaStream_t stream) {
