@@ -204,6 +204,15 @@ TEST_CASE("batch norm training verifies in every precision, layout and epilogue,
     INFO("forward: " << v.forward.summary());
     INFO("backward: " << v.backward.summary());
     CHECK(v.passed());
+    gpucmp::batch_norm_tensors two = b.tensors(e.residual);
+    two.dy2 = b.z.data();  // a second output gradient (random), summed on the fly
+    if (path == gpucmp::batch_norm_path::gpucmp_kernels) {
+      const gpucmp::batch_norm_verification v2 = bn->verify(two, b.workspace.data(), b.reserve.data(), s.get());
+      INFO("with dy2, backward: " << v2.backward.summary());
+      CHECK(v2.passed());
+    } else {
+      CHECK_THROWS_WITH(bn->backward(two, b.workspace.data(), b.reserve.data(), s.get()), GPUCMP_CONTAINS("add the second to dy first"));
+    }
     if (path == gpucmp::batch_norm_path::cudnn_persistent) ++cudnn_runs;
   }
   // cuDNN documents the persistent NHWC FP16 path with ReLU and add + ReLU: it must run here.

@@ -6,7 +6,8 @@
 // statistics, keeps the mean and 1/std for the backward pass and moves the running
 // statistics (torch's rule: momentum 0.1 toward the mean and the unbiased variance). The
 // backward pass gives dx, dgamma, dbeta and, with a residual, dz (the gradient of the added
-// tensor, which is dy through the ReLU).
+// tensor, which is dy through the ReLU). gpucmp's kernels also take the output's gradient in
+// two parts (dy + dy2, a tensor read by two layers) and sum them as they read.
 //
 // Two ways to run it:
 //  - cuDNN's persistent NHWC kernels (cudnnBatchNormalizationForwardTrainingEx and
@@ -60,6 +61,9 @@ struct batch_norm_tensors {
   float* saved_mean = nullptr;    ///< written by forward(), read by backward()
   float* saved_inv_std = nullptr; ///< 1 / sqrt(biased variance + eps): as saved_mean
   const void* dy = nullptr;       ///< gradient of y
+  /// A second gradient of y, added to dy (y read by two layers), so the sum is never written
+  /// out; gpucmp's kernels only (null: none).
+  const void* dy2 = nullptr;
   void* dx = nullptr;             ///< gradient of x (may be dy itself: written element by element after reading it)
   void* dz = nullptr;             ///< gradient of z (residual only)
   float* dgamma = nullptr;        ///< written, not accumulated
@@ -105,9 +109,15 @@ namespace detail {
 
 // Per-channel sums of one block's rows, NHWC: blockDim (32, 8), channel blockIdx.x * 32 + x.
 // forward (dy == nullptr): s1 = sum(x - shift), s2 = sum((x - shift)^2), shift = x[0, c].
-// backward: e = relu ? (y > 0 ? dy : 0) : dy; s1 = sum(e), s2 = sum(e (x - mean)).
+// backward: g = dy (+ dy2), e = relu ? (y > 0 ? g : 0) : g; s1 = sum(e), s2 = sum(e (x - mean)).
 template <class T>
-__global__ void bn_partial_sums_nhwc(const T* x, const T* y, const T* dy, const float* mean, std::int64_t rows,
+__device__ inline float bn_output_gradient(const T* y, const T* dy, const T* dy2, std::int64_t i, bool relu) {
+  if (relu && !(float(to_double(y[i])) > 0.0f)) return 0.0f;
+  return float(to_double(dy[i])) + (dy2 != nullptr ? float(to_double(dy2[i])) : 0.0f);
+}
+
+template <class T>
+__global__ void bn_partial_sums_nhwc(const T* x, const T* y, const T* dy, const T* dy2, const float* mean, std::int64_t rows,
                                      std::int64_t c, bool relu, double* partial) {
   const std::int64_t ch = blockIdx.x * std::int64_t(32) + threadIdx.x;
   float s1 = 0, s2 = 0;
@@ -120,7 +130,7 @@ __global__ void bn_partial_sums_nhwc(const T* x, const T* y, const T* dy, const 
         s1 += d;
         s2 += d * d;
       } else {
-        const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+        const float e = bn_output_gradient(y, dy, dy2, i, relu);
         s1 += e;
         s2 += e * d;
       }
@@ -143,7 +153,7 @@ __global__ void bn_partial_sums_nhwc(const T* x, const T* y, const T* dy, const 
 
 // The same sums in NCHW: one channel per blockIdx.x, 256 threads over its rows of a split.
 template <class T>
-__global__ void bn_partial_sums_nchw(const T* x, const T* y, const T* dy, const float* mean, std::int64_t rows,
+__global__ void bn_partial_sums_nchw(const T* x, const T* y, const T* dy, const T* dy2, const float* mean, std::int64_t rows,
                                      std::int64_t c, std::int64_t plane, bool relu, double* partial) {
   const std::int64_t ch = blockIdx.x;
   const float center = dy == nullptr ? float(to_double(x[ch * plane])) : mean[ch];
@@ -155,7 +165,7 @@ __global__ void bn_partial_sums_nchw(const T* x, const T* y, const T* dy, const 
       s1 += d;
       s2 += d * d;
     } else {
-      const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+      const float e = bn_output_gradient(y, dy, dy2, i, relu);
       s1 += e;
       s2 += e * d;
     }
@@ -241,13 +251,13 @@ __global__ void bn_apply(const T* x, const T* z, T* y, const float* a, const flo
   }
 }
 
-// e = relu ? (y > 0 ? dy : 0) : dy; dz = e; dx = e c1 + x c2 + c3 (dx may be dy).
+// e = relu ? (y > 0 ? g : 0) : g with g = dy (+ dy2); dz = e; dx = e c1 + x c2 + c3 (dx may be dy).
 template <class T>
-__global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, T* dx, T* dz, const float* c1, const float* c2,
+__global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, const T* dy2, T* dx, T* dz, const float* c1, const float* c2,
                                   const float* c3, std::int64_t count, std::int64_t c, std::int64_t inner, bool relu) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t ch = (i / inner) % c;
-    const float e = relu && !(float(to_double(y[i])) > 0.0f) ? 0.0f : float(to_double(dy[i]));
+    const float e = bn_output_gradient(y, dy, dy2, i, relu);
     const float xv = float(to_double(x[i]));
     if (dz != nullptr) dz[i] = from_double<T>(e);
     dx[i] = from_double<T>(e * c1[ch] + xv * c2[ch] + c3[ch]);
@@ -257,7 +267,7 @@ __global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, T* dx, T*
 // FP64 reference, one block of 256 per channel: mean and biased variance (two passes), and
 // with dy the backward sums over e: sum(e), sum(e xhat), sum|e|, sum|e xhat|.
 template <class T>
-__global__ void bn_reference_channel(const T* x, const T* y, const T* dy, std::int64_t rows, std::int64_t c,
+__global__ void bn_reference_channel(const T* x, const T* y, const T* dy, const T* dy2, std::int64_t rows, std::int64_t c,
                                      std::int64_t inner, double eps, bool relu, double* out /* 6 per channel */) {
   const std::int64_t ch = blockIdx.x;
   auto at = [&](std::int64_t m) { return inner == 1 ? m * c + ch : ((m / inner) * c + ch) * inner + m % inner; };
@@ -283,7 +293,7 @@ __global__ void bn_reference_channel(const T* x, const T* y, const T* dy, std::i
   if (dy != nullptr) {
     for (std::int64_t m = threadIdx.x; m < rows; m += 256) {
       const std::int64_t i = at(m);
-      const double e = relu && !(to_double(y[i]) > 0) ? 0.0 : to_double(dy[i]);
+      const double e = relu && !(to_double(y[i]) > 0) ? 0.0 : to_double(dy[i]) + (dy2 != nullptr ? to_double(dy2[i]) : 0.0);
       const double xhat = (to_double(x[i]) - mean) * inv_std;
       e1 += e;
       e2 += e * xhat;
@@ -392,7 +402,8 @@ class batch_norm_training {
       double* partial = static_cast<double*>(workspace);
       float* a = reinterpret_cast<float*>(partial + 2 * m_splits * m_shape.c);
       float* b = a + m_shape.c;
-      launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr, partial, stream);
+      launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr,
+                          partial, stream);
       detail::bn_finish_statistics<T><<<detail::bn_grid(m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, x, shift_stride(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
@@ -404,13 +415,15 @@ class batch_norm_training {
     });
   }
 
-  /// Enqueues the backward pass: dx, dgamma, dbeta and (residual) dz, from x, y, dy and the
-  /// statistics forward() saved.
+  /// Enqueues the backward pass: dx, dgamma, dbeta and (residual) dz, from x, y, dy (+ dy2)
+  /// and the statistics forward() saved.
   void backward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
     require(t.x && t.y && t.dy && t.dx && t.gamma && t.saved_mean && t.saved_inv_std && t.dgamma && t.dbeta &&
                 (!m_shape.residual || t.dz),
             "backward needs x, y, dy, dx, gamma, the saved statistics, dgamma and dbeta" +
                 std::string(m_shape.residual ? " and dz" : ""));
+    require(t.dy2 == nullptr || m_path == batch_norm_path::gpucmp_kernels,
+            "cuDNN's path takes one output gradient: add the second to dy first");
     if (m_path == batch_norm_path::cudnn_persistent) {
       cudnn_backward(t, workspace, reserve, stream);
       return;
@@ -424,13 +437,14 @@ class batch_norm_training {
       const T* x = static_cast<const T*>(t.x);
       const T* y = static_cast<const T*>(t.y);
       const T* dy = static_cast<const T*>(t.dy);
-      launch_partial_sums(x, y, dy, t.saved_mean, partial, stream);
+      const T* dy2 = static_cast<const T*>(t.dy2);
+      launch_partial_sums(x, y, dy, dy2, t.saved_mean, partial, stream);
       detail::bn_finish_gradients<><<<detail::bn_grid(m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, t.gamma, t.saved_mean, t.saved_inv_std, t.dgamma, t.dbeta, c1,
           c2, c3);
       GPUCMP_CUDA_CHECK_LAST("batch norm gradient sums kernel");
       detail::bn_apply_gradient<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(
-          x, y, dy, static_cast<T*>(t.dx), m_shape.residual ? static_cast<T*>(t.dz) : nullptr, c1, c2, c3, m_shape.elements(),
+          x, y, dy, dy2, static_cast<T*>(t.dx), m_shape.residual ? static_cast<T*>(t.dz) : nullptr, c1, c2, c3, m_shape.elements(),
           m_shape.c, inner(), m_shape.relu);
       GPUCMP_CUDA_CHECK_LAST("batch norm gradient kernel");
     });
@@ -487,14 +501,15 @@ class batch_norm_training {
   }
 
   template <class T>
-  void launch_partial_sums(const T* x, const T* y, const T* dy, const float* mean, double* partial, cudaStream_t stream) const {
+  void launch_partial_sums(const T* x, const T* y, const T* dy, const T* dy2, const float* mean, double* partial,
+                           cudaStream_t stream) const {
     if (m_shape.layout == conv_layout::nhwc) {
       const dim3 grid(unsigned((m_shape.c + 31) / 32), unsigned(m_splits));
-      detail::bn_partial_sums_nhwc<T><<<grid, dim3(32, 8), 0, stream>>>(x, y, dy, mean, m_shape.per_channel(), m_shape.c,
+      detail::bn_partial_sums_nhwc<T><<<grid, dim3(32, 8), 0, stream>>>(x, y, dy, dy2, mean, m_shape.per_channel(), m_shape.c,
                                                                        m_shape.relu, partial);
     } else {
       const dim3 grid(unsigned(m_shape.c), unsigned(m_splits));
-      detail::bn_partial_sums_nchw<T><<<grid, 256, 0, stream>>>(x, y, dy, mean, m_shape.per_channel(), m_shape.c,
+      detail::bn_partial_sums_nchw<T><<<grid, 256, 0, stream>>>(x, y, dy, dy2, mean, m_shape.per_channel(), m_shape.c,
                                                                m_shape.h * m_shape.w, m_shape.relu, partial);
     }
     GPUCMP_CUDA_CHECK_LAST("batch norm partial sums kernel");
@@ -592,7 +607,8 @@ class batch_norm_training {
     // Per-channel reference statistics and backward sums (the ReLU mask from the layer's own y).
     device_buffer<double> channel(6 * c, initial_fill::uninitialized());
     detail::bn_reference_channel<T><<<unsigned(c), 256, 0, stream>>>(static_cast<const T*>(t.x), static_cast<const T*>(t.y),
-                                                                   static_cast<const T*>(t.dy), rows, m_shape.c, inner(),
+                                                                   static_cast<const T*>(t.dy), static_cast<const T*>(t.dy2), rows,
+                                                                   m_shape.c, inner(),
                                                                    m_options.eps, m_shape.relu, channel.data());
     GPUCMP_CUDA_CHECK_LAST("batch norm reference kernel");
     // Sampled elements: first, last and random ones.
@@ -605,10 +621,10 @@ class batch_norm_training {
     }
     device_buffer<std::int64_t> at_d(at.size(), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(at_d.data(), at.data(), at.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice, stream));
-    const void* sources[] = {t.x, m_shape.residual ? t.z : nullptr, t.y, t.dy, t.dx, m_shape.residual ? t.dz : nullptr};
-    std::vector<std::vector<double>> got(6, std::vector<double>(at.size()));
+    const void* sources[] = {t.x, m_shape.residual ? t.z : nullptr, t.y, t.dy, t.dx, m_shape.residual ? t.dz : nullptr, t.dy2};
+    std::vector<std::vector<double>> got(7, std::vector<double>(at.size()));
     device_buffer<double> gathered(at.size(), initial_fill::uninitialized());
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < 7; ++k) {
       detail::bn_gather<T><<<detail::bn_grid(std::int64_t(at.size())), 256, 0, stream>>>(static_cast<const T*>(sources[k]),
                                                                                          at_d.data(), at.size(), gathered.data());
       GPUCMP_CUDA_CHECK_LAST("batch norm gather kernel");
@@ -651,7 +667,7 @@ class batch_norm_training {
       const std::size_t ch = std::size_t(m_shape.layout == conv_layout::nhwc ? i % m_shape.c : (i / inner()) % m_shape.c);
       const double* r = &ref[6 * ch];
       const double ref_inv_std = 1.0 / std::sqrt(r[1] + m_options.eps);
-      const double x = got[0][k], z = got[1][k], y = got[2][k], dy = got[3][k], dx = got[4][k], dz = got[5][k];
+      const double x = got[0][k], z = got[1][k], y = got[2][k], dy = got[3][k] + got[6][k], dx = got[4][k], dz = got[5][k];
       const double xhat = (x - r[0]) * ref_inv_std;
       double pre = gamma[ch] * xhat + beta[ch] + (m_shape.residual ? z : 0.0);
       const double y_ref = m_shape.relu ? std::max(pre, 0.0) : pre;

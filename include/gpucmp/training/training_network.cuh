@@ -113,10 +113,11 @@ struct training_layer_report {
 
 namespace detail {
 
+// out = a + b, element by element (out may be a).
 template <class T>
-__global__ void add_into_kernel(T* dst, const T* src, std::int64_t count) {
+__global__ void add_kernel(const T* a, const T* b, T* out, std::int64_t count) {
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
-    dst[i] = from_double<T>(float(to_double(dst[i])) + float(to_double(src[i])));
+    out[i] = from_double<T>(float(to_double(a[i])) + float(to_double(b[i])));
   }
 }
 
@@ -132,12 +133,16 @@ inline unsigned elementwise_grid(std::int64_t count) {
 }
 
 // A batch norm layer's paths as a searchable operation (ops/operation.hpp): a candidate runs
-// the forward and the backward pass on the layer's tensors.
+// the forward and the backward pass on the layer's tensors. When the output's gradient comes
+// in two parts (tensors.dy2), gpucmp's kernels sum them as they read; cuDNN's path pays for
+// the sum first (`sum` writes dy + dy2 to `summed`), as the step will.
 struct batch_norm_search {
   std::vector<std::unique_ptr<batch_norm_training>> paths;
   batch_norm_tensors tensors;
   void* workspace = nullptr;
   void* reserve = nullptr;
+  void* summed = nullptr;                        // dy + dy2 for cuDNN's path
+  std::function<void(cudaStream_t)> sum;         // writes it
   std::size_t current = 0;
   search_choice chosen;
 
@@ -145,12 +150,23 @@ struct batch_norm_search {
   std::size_t candidate_count() const noexcept { return paths.size(); }
   std::string describe_candidate(std::size_t i) const { return to_string(paths.at(i)->path()); }
   void select(std::size_t i, cudaStream_t) { current = i; }
+  batch_norm_tensors for_current() const {
+    if (tensors.dy2 == nullptr || paths[current]->path() == batch_norm_path::gpucmp_kernels) return tensors;
+    batch_norm_tensors t = tensors;
+    t.dy = summed;
+    t.dy2 = nullptr;
+    return t;
+  }
   void operator()(cudaStream_t stream) {
-    paths[current]->forward(tensors, workspace, reserve, stream);
-    paths[current]->backward(tensors, workspace, reserve, stream);
+    const batch_norm_tensors t = for_current();
+    paths[current]->forward(t, workspace, reserve, stream);
+    if (t.dy != tensors.dy) sum(stream);
+    paths[current]->backward(t, workspace, reserve, stream);
   }
   verification verify(cudaStream_t stream) {
-    const batch_norm_verification v = paths[current]->verify(tensors, workspace, reserve, stream);
+    const batch_norm_tensors t = for_current();
+    if (t.dy != tensors.dy) sum(stream);
+    const batch_norm_verification v = paths[current]->verify(t, workspace, reserve, stream);
     return v.forward.passed() ? v.backward : v.forward;
   }
   void adopt_search(const search_choice& c, std::vector<candidate_time>) { chosen = c; current = c.index; }
@@ -616,6 +632,7 @@ class training_network {
       m_reports[i].shape = m_definition.shape(layers[i].input).text() + " -> " + m_definition.shape(layers[i].output).text();
     }
     search_convolutions(stream);
+    plan_second_gradients();
     choose_batch_norms(stream);
     build_linears(stream);
     build_steps();
@@ -723,7 +740,26 @@ class training_network {
       search.tensors = t;
       search.workspace = m_bn_workspace.data();
       search.reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
-      const std::string key = candidates[i].front()->shape().name();
+      // An output gradient in two parts: the second in the accumulate scratch (random here).
+      device_buffer<unsigned char> summed(m_second_gradient[i] ? bytes : 0, initial_fill::uninitialized());
+      if (m_second_gradient[i]) {
+        fill(m_accumulate_scratch.data(), bytes, 400 + i, -1, 1, stream);
+        search.tensors.dy2 = m_accumulate_scratch.data();
+        search.summed = summed.data();
+        const void* a = t.dy;
+        const void* b = m_accumulate_scratch.data();
+        void* out = summed.data();
+        const std::int64_t count = m_options.batch * m_definition.shape(l.output).elements();
+        search.sum = visit_storage(m_options.dtype, [&](auto zero) -> step_fn {
+          using T = decltype(zero);
+          return [a, b, out, count](cudaStream_t st) {
+            detail::add_kernel<T><<<detail::elementwise_grid(count), 256, 0, st>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                                                static_cast<T*>(out), count);
+            GPUCMP_CUDA_CHECK_LAST("gradient sum kernel");
+          };
+        });
+      }
+      const std::string key = candidates[i].front()->shape().name() + (m_second_gradient[i] ? "+dy2" : "");
       auto before = chosen.find(key);
       if (before != chosen.end()) {
         // A shape already timed: its path, verified on this layer's tensors.
@@ -742,7 +778,7 @@ class training_network {
       chosen.emplace(key, m_bns[i]->path());
       m_reports[i].batch_norm = to_string(m_bns[i]->path());
       m_reports[i].checks.push_back("batch norm: " + v.summary());
-      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // dz_check is freed next
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // dz_check and summed are freed next
     }
   }
 
@@ -807,16 +843,49 @@ class training_network {
 
   // Where the backward pass of a layer writes the gradient of tensor `t` it contributes: the
   // gradient itself for the first contribution (in backward order), else the accumulate
-  // scratch, added in afterwards.
+  // scratch, then either added in at once (accumulate) or, when the next layer back produced
+  // `t` and its batch norm sums two output gradients as it reads (deferred), left there for it.
   struct contribution {
     void* target = nullptr;
     bool accumulate = false;
   };
-  contribution contribute(tensor_ref t, std::vector<bool>& written) const {
-    if (written[std::size_t(t.id)]) return {const_cast<unsigned char*>(m_accumulate_scratch.data()), true};
-    written[std::size_t(t.id)] = true;
-    return {gradient(t), false};
+  // `layer` is the contributing layer; `last` says this is its last contribution.
+  contribution contribute(tensor_ref t, std::vector<bool>& written, std::size_t layer, bool last) const {
+    if (!written[std::size_t(t.id)]) {
+      written[std::size_t(t.id)] = true;
+      return {gradient(t), false};
+    }
+    const std::size_t producer = std::size_t(t.id) - 1;
+    const bool deferred = last && std::size_t(t.id) == layer && m_second_gradient[producer] && m_bns[producer] &&
+                          m_bns[producer]->path() == batch_norm_path::gpucmp_kernels;
+    return {const_cast<unsigned char*>(m_accumulate_scratch.data()), !deferred};
   }
+
+  // Which conv layers' output gradients arrive in two parts, the second from the layer right
+  // after them (in forward order) as its last contribution: those batch norms may sum the
+  // parts as they read (batch_norm_tensors::dy2) instead of a separate addition.
+  void plan_second_gradients() {
+    const auto& layers = m_definition.layers();
+    m_second_gradient.assign(m_trained, false);
+    std::vector<bool> written(m_trained + 1, false);
+    written[std::size_t(m_logits.id)] = true;
+    for (std::size_t k = m_trained; k-- > 0;) {
+      const layer_definition& l = layers[k];
+      std::vector<tensor_ref> reads;
+      if (l.kind == layer_kind::conv && l.residual.valid()) reads.push_back(l.residual);
+      if (l.input.id != m_definition.input().id) reads.push_back(l.input);
+      for (std::size_t r = 0; r < reads.size(); ++r) {
+        const std::size_t t = std::size_t(reads[r].id);
+        if (!written[t]) {
+          written[t] = true;
+          continue;
+        }
+        const bool last = r + 1 == reads.size(), next_back_produced_it = t == k;
+        if (last && next_back_produced_it && layers[k - 1].kind == layer_kind::conv) m_second_gradient[k - 1] = true;
+      }
+    }
+  }
+
   step_fn add_into(tensor_ref t) const {
     void* dst = gradient(t);
     const void* src = m_accumulate_scratch.data();
@@ -824,7 +893,8 @@ class training_network {
     return visit_storage(m_options.dtype, [&](auto zero) -> step_fn {
       using T = decltype(zero);
       return [dst, src, count](cudaStream_t s) {
-        detail::add_into_kernel<T><<<detail::elementwise_grid(count), 256, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), count);
+        detail::add_kernel<T><<<detail::elementwise_grid(count), 256, 0, s>>>(static_cast<const T*>(dst), static_cast<const T*>(src),
+                                                                           static_cast<T*>(dst), count);
         GPUCMP_CUDA_CHECK_LAST("gradient accumulation kernel");
       };
     });
@@ -913,9 +983,10 @@ class training_network {
         switch (l.kind) {
           case layer_kind::conv: {
             batch_norm_tensors t = bn_tensors(k);
+            if (m_second_gradient[k] && m_bns[k]->path() == batch_norm_path::gpucmp_kernels) t.dy2 = m_accumulate_scratch.data();
             contribution residual;
             if (l.residual.valid()) {
-              residual = contribute(l.residual, written);
+              residual = contribute(l.residual, written, k, !input_gradient);
               t.dz = residual.target;
             }
             const batch_norm_training* bn = m_bns[k].get();
@@ -930,7 +1001,7 @@ class training_network {
             const conv::binding* weight_pass = m_bindings.back().get();
             m_backward.push_back([weight_pass](cudaStream_t s) { (*weight_pass)(s); });
             if (input_gradient) {
-              const contribution into = contribute(l.input, written);
+              const contribution into = contribute(l.input, written, k, true);
               m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_data, k).bind(
                   {into.target, model(m_slots[k].filter, true), dconv}, m_conv_workspace.data(), m_conv_workspace.bytes())));
               const conv::binding* data_pass = m_bindings.back().get();
@@ -945,7 +1016,7 @@ class training_network {
             const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
             const pool_kind kind = l.kind == layer_kind::max_pool ? pool_kind::max : pool_kind::average;
             const std::uint8_t* argmax = m_pool_indexes[k].data();
-            const contribution into = contribute(l.input, written);
+            const contribution into = contribute(l.input, written, k, true);
             void* dx = into.target;
             m_backward.push_back([kind, s, dy, argmax, dx](cudaStream_t st) {
               pool_backward(kind, s, static_cast<const T*>(dy), argmax, static_cast<T*>(dx), st);
@@ -957,7 +1028,7 @@ class training_network {
             if (!input_gradient) break;
             const std::int64_t pixels = in.h * in.w, c = in.c;
             const conv_layout layout = m_options.layout;
-            const contribution into = contribute(l.input, written);
+            const contribution into = contribute(l.input, written, k, true);
             void* dx = into.target;
             m_backward.push_back([n, pixels, c, layout, dy, dx](cudaStream_t st) {
               global_average_pool_backward(n, pixels, c, static_cast<const T*>(dy), static_cast<T*>(dx), st, layout);
@@ -972,7 +1043,7 @@ class training_network {
             b.w = model(s.weight, false);
             b.dy = dy;
             contribution into;
-            if (input_gradient) into = contribute(l.input, written);
+            if (input_gradient) into = contribute(l.input, written, k, true);
             b.dx = into.target;
             b.dw = float_gradient(s.weight);
             b.db = float_gradient(s.bias);
@@ -1113,6 +1184,7 @@ class training_network {
   std::map<std::string, std::string> m_conv_checks;
   std::vector<std::unique_ptr<conv::binding>> m_bindings;
   std::vector<std::unique_ptr<batch_norm_training>> m_bns;
+  std::vector<bool> m_second_gradient;  // layer -> its output gradient may arrive in two parts (plan_second_gradients)
   std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
