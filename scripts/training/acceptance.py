@@ -3,8 +3,8 @@
 # SPDX-FileCopyrightText: gpucmp contributors
 """The training issue's acceptance rows, computed from one run-training-comparison.sh folder.
 
-Reads, from OUT_DIR: gpucmp_training.json (gpucmp's typed rows: items and seconds),
-torch_training.json, verify_<precision>.json (compare_pytorch.py), example_losses.json,
+Reads, from OUT_DIR: gpucmp_training*.json (gpucmp's typed rows: items and seconds),
+torch_training*.json, verify_<precision>.json (compare_pytorch.py), example_losses.json,
 largest_batch.txt and projection.csv (gpucmp-report's projections). Writes into OUT_DIR:
   acceptance.json, summary.md   one row per acceptance row: {row, measured, target, unit, pass}
   training_vs_pytorch.md        images/s side by side, gpucmp eager and graph, PyTorch's modes
@@ -51,10 +51,12 @@ def main():
         sys.exit(__doc__)
     root, out = sys.argv[1], sys.argv[2]
     rows = Rows()
-    ours = gpucmp_rates(os.path.join(out, "gpucmp_training.json")) if os.path.exists(os.path.join(out, "gpucmp_training.json")) else {}
-    torch_rows = {}
-    if os.path.exists(os.path.join(out, "torch_training.json")):
-        torch_rows = {r["key"]: r["images_per_s"] for r in load_json(os.path.join(out, "torch_training.json"))["rows"]}
+    ours, torch_rows = {}, {}
+    for name in sorted(os.listdir(out)):
+        if name.startswith("gpucmp_training") and name.endswith(".json"):
+            ours.update(gpucmp_rates(os.path.join(out, name)))
+        elif name.startswith("torch_training") and name.endswith(".json"):
+            torch_rows.update({r["key"]: r["images_per_s"] for r in load_json(os.path.join(out, name))["rows"]})
 
     def g(precision, batch, mode="graph"):
         return ours.get(f"train/resnet50/{precision}/bs{batch}/{mode}")

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
 # The training issue's side-by-side run on one GPU, in parts (each fits one device call):
-#   throughput  gpucmp's training benchmark (AMP FP16, BF16, TF32 at batches 64, 128, 256,
-#               eager and graph) and torch_training.py on the same precisions and batches,
-#               one after the other in the same run, gpucmp on PyTorch's own cuDNN and cuBLASLt
+#   throughput  per precision (AMP FP16, BF16, TF32; each its own files, so precisions can
+#               run in separate calls): gpucmp's training benchmark at batches 64, 128, 256,
+#               eager and graph, then torch_training.py on the same precision and batches,
+#               gpucmp on PyTorch's own cuDNN and cuBLASLt
 #   verify      training_dump + compare_pytorch.py for FP32, AMP FP16, TF32 and BF16 (ResNet-50,
 #               batch 16, 50 steps): gradients, weights after one step, loss curves
 #   example     examples/09_train_custom_cnn: a user's CNN learns a teacher's labels
@@ -32,14 +33,25 @@ if has_part throughput || has_part verify || has_part largest; then
 fi
 
 if has_part throughput; then
-  stamp "gpucmp training ($precisions at $batches)"
-  rm -f "$out_dir/layers_training.md"
-  "$build_dir/benchmarks/training" --precisions="$precisions" --batches="$batches" --layers_out="$out_dir/layers_training.md" \
-    --benchmark_out="$out_dir/gpucmp_training.json" --benchmark_out_format=json > "$out_dir/gpucmp_training.txt" 2>&1 ||
-    { echo "run-training-comparison: training failed"; tail -20 "$out_dir/gpucmp_training.txt"; status=1; }
-  stamp "PyTorch training"
-  (cd "$here" && python3 torch_training.py --out "$out_dir/torch_training.json" --batches "$batches") > "$out_dir/torch_training.log" 2>&1 ||
-    { echo "run-training-comparison: torch_training.py failed"; tail -20 "$out_dir/torch_training.log"; status=1; }
+  # One precision at a time, each with its own files, so parts can run in separate calls.
+  for precision in ${precisions//,/ }; do
+    case $precision in
+      amp_fp16) modes=amp_fp16/eager ;;
+      bf16) modes=bf16/eager,bf16/graph ;;
+      tf32) modes=tf32/eager,tf32/graph ;;
+      *) modes="" ;;
+    esac
+    stamp "gpucmp training $precision at $batches"
+    "$build_dir/benchmarks/training" --precisions="$precision" --batches="$batches" --layers_out="$out_dir/layers_$precision.md" \
+      --benchmark_out="$out_dir/gpucmp_training_$precision.json" --benchmark_out_format=json > "$out_dir/gpucmp_training_$precision.txt" 2>&1 ||
+      { echo "run-training-comparison: training $precision failed"; tail -20 "$out_dir/gpucmp_training_$precision.txt"; status=1; }
+    if [ -n "$modes" ]; then
+      stamp "PyTorch training $modes"
+      (cd "$here" && python3 torch_training.py --out "$out_dir/torch_training_$precision.json" --batches "$batches" --modes "$modes") \
+        > "$out_dir/torch_training_$precision.log" 2>&1 ||
+        { echo "run-training-comparison: torch_training.py failed"; tail -20 "$out_dir/torch_training_$precision.log"; status=1; }
+    fi
+  done
 fi
 
 if has_part verify; then
@@ -72,8 +84,9 @@ fi
 
 if has_part acceptance; then
   stamp "acceptance"
-  if [ -f "$out_dir/gpucmp_training.json" ] && [ -x "$build_dir/tools/report/gpucmp-report" ]; then
-    "$build_dir/tools/report/gpucmp-report" compare "$out_dir/gpucmp_training.json" --project a100_80gb_sxm,l20,l40s \
+  results=("$out_dir"/gpucmp_training_*.json)
+  if [ -f "${results[0]}" ] && [ -x "$build_dir/tools/report/gpucmp-report" ]; then
+    "$build_dir/tools/report/gpucmp-report" compare "${results[@]}" --project a100_80gb_sxm,l20,l40s \
       --csv "$out_dir/projection.csv" --markdown "$out_dir/projection.md" > /dev/null 2>&1 ||
       { echo "run-training-comparison: gpucmp-report failed"; status=1; }
   fi

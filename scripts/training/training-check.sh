@@ -7,7 +7,8 @@
 #               "[training]"), ResNet-18's, and the convolution bindings (gpucmp_ops_tests)
 #   verify      scripts/training/run-training-comparison.sh's verify part (PyTorch autograd)
 #   example     examples/09_train_custom_cnn
-#   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh)
+#   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh;
+#               GPUCMP_TRAINING_PRECISIONS=amp_fp16 etc. runs one precision per call)
 #   largest     the largest AMP FP16 batch
 #   acceptance  scripts/training/acceptance.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
@@ -48,7 +49,7 @@ if part tests; then
 fi
 part verify && { echo "== vs PyTorch autograd"; grep -E "vs fp64|bounds" "$work/verify.log"; }
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
-part throughput && { echo "== throughput"; grep -E "^train/.*(graph|eager)" "$work/gpucmp_training.txt" | cut -c1-150; grep "img/s" "$work/torch_training.log"; }
+part throughput && { echo "== throughput"; cat "$work"/gpucmp_training_*.txt | grep -E "^train/.*(graph|eager)" | cut -c1-150; cat "$work"/torch_training_*.log | grep "img/s"; }
 part largest && grep "largest batch" "$work/largest_batch.txt"
 part acceptance && cat "$work/summary.md" 2>/dev/null
 echo "training-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
