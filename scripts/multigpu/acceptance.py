@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""The multi-GPU issue's acceptance rows, from one run-collectives-comparison.sh folder.
+
+Reads OUT_DIR/gpucmp_collectives.json (gpucmp's typed rows: the declared bytes S and the
+time; busbw from nccl-tests' factor and the rank count the counters hold) and
+torch_collectives.json; writes OUT_DIR/acceptance.json and summary.md (scripts/acceptance_rows.py).
+gpucmp's rate per size is the faster of its hot and graph rows. Rows the run cannot give yet
+(peer copy, data-parallel scaling, mpirun) are listed as missing until their code exists.
+Usage: acceptance.py REPO_ROOT OUT_DIR
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpucmp_results  # noqa: E402
+from acceptance_rows import Rows  # noqa: E402
+
+FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n, "reduce_scatter": lambda n: (n - 1) / n}
+SIZES = (64 << 20, 1 << 30, 4 << 30)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    out = sys.argv[2]
+    rows = Rows()
+    ours = {}
+    path = os.path.join(out, "gpucmp_collectives.json")
+    ranks = None
+    if os.path.exists(path):
+        result = gpucmp_results.load(path)
+        for bench, runs in result.by_benchmark().items():
+            ok = sorted(r.seconds for r in runs if r.ok)
+            if not ok:
+                continue
+            counters = next((b for name, b in result.benchmarks.items() if name == bench or name.startswith(bench + "/")), {})
+            ranks = int(counters.get("ranks", 0)) or ranks
+            key = bench.rsplit("/", 1)[0]  # without the mode
+            algbw = runs[0].bytes_read / ok[len(ok) // 2]
+            ours[key] = max(ours.get(key, 0), algbw)
+    theirs = {}
+    path = os.path.join(out, "torch_collectives.json")
+    if os.path.exists(path):
+        doc = json.load(open(path))
+        theirs = {r["key"]: r["busbw_GBps"] for r in doc["rows"]}
+        ranks = ranks or doc.get("ranks")
+    for collective in FACTORS:
+        for size in SIZES:
+            key = f"{collective}/nccl/fp32/{size}/out_of_place"
+            name = f"{collective} busbw at {size >> 20} MiB: gpucmp / torch.distributed (NCCL)"
+            mine = ours.get(key)
+            if mine is None or theirs.get(key) is None or not ranks or ranks < 2:
+                rows.add(name, "missing" if ranks is None or ranks >= 2 else "n/a: one GPU", ">= 1.0", "x", False)
+                continue
+            busbw = mine * FACTORS[collective](ranks) / 1e9
+            rows.add(name, round(busbw / theirs[key], 3), ">= 1.0", "x", busbw >= theirs[key])
+    for name, target in (("peer copy: gpucmp / cudaMemcpyPeer", ">= 0.98"),
+                         ("data-parallel ResNet-50 AMP at batch 256 per GPU: 2-GPU scaling efficiency", ">= 95 %"),
+                         ("mpirun -np 2 busbw against the single-process run", "within 2 %")):
+        rows.add(name, "missing: not built yet", target, "", False)
+    rows.write(out)
+    return 0 if all(r["pass"] for r in rows.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+# The multi-GPU issue's collective rows on one machine: gpucmp's collectives benchmark
+# (all-reduce, all-gather, reduce-scatter in FP32, out of place, at 64 MiB, 1 GiB and 4 GiB,
+# hot mode and graph) and torch_collectives.py (torch.distributed with NCCL, one process per
+# GPU) on the same sizes, one after the other, then acceptance.py's rows. NVLink multicast
+# stays off (NCCL_NVLS_ENABLE=0).
+#   scripts/multigpu/run-collectives-comparison.sh BUILD_DIR OUT_DIR
+set -uo pipefail
+build_dir=${1:?usage: run-collectives-comparison.sh BUILD_DIR OUT_DIR}
+out_dir=${2:?usage: run-collectives-comparison.sh BUILD_DIR OUT_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$out_dir"
+export NCCL_NVLS_ENABLE=0
+status=0
+nvidia-smi topo -m > "$out_dir/topology.txt" 2>&1 || true
+"$build_dir/benchmarks/collectives" --collectives=all_reduce,all_gather,reduce_scatter --types=fp32 --placements=out_of_place \
+  --min_bytes=67108864 --max_bytes=4294967296 --factor=4 \
+  --benchmark_out="$out_dir/gpucmp_collectives.json" --benchmark_out_format=json > "$out_dir/gpucmp_collectives.txt" 2>&1 ||
+  { echo "run-collectives-comparison: collectives failed"; tail -20 "$out_dir/gpucmp_collectives.txt"; status=1; }
+python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "$out_dir/torch_collectives.log" 2>&1 ||
+  { echo "run-collectives-comparison: torch_collectives.py failed"; tail -20 "$out_dir/torch_collectives.log"; status=1; }
+python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
+exit $status
