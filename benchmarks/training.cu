@@ -14,10 +14,13 @@
 // it stay.
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
-//            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [benchmark flags]
+//            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
+//            [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
-// time); --only_largest_batch does only that.
+// time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
+// train/<model>/<precision>/bs<N>/x<GPUs>/<eager|graph>: the step on every visible GPU, N
+// images each, gradients averaged with NCCL (training/data_parallel.cuh).
 #include "program_flags.hpp"
 
 #include <gpucmp/bench.hpp>
@@ -25,6 +28,9 @@
 #include <gpucmp/models/resnet50.hpp>
 #include <gpucmp/training/training_memory.hpp>
 #include <gpucmp/training/training_network.cuh>
+#if GPUCMP_WITH_NCCL
+#include <gpucmp/training/data_parallel.cuh>
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -61,6 +67,7 @@ struct settings {
   std::string layers_out;
   bool largest_batch = false;
   bool only_largest_batch = false;
+  bool data_parallel = false;
 };
 
 settings& config() {
@@ -161,6 +168,43 @@ void register_all() {
   }
 }
 
+#if GPUCMP_WITH_NCCL
+// The data-parallel step over every visible GPU, one at a time like the single-GPU networks.
+void register_data_parallel() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    return;
+  }
+  for (const training_precision& p : config().precisions) {
+    for (std::int64_t batch : config().batches) {
+      const std::string base = "train/" + config().model + "/" + p.name + "/bs" + std::to_string(batch) + "/x" + std::to_string(devices);
+      for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
+        const bool eager = mode == gpucmp::mode::hot;
+        auto fn = [p, batch, eager](gpucmp::state& st) {
+          static std::unique_ptr<gpucmp::communicator_group> group;
+          static std::unique_ptr<gpucmp::data_parallel_training> dp;
+          static std::string built;
+          const std::string key = p.name + "/" + std::to_string(batch);
+          if (!dp || built != key) {
+            current().reset();  // the single-GPU network's memory first
+            dp.reset();
+            if (!group) group = std::make_unique<gpucmp::communicator_group>(gpucmp::communicator_group::all_visible());
+            dp = std::make_unique<gpucmp::data_parallel_training>(definition(), options_for(p, config().layouts.front(), batch), *group);
+            built = key;
+          }
+          if (eager) st.options().hold = false;
+          st.set_work(dp->work());
+          st.add_note(std::to_string(dp->ranks()) + " GPU(s), gradients averaged with NCCL; every layer verified on each");
+          st.run(*dp);
+        };
+        gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
+      }
+    }
+  }
+}
+#endif
+
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
@@ -185,6 +229,12 @@ void parse_flags(int& argc, char** argv) {
       config().layers_out = v;
     } else if (arg == "--largest_batch") {
       config().largest_batch = true;
+    } else if (arg == "--data_parallel") {
+#if GPUCMP_WITH_NCCL
+      config().data_parallel = true;
+#else
+      throw gpucmp::invalid_argument("training: --data_parallel needs gpucmp::nccl, which this build lacks");
+#endif
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {
@@ -239,6 +289,9 @@ int main(int argc, char** argv) {
   int status = 0;
   if (!config().only_largest_batch) {
     register_all();
+#if GPUCMP_WITH_NCCL
+    if (config().data_parallel) register_data_parallel();
+#endif
     status = gpucmp::benchmark_main(argc, argv);
   }
   current().reset();

@@ -4,7 +4,8 @@
 # The multi-GPU issue's collective rows on one machine: gpucmp's collectives benchmark
 # (all-reduce, all-gather, reduce-scatter in FP32, out of place, at 64 MiB, 1 GiB and 4 GiB,
 # hot mode and graph) and torch_collectives.py (torch.distributed with NCCL, one process per
-# GPU) on the same sizes, one after the other, then acceptance.py's rows. NVLink multicast
+# GPU) on the same sizes, one after the other, data-parallel ResNet-50 training on one GPU and
+# on all of them, then acceptance.py's rows. NVLink multicast
 # stays off (NCCL_NVLS_ENABLE=0).
 #   scripts/multigpu/run-collectives-comparison.sh BUILD_DIR OUT_DIR
 set -uo pipefail
@@ -22,5 +23,9 @@ nvidia-smi topo -m > "$out_dir/topology.txt" 2>&1 || true
   { echo "run-collectives-comparison: collectives failed"; tail -20 "$out_dir/gpucmp_collectives.txt"; status=1; }
 python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "$out_dir/torch_collectives.log" 2>&1 ||
   { echo "run-collectives-comparison: torch_collectives.py failed"; tail -20 "$out_dir/torch_collectives.log"; status=1; }
+# Data-parallel ResNet-50 AMP training at batch 256 per GPU: one GPU and every GPU.
+"$build_dir/benchmarks/training" --precisions=amp_fp16 --batches=256 --data_parallel --benchmark_filter='/graph' \
+  --benchmark_out="$out_dir/gpucmp_training_dp.json" --benchmark_out_format=json > "$out_dir/gpucmp_training_dp.txt" 2>&1 ||
+  { echo "run-collectives-comparison: data-parallel training failed"; tail -20 "$out_dir/gpucmp_training_dp.txt"; status=1; }
 python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
 exit $status

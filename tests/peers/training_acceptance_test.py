@@ -134,6 +134,16 @@ with tempfile.TemporaryDirectory() as d:
     check(ar["measured"] == round(1073741824 / 3.2e-3 / 1e9 / 324.0, 3) and ar["pass"], f"all-reduce busbw ratio {ar}")
     check(find(rows, "all_gather busbw at 1024 MiB")["measured"] == "missing", "a size gpucmp did not run is missing")
     check(not find(rows, "peer copy")["pass"], "rows without code yet fail")
+    check(find(rows, "data-parallel")["measured"] == "missing", "no data-parallel run: missing")
+    # Data-parallel: one GPU 8,000 img/s, two GPUs 15,600: 97.5 %.
+    with open(os.path.join(mg, "gpucmp_training_dp.json"), "w") as f:
+        json.dump(typed([{"name": "train/resnet50/amp_fp16/bs256/graph/iterations:1/manual_time", "real_time": 256 / 8000 * 1e3,
+                          "time_unit": "ms", "items": 256},
+                         {"name": "train/resnet50/amp_fp16/bs256/x2/graph/iterations:1/manual_time", "real_time": 512 / 15600 * 1e3,
+                          "time_unit": "ms", "items": 512}]), f)
+    subprocess.run([sys.executable, multigpu_script, repo_root, mg], capture_output=True, text=True)
+    dp = find(rows_of(mg), "data-parallel")
+    check(dp["measured"] == 97.5 and dp["pass"], f"data-parallel efficiency {dp}")
 
 if failures:
     print("FAILED:\n" + "\n".join(failures))

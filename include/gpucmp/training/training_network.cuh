@@ -209,7 +209,23 @@ class training_network {
   /// check and update with FP16 loss scaling). Nothing synchronizes the host.
   void step(cudaStream_t stream) const {
     forward_backward(stream);
-    m_optimizer_step(stream);
+    optimize(stream);
+  }
+  /// Enqueues the optimizer part of a step alone (the loss scale's check, SGD, its update):
+  /// what data-parallel training runs after averaging the gradients across GPUs.
+  void optimize(cudaStream_t stream) const { m_optimizer_step(stream); }
+
+  /// The parameter gradients as two contiguous arrays, for collectives across GPUs: the
+  /// filters' (in the precision's type) and the rest (FP32).
+  struct gradient_arrays {
+    void* filters = nullptr;
+    std::size_t filter_count = 0;  ///< elements of conv_dtype's storage type
+    float* rest = nullptr;
+    std::size_t rest_count = 0;
+  };
+  gradient_arrays gradient_storage() const {
+    return {const_cast<unsigned char*>(m_filter_gradients.data()), m_filter_count, const_cast<float*>(m_float_gradients.data()),
+            m_float_gradients.size()};
   }
   /// Enqueues forward, loss and backward only: the gradients of the current parameters
   /// (scaled by the loss scale with FP16 loss scaling), for checks against a reference.
