@@ -8,8 +8,9 @@ time; busbw from nccl-tests' factor and the rank count the counters hold) and
 torch_collectives.json; writes OUT_DIR/acceptance.json and summary.md (scripts/acceptance_rows.py).
 gpucmp's rate per size is the faster of its hot and graph rows. The data-parallel row reads
 gpucmp_training_dp.json (benchmarks/training --data_parallel: one GPU's graph row and the
-x<GPUs> one). Rows the run cannot give yet (peer copy against cudaMemcpyPeer, mpirun) are
-listed as missing until their code exists.
+x<GPUs> one); the peer-copy row reads gpucmp_p2p.json (benchmarks/p2p_matrix) against
+torch_collectives.json's peer_copy_GBps. The mpirun row is listed as missing until its code
+exists.
 Usage: acceptance.py REPO_ROOT OUT_DIR
 """
 import json
@@ -77,9 +78,23 @@ def main():
             efficiency = rate / (gpus * single)
             name += f" ({gpus} GPUs: {rate:,.0f} img/s against {single:,.0f} on one)"
     rows.add(name, round(100 * efficiency, 1) if efficiency else "missing", ">= 95", "%", bool(efficiency and efficiency >= 0.95))
-    for name, target in (("peer copy: gpucmp / cudaMemcpyPeer", ">= 0.98"),
-                         ("mpirun -np 2 busbw against the single-process run", "within 2 %")):
-        rows.add(name, "missing: not built yet", target, "", False)
+    # Peer copy: p2p_matrix's memcpy_peer 0 -> 1 one-way 1 GiB row against PyTorch's copy.
+    name = "peer copy 0 -> 1, 1 GiB: gpucmp (p2p_matrix, cudaMemcpyPeerAsync) / PyTorch's peer copy"
+    path = os.path.join(out, "gpucmp_p2p.json")
+    mine = None
+    if os.path.exists(path):
+        for bench, runs in gpucmp_results.load(path).by_benchmark().items():
+            ok = sorted(r.seconds for r in runs if r.ok)
+            if ok and bench.startswith("p2p/memcpy_peer/0_1/1073741824/one_way"):
+                mine = runs[0].bytes_read / ok[len(ok) // 2] / 1e9
+    theirs_copy = json.load(open(os.path.join(out, "torch_collectives.json"))).get("peer_copy_GBps") if os.path.exists(
+        os.path.join(out, "torch_collectives.json")) else None
+    if mine and theirs_copy:
+        rows.add(name + f" ({mine:.1f} against {theirs_copy:.1f} GB/s)", round(mine / theirs_copy, 3), ">= 0.98", "x",
+                 mine >= 0.98 * theirs_copy)
+    else:
+        rows.add(name, "missing", ">= 0.98", "x", False)
+    rows.add("mpirun -np 2 busbw against the single-process run", "missing: not built yet", "within 2 %", "", False)
     rows.write(out)
     return 0 if all(r["pass"] for r in rows.rows) else 1
 

@@ -23,6 +23,10 @@ nvidia-smi topo -m > "$out_dir/topology.txt" 2>&1 || true
   { echo "run-collectives-comparison: collectives failed"; tail -20 "$out_dir/gpucmp_collectives.txt"; status=1; }
 python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "$out_dir/torch_collectives.log" 2>&1 ||
   { echo "run-collectives-comparison: torch_collectives.py failed"; tail -20 "$out_dir/torch_collectives.log"; status=1; }
+# The P2P matrix (its 1 GiB one-way 0 -> 1 copy is the peer-copy row).
+"$build_dir/benchmarks/p2p_matrix" --matrix_out="$out_dir/p2p_matrix.md" \
+  --benchmark_out="$out_dir/gpucmp_p2p.json" --benchmark_out_format=json > "$out_dir/gpucmp_p2p.txt" 2>&1 ||
+  { echo "run-collectives-comparison: p2p_matrix failed"; tail -20 "$out_dir/gpucmp_p2p.txt"; status=1; }
 # Data-parallel ResNet-50 AMP training at batch 256 per GPU: one GPU and every GPU.
 "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches=256 --data_parallel --benchmark_filter='/graph' \
   --benchmark_out="$out_dir/gpucmp_training_dp.json" --benchmark_out_format=json > "$out_dir/gpucmp_training_dp.txt" 2>&1 ||

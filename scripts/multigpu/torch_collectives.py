@@ -11,7 +11,9 @@ calls between CUDA events; each window's time is the slowest rank's (an all-redu
 the ranks), the median window kept. busbw uses nccl-tests' factors. NVLink multicast stays off
 (NCCL_NVLS_ENABLE=0).
 Usage: torch_collectives.py --out torch_collectives.json [--sizes 67108864,1073741824,4294967296]
-Writes rows {"key": "<collective>/nccl/fp32/<bytes>/out_of_place", "seconds", "algbw_GBps", "busbw_GBps"}.
+Writes rows {"key": "<collective>/nccl/fp32/<bytes>/out_of_place", "seconds", "algbw_GBps", "busbw_GBps"},
+and with two or more GPUs "peer_copy_GBps": cuda:0 -> cuda:1 copies of 1 GiB (tensor.copy_,
+cudaMemcpyPeer underneath), the P2P row's peer.
 """
 import argparse
 import json
@@ -77,6 +79,28 @@ def worker(rank, world, sizes, windows, out, port):
     dist.destroy_process_group()
 
 
+def peer_copy(size, windows):
+    """cuda:0 -> cuda:1 copies of `size` bytes through PyTorch (cudaMemcpyPeer underneath): GB/s
+    of the median window of 20 copies between CUDA events on the destination's stream."""
+    src = torch.ones(size // 4, device="cuda:0")
+    dst = torch.empty(size // 4, device="cuda:1")
+    for _ in range(5):
+        dst.copy_(src)
+    torch.cuda.synchronize("cuda:0")
+    torch.cuda.synchronize("cuda:1")
+    with torch.cuda.device(1):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per_copy = []
+        for _ in range(windows):
+            start.record()
+            for _ in range(20):
+                dst.copy_(src)
+            stop.record()
+            stop.synchronize()
+            per_copy.append(start.elapsed_time(stop) * 1e-3 / 20)
+    return size / statistics.median(per_copy) / 1e9
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -89,6 +113,13 @@ def main():
         raise SystemExit("torch_collectives: no CUDA device")
     sizes = [int(s) for s in args.sizes.split(",")]
     mp.spawn(worker, args=(world, sizes, args.windows, args.out, args.port), nprocs=world, join=True)
+    if world >= 2:  # the P2P row's peer: PyTorch's peer copy of 1 GiB
+        with open(args.out) as f:
+            doc = json.load(f)
+        doc["peer_copy_GBps"] = peer_copy(1 << 30, args.windows)
+        print(f"torch_collectives: peer copy cuda:0 -> cuda:1, 1 GiB: {doc['peer_copy_GBps']:.1f} GB/s", flush=True)
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":
