@@ -214,12 +214,7 @@ void parse_flags(int& argc, char** argv) {
     if (const char* v = value("--model=")) {
       config().model = v;
     } else if (const char* v = value("--batches=")) {
-      config().batches.clear();
-      for (const auto& b : gpucmp_bench::split_list(v)) {
-        const long long n = std::stoll(b);
-        if (n <= 0) throw gpucmp::invalid_argument("resnet50: --batches must be positive, got " + b);
-        config().batches.push_back(n);
-      }
+      config().batches = gpucmp_bench::parse_batches(v, 1, "resnet50");
     } else if (const char* v = value("--dtypes=")) {
       config().dtypes.clear();
       for (const auto& t : gpucmp_bench::split_list(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));

@@ -213,12 +213,7 @@ void parse_flags(int& argc, char** argv) {
     if (const char* v = value("--model=")) {
       config().model = v;
     } else if (const char* v = value("--batches=")) {
-      config().batches.clear();
-      for (const auto& b : gpucmp_bench::split_list(v)) {
-        const long long n = std::stoll(b);
-        if (n <= 1) throw gpucmp::invalid_argument("training: --batches must be at least 2, got " + b);
-        config().batches.push_back(n);
-      }
+      config().batches = gpucmp_bench::parse_batches(v, 2, "training");
     } else if (const char* v = value("--precisions=")) {
       config().precisions.clear();
       for (const auto& t : gpucmp_bench::split_list(v)) config().precisions.push_back(parse_precision(t));

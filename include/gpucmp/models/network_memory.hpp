@@ -105,10 +105,11 @@ inline network_memory_plan plan_network_memory(const network_definition& def, st
   return plan;
 }
 
-/// The largest batch whose plan (with network_workspace_reserve) fits in `free_bytes`; 0 when
-/// not even one image does.
-inline std::int64_t largest_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
-  auto fits = [&](std::int64_t b) { return plan_network_memory(def, b, dtype).total(network_workspace_reserve) <= free_bytes; };
+namespace detail {
+// The largest batch b >= 1 with fits(b) (fits falls as b grows), by doubling then bisection;
+// 0 when not even one image fits.
+template <class Fits>
+std::int64_t largest_fitting_batch(Fits&& fits) {
   if (!fits(1)) return 0;
   std::int64_t low = 1, high = 2;
   while (fits(high)) {
@@ -121,6 +122,14 @@ inline std::int64_t largest_batch_that_fits(const network_definition& def, conv_
     (fits(mid) ? low : high) = mid;
   }
   return low;
+}
+}  // namespace detail
+
+/// The largest batch whose plan (with network_workspace_reserve) fits in `free_bytes`; 0 when
+/// not even one image does.
+inline std::int64_t largest_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
+  return detail::largest_fitting_batch(
+      [&](std::int64_t b) { return plan_network_memory(def, b, dtype).total(network_workspace_reserve) <= free_bytes; });
 }
 
 }  // namespace gpucmp

@@ -83,6 +83,8 @@ class communicator_group {
 
   /// Ranks in the group.
   int ranks() const noexcept { return int(m_devices.size()); }
+  /// Every rank's device, in rank order.
+  const std::vector<int>& devices() const noexcept { return m_devices; }
   /// The device of rank `rank`.
   int device(int rank) const { return m_devices.at(std::size_t(rank)); }
   /// The communicator of rank `rank`.

@@ -25,6 +25,7 @@
 #include <gpucmp/multigpu/collective_math.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
 #include <gpucmp/multigpu/nccl_status.hpp>
+#include <gpucmp/multigpu/stream_fork.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/work.hpp>
@@ -148,7 +149,7 @@ class nccl_collective {
   nccl_collective(const communicator_group& group, collective kind, std::size_t bytes, nccl_dtype dtype,
                   const nccl_collective_options& options = {})
       : m_group(group), m_dtype(dtype), m_options(options),
-        m_size(size_for_bytes(kind, group.ranks(), bytes, element_bytes(dtype))) {
+        m_size(size_for_bytes(kind, group.ranks(), bytes, element_bytes(dtype))), m_fork(group.devices()) {
     const int n = group.ranks();
     const int exact_up_to = dtype == nccl_dtype::fp16 ? 128 : dtype == nccl_dtype::bf16 || dtype == nccl_dtype::int8 ? 8 : 1 << 20;
     if (n > exact_up_to) {
@@ -165,20 +166,12 @@ class nccl_collective {
       const std::size_t in_bytes = std::size_t(m_size.input_elements()) * e, out_bytes = std::size_t(m_size.output_elements()) * e;
       m_inputs.emplace_back(std::max(in_bytes, options.in_place ? out_bytes : in_bytes), initial_fill::uninitialized());
       if (!options.in_place) m_outputs.emplace_back(out_bytes, initial_fill::uninitialized());
-      cudaEvent_t done = nullptr;
-      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-      m_done.push_back(done);
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
     refill();
   }
   nccl_collective(const nccl_collective&) = delete;
   nccl_collective& operator=(const nccl_collective&) = delete;
-  ~nccl_collective() {
-    for (cudaEvent_t e : m_done) cudaEventDestroy(e);
-    if (m_start != nullptr) cudaEventDestroy(m_start);
-    cudaGetLastError();
-  }
 
   /// "all_reduce/nccl/fp32/1073741824/out_of_place": collective, library, type, nccl-tests' bytes, placement.
   std::string name() const {
@@ -201,29 +194,18 @@ class nccl_collective {
   void operator()(cudaStream_t stream) const {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    // The fork's event lives on the device of `stream` (an event records only there).
-    int device = 0;
-    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
-    if (m_start == nullptr || m_start_device != device) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-      if (m_start != nullptr) GPUCMP_CUDA_CHECK(cudaEventDestroy(m_start));
-      m_start = nullptr;
-      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&m_start, cudaEventDisableTiming));
-      m_start_device = device;
-    }
-    GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-    GPUCMP_CUDA_CHECK(cudaEventRecord(m_start, stream));
+    m_fork.begin(stream);
     for (int r = 0; r < m_group.ranks(); ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(m_group.stream(r), m_start, 0));
+      m_fork.wait(std::size_t(r), m_group.stream(r));
     }
     launch_all();
     for (int r = 0; r < m_group.ranks(); ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      GPUCMP_CUDA_CHECK(cudaEventRecord(m_done[std::size_t(r)], m_group.stream(r)));
+      m_fork.done(std::size_t(r), m_group.stream(r));
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
-    for (int r = 0; r < m_group.ranks(); ++r) GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_done[std::size_t(r)], 0));
+    m_fork.join(stream);
   }
 
   /// Refills the inputs, poisons the outputs, runs once from `stream` and checks every
@@ -342,9 +324,7 @@ class nccl_collective {
   nccl_collective_options m_options;
   collective_size m_size;
   std::vector<device_buffer<unsigned char>> m_inputs, m_outputs;
-  std::vector<cudaEvent_t> m_done;
-  mutable cudaEvent_t m_start = nullptr;  // the fork, on the device of the stream last given
-  mutable int m_start_device = -1;
+  stream_fork m_fork;  // one branch per rank
 };
 
 }  // namespace gpucmp

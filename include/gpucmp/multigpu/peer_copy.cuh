@@ -16,6 +16,7 @@
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/multigpu/stream_fork.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/work.hpp>
 
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,24 +112,20 @@ class peer_copy {
       cudaStream_t s = nullptr;
       GPUCMP_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       m_streams[side] = s;
-      cudaEvent_t e = nullptr;
-      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      m_done[side] = e;
       const std::size_t words = bytes / 4;
       detail::peer_pattern_kernel<><<<grid(words), 256>>>(reinterpret_cast<std::uint32_t*>(m_source[side].data()), words, seed(side));
       GPUCMP_CUDA_CHECK_LAST("peer_pattern_kernel");
       GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
+    m_fork = std::make_unique<stream_fork>(std::vector<int>{from, to});  // a branch per side, on its device
   }
   peer_copy(const peer_copy&) = delete;
   peer_copy& operator=(const peer_copy&) = delete;
   ~peer_copy() {
     for (int side = 0; side < 2; ++side) {
       if (m_streams[side] != nullptr) cudaStreamDestroy(m_streams[side]);
-      if (m_done[side] != nullptr) cudaEventDestroy(m_done[side]);
     }
-    if (m_start != nullptr) cudaEventDestroy(m_start);
     cudaGetLastError();
   }
 
@@ -145,25 +143,16 @@ class peer_copy {
 
   /// Enqueues the copy (both copies with both_ways), forked from and joined to `stream`.
   void operator()(cudaStream_t stream) const {
-    int previous = 0, device = 0;
+    int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
-    if (m_start == nullptr || m_start_device != device) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-      if (m_start != nullptr) GPUCMP_CUDA_CHECK(cudaEventDestroy(m_start));
-      m_start = nullptr;
-      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&m_start, cudaEventDisableTiming));
-      m_start_device = device;
-    }
-    GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-    GPUCMP_CUDA_CHECK(cudaEventRecord(m_start, stream));
+    m_fork->begin(stream);
     for (int side = 0; side < (m_both ? 2 : 1); ++side) {
       // Direction `side`: 0 copies from -> to, 1 copies to -> from; each runs on its destination.
       const int source = side == 0 ? m_from : m_to, destination = side == 0 ? m_to : m_from;
       const int at = side == 0 ? 1 : 0;  // the destination's stream and buffers
       GPUCMP_CUDA_CHECK(cudaSetDevice(destination));
       const cudaStream_t s = m_streams[at];
-      GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(s, m_start, 0));
+      m_fork->wait(std::size_t(at), s);
       const void* in = m_source[1 - at].data();
       void* out = const_cast<unsigned char*>(m_destination[at].data());
       if (m_method == peer_method::memcpy_peer) {
@@ -173,10 +162,10 @@ class peer_copy {
         detail::peer_copy_kernel<><<<grid(vectors), 256, 0, s>>>(static_cast<const uint4*>(in), static_cast<uint4*>(out), vectors);
         GPUCMP_CUDA_CHECK_LAST("peer_copy_kernel");
       }
-      GPUCMP_CUDA_CHECK(cudaEventRecord(m_done[at], s));
+      m_fork->done(std::size_t(at), s);
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
-    for (int side = 0; side < (m_both ? 2 : 1); ++side) GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_done[side == 0 ? 1 : 0], 0));
+    m_fork->join(stream);
   }
 
   /// Poisons the destinations, copies once from `stream`, and checks every destination word
@@ -227,9 +216,7 @@ class peer_copy {
   bool m_both;
   device_buffer<unsigned char> m_source[2], m_destination[2];  // [0] on `from`, [1] on `to`
   cudaStream_t m_streams[2] = {nullptr, nullptr};
-  cudaEvent_t m_done[2] = {nullptr, nullptr};
-  mutable cudaEvent_t m_start = nullptr;
-  mutable int m_start_device = -1;
+  std::unique_ptr<stream_fork> m_fork;  // made last: a refused copy makes no events
 };
 
 }  // namespace gpucmp

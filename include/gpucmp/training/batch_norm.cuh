@@ -405,7 +405,7 @@ class batch_norm_training {
       launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr,
                           partial, stream);
       detail::bn_finish_statistics<T><<<detail::bn_grid(m_shape.c), 256, 0, stream>>>(
-          partial, m_splits, m_shape.per_channel(), m_shape.c, x, shift_stride(), t.gamma, t.beta, m_options.eps,
+          partial, m_splits, m_shape.per_channel(), m_shape.c, x, inner(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
       GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
       detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(
@@ -487,7 +487,6 @@ class batch_norm_training {
     if (!ok) throw invalid_argument(name() + ": " + what);
   }
   std::int64_t inner() const noexcept { return m_shape.layout == conv_layout::nhwc ? 1 : m_shape.h * m_shape.w; }
-  std::int64_t shift_stride() const noexcept { return m_shape.layout == conv_layout::nhwc ? 1 : m_shape.h * m_shape.w; }
 
   // Row splits so the partial-sum kernel has a few blocks per SM, each thread at least 16 rows.
   void plan_splits(int sms) {

@@ -22,6 +22,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
 #include <gpucmp/multigpu/nccl_status.hpp>
+#include <gpucmp/multigpu/stream_fork.hpp>
 #include <gpucmp/training/training_network.cuh>
 
 #include <cuda_runtime_api.h>
@@ -39,7 +40,7 @@ class data_parallel_training {
   /// Builds one replica per GPU of `group` (each searched and verified on its GPU; replica r
   /// draws its synthetic batch with data_seed + r). `options.batch` is per GPU.
   data_parallel_training(const network_definition& definition, const training_options& options, const communicator_group& group)
-      : m_group(group) {
+      : m_group(group), m_fork(group.devices()) {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
     try {
@@ -48,12 +49,8 @@ class data_parallel_training {
         training_options o = options;
         o.data_seed = options.data_seed + std::uint64_t(r);
         m_replicas.push_back(std::make_unique<training_network>(definition, o, group.stream(r)));
-        cudaEvent_t done = nullptr;
-        GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-        m_done.push_back(done);
       }
     } catch (...) {
-      release();
       cudaSetDevice(previous);
       throw;
     }
@@ -61,36 +58,26 @@ class data_parallel_training {
   }
   data_parallel_training(const data_parallel_training&) = delete;
   data_parallel_training& operator=(const data_parallel_training&) = delete;
-  ~data_parallel_training() { release(); }
 
   /// Enqueues one step on every GPU, forked from and joined to `stream` (any device's).
   void operator()(cudaStream_t stream) const {
-    int previous = 0, device = 0;
+    int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
-    if (m_start == nullptr || m_start_device != device) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-      if (m_start != nullptr) GPUCMP_CUDA_CHECK(cudaEventDestroy(m_start));
-      m_start = nullptr;
-      GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&m_start, cudaEventDisableTiming));
-      m_start_device = device;
-    }
-    GPUCMP_CUDA_CHECK(cudaSetDevice(device));
-    GPUCMP_CUDA_CHECK(cudaEventRecord(m_start, stream));
+    m_fork.begin(stream);
     const int n = m_group.ranks();
     for (int r = 0; r < n; ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(m_group.stream(r), m_start, 0));
+      m_fork.wait(std::size_t(r), m_group.stream(r));
       m_replicas[std::size_t(r)]->forward_backward(m_group.stream(r));
     }
     average_gradients();
     for (int r = 0; r < n; ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
       m_replicas[std::size_t(r)]->optimize(m_group.stream(r));
-      GPUCMP_CUDA_CHECK(cudaEventRecord(m_done[std::size_t(r)], m_group.stream(r)));
+      m_fork.done(std::size_t(r), m_group.stream(r));
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
-    for (int r = 0; r < n; ++r) GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_done[std::size_t(r)], 0));
+    m_fork.join(stream);
   }
 
   /// GPUs in the step.
@@ -124,19 +111,9 @@ class data_parallel_training {
     GPUCMP_NCCL_CHECK(ncclGroupEnd());
   }
 
-  void release() noexcept {
-    for (cudaEvent_t e : m_done) cudaEventDestroy(e);
-    m_done.clear();
-    if (m_start != nullptr) cudaEventDestroy(m_start);
-    m_start = nullptr;
-    cudaGetLastError();
-  }
-
   const communicator_group& m_group;
   std::vector<std::unique_ptr<training_network>> m_replicas;
-  std::vector<cudaEvent_t> m_done;
-  mutable cudaEvent_t m_start = nullptr;  // the fork, on the device of the stream last given
-  mutable int m_start_device = -1;
+  stream_fork m_fork;  // one branch per GPU
 };
 
 }  // namespace gpucmp

@@ -194,19 +194,7 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
 
 /// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
 inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
-  auto fits = [&](std::int64_t b) { return plan_training_memory(def, b, dtype).total() <= free_bytes; };
-  if (!fits(1)) return 0;
-  std::int64_t low = 1, high = 2;
-  while (fits(high)) {
-    low = high;
-    high *= 2;
-    if (high > (std::int64_t{1} << 40)) return low;
-  }
-  while (high - low > 1) {  // fits(low), !fits(high)
-    const std::int64_t mid = low + (high - low) / 2;
-    (fits(mid) ? low : high) = mid;
-  }
-  return low;
+  return detail::largest_fitting_batch([&](std::int64_t b) { return plan_training_memory(def, b, dtype).total() <= free_bytes; });
 }
 
 }  // namespace gpucmp

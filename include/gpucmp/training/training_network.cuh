@@ -121,13 +121,6 @@ __global__ void add_kernel(const T* a, const T* b, T* out, std::int64_t count) {
   }
 }
 
-template <class T>
-__global__ void model_copy_kernel(const float* master, T* model, std::int64_t count) {
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
-    model[i] = from_double<T>(master[i]);
-  }
-}
-
 inline unsigned elementwise_grid(std::int64_t count) {
   return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>((count + 255) / 256, 132 * 16)));
 }
@@ -277,23 +270,22 @@ class training_network {
                                std::to_string(classes()) + " classes");
       }
     }
+    // Converted on the device with inference's kernels (models/network.cuh: set_input).
+    device_buffer<float> staging(expected, initial_fill::uninitialized());
+    staging.copy_from_host(images);
     visit_storage(m_options.dtype, [&](auto zero) {
       using T = decltype(zero);
-      std::vector<T> staged(expected);
-      const std::int64_t hw = in.h * in.w;
-      for (std::int64_t n = 0; n < m_options.batch; ++n)
-        for (std::int64_t c = 0; c < in.c; ++c)
-          for (std::int64_t p = 0; p < hw; ++p) {
-            const std::int64_t from = (n * in.c + c) * hw + p;
-            const std::int64_t to = m_options.layout == conv_layout::nhwc ? (n * hw + p) * in.c + c : from;
-            staged[std::size_t(to)] = from_double<T>(images[std::size_t(from)]);
-          }
-      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(activation(m_definition.input()), staged.data(), staged.size() * sizeof(T),
-                                        cudaMemcpyHostToDevice, stream));
-      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t),
-                                        cudaMemcpyHostToDevice, stream));
-      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `staged` is a local
+      T* input = static_cast<T*>(activation(m_definition.input()));
+      const unsigned blocks = detail::elementwise_grid(std::int64_t(expected));
+      if (m_options.layout == conv_layout::nhwc) {
+        detail::nchw_float_to_nhwc_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, m_options.batch, in.c, in.h * in.w);
+      } else {
+        detail::float_to_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, std::int64_t(expected));
+      }
     });
+    GPUCMP_CUDA_CHECK_LAST("set_batch conversion kernel");
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `staging` and `labels` are the caller's or local
   }
 
   /// The last step's mean loss (synchronizes `stream`).
@@ -597,13 +589,13 @@ class training_network {
     visit_storage(m_options.dtype, [&](auto zero) {
       using T = decltype(zero);
       if (m_filter_count != 0) {
-        detail::model_copy_kernel<T><<<detail::elementwise_grid(std::int64_t(m_filter_count)), 256, 0, stream>>>(
+        detail::float_to_kernel<T><<<detail::elementwise_grid(std::int64_t(m_filter_count)), 256, 0, stream>>>(
             m_master.data(), static_cast<T*>(model(0, true)), std::int64_t(m_filter_count));
         GPUCMP_CUDA_CHECK_LAST("model copy kernel");
       }
       for (const auto& s : m_slots) {
         if (s.weight_count == 0) continue;
-        detail::model_copy_kernel<T><<<detail::elementwise_grid(std::int64_t(s.weight_count)), 256, 0, stream>>>(
+        detail::float_to_kernel<T><<<detail::elementwise_grid(std::int64_t(s.weight_count)), 256, 0, stream>>>(
             master(s.weight), static_cast<T*>(model(s.weight, false)), std::int64_t(s.weight_count));
         GPUCMP_CUDA_CHECK_LAST("model copy kernel");
       }
