@@ -18,6 +18,7 @@
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
 // batch that fits is printed at the end for each precision.
 #include "program_flags.hpp"
+#include "trace_cells.hpp"
 
 #include <gpucmp/bench.hpp>
 #if GPUCMP_WITH_KERNEL_MODE
@@ -95,20 +96,6 @@ layer_times traced_layer_times(const gpucmp::network& net, cudaStream_t stream) 
   return times;
 }
 
-// "name (2/pass), other (1/pass)", with the markdown table's separator escaped.
-std::string kernels_cell(const gpucmp::layer_trace& layer) {
-  std::string cell;
-  for (const auto& k : layer.kernels) {
-    if (!cell.empty()) cell += ", ";
-    char count[32];
-    std::snprintf(count, sizeof count, " (%g/pass)", k.per_launch);
-    cell += k.name + count;
-  }
-  std::string escaped;
-  for (char c : cell) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
-  return escaped;
-}
-
 void write_layers(const gpucmp::network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
   const layer_times times = traced_layer_times(net, stream);
@@ -128,7 +115,7 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
     out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | ";
     if (times.trace) {
       const gpucmp::layer_trace& traced = times.trace->layers.at(i);
-      out << traced.busy_s * 1e6 << " | " << 100.0 * traced.share << " % | " << kernels_cell(traced) << " | ";
+      out << traced.busy_s * 1e6 << " | " << 100.0 * traced.share << " % | " << gpucmp_bench::kernels_cell(traced) << " | ";
     } else {
       out << "– | – | – | ";
     }

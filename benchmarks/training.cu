@@ -22,11 +22,16 @@
 // train/<model>/<precision>/bs<N>/x<GPUs>/<eager|graph>: the step on every visible GPU, N
 // images each, gradients averaged with NCCL (training/data_parallel.cuh).
 #include "program_flags.hpp"
+#include "trace_cells.hpp"
 
 #include <gpucmp/bench.hpp>
+#if GPUCMP_WITH_KERNEL_MODE
+#include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds where the step's time goes
+#endif
 #include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
 #include <gpucmp/training/training_memory.hpp>
+#include <gpucmp/training/step_trace.hpp>
 #include <gpucmp/training/training_network.cuh>
 #if GPUCMP_WITH_NCCL
 #include <gpucmp/training/data_parallel.cuh>
@@ -101,7 +106,38 @@ std::unique_ptr<gpucmp::training_network>& current() {
   return net;
 }
 
-void write_layers(const gpucmp::training_network& net) {
+// Where the step's time goes: the step traced piece by piece in kernel mode (CUPTI), summed
+// by part, then every piece; the network is reset afterwards, so the timed rows start from
+// the same state as without the trace.
+void write_step_trace(std::ostream& out, gpucmp::training_network& net, cudaStream_t stream) {
+  gpucmp::network_trace trace;
+  try {
+    const auto tracer = gpucmp::make_activity_tracer();
+    trace = net.trace_step(*tracer, stream, 10);
+  } catch (const gpucmp::unsupported& e) {
+    out << "\nkernel mode: " << e.what() << "\n";
+    return;
+  }
+  net.reset(stream);
+  out << "\n### Where the step's time goes\n\nKernel mode: the step's pieces launched one by one from the host, each "
+         "inside its own CUPTI sample, "
+      << trace.passes << " steps; each piece's busy time is the median over the steps of its kernels' durations on the GPU's "
+      << "clock. The median step's kernels take " << trace.busy_s * 1e3 << " ms (launched piece by piece the step spans "
+      << trace.eager_span_s * 1e3 << " ms)";
+  if (trace.dropped_records > 0) out << "; " << trace.dropped_records << " activity records were dropped";
+  out << ".\n\n| part | pieces | ms | share |\n|---|---|---|---|\n";
+  for (const gpucmp::step_part_time& p : gpucmp::times_by_part(trace)) {
+    out << "| " << p.part << " | " << p.pieces << " | " << p.busy_s * 1e3 << " | " << 100.0 * p.share << " % |\n";
+  }
+  out << "\n<details><summary>every piece</summary>\n\n| piece | us | share | largest kernels |\n|---|---|---|---|\n";
+  for (const gpucmp::layer_trace& piece : trace.layers) {
+    out << "| " << piece.layer << " | " << piece.busy_s * 1e6 << " | " << 100.0 * piece.share << " % | " << gpucmp_bench::kernels_cell(piece, 3)
+        << " |\n";
+  }
+  out << "\n</details>\n";
+}
+
+void write_layers(gpucmp::training_network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
   std::ofstream out(config().layers_out, std::ios::app);
   const gpucmp::training_memory_plan& m = net.memory();
@@ -117,6 +153,7 @@ void write_layers(const gpucmp::training_network& net) {
     out << "| " << l.name << " | " << l.shape << " | " << l.forward << " | " << l.data_gradient << " | " << l.weight_gradient << " | "
         << l.batch_norm << " | " << checks << " |\n";
   }
+  write_step_trace(out, net, stream);
 }
 
 gpucmp::training_network& network_for(const training_precision& p, gpucmp::conv_layout layout, std::int64_t batch,
@@ -128,7 +165,7 @@ gpucmp::training_network& network_for(const training_precision& p, gpucmp::conv_
   }
   net.reset();  // frees the previous network's memory first
   net = std::make_unique<gpucmp::training_network>(definition(), options_for(p, layout, batch), stream);
-  write_layers(*net);
+  write_layers(*net, stream);
   return *net;
 }
 

@@ -12,8 +12,12 @@
 #include "search_pace.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
+#if GPUCMP_TEST_KERNEL_MODE
+#include <gpucmp/measure/kernel_trace.hpp>
+#endif
 #include <gpucmp/models/network_definition.hpp>
 #include <gpucmp/training/reference_layers.hpp>
+#include <gpucmp/training/step_trace.hpp>
 #include <gpucmp/training/training_network.cuh>
 
 #include <algorithm>
@@ -302,6 +306,50 @@ TEST_CASE("FP16 loss scaling skips overflowing steps, backs off, and trains on",
   CHECK(last.scale < 0x1p30f);
   CHECK(losses.back() < losses.front());
 }
+
+#if GPUCMP_TEST_KERNEL_MODE
+TEST_CASE("a step traced in kernel mode names every piece, its kernels add up to the step, and reset() undoes it",
+          "[gpu][training][training_network][cupti]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = every_layer_kind();
+  gpucmp::training_network net(def, small_options(gpucmp::conv_dtype::fp16), s.get());
+  net.step(s.get());
+  const float first_loss = net.loss(s.get());
+  net.reset(s.get());
+  const auto tracer = gpucmp::make_activity_tracer();
+  const gpucmp::network_trace t = net.trace_step(*tracer, s.get(), 5);
+  CHECK(t.passes == 5);
+  CHECK(t.dropped_records == 0);
+  // Forward: conv and batch norm per conv layer (4), max pool, average pool, global average
+  // pool, linear; the loss; backward; the optimizer last.
+  REQUIRE(t.layers.size() > 14);
+  CHECK(t.layers.front().layer == "conv forward: a");
+  CHECK(t.layers[1].layer == "batch norm forward: a");
+  CHECK(t.layers.back().layer.rfind("optimizer: ", 0) == 0);
+  double sum = 0;
+  for (const auto& piece : t.layers) {
+    INFO(piece.layer);
+    CHECK(piece.layer.find(": ") != std::string::npos);
+    if (piece.layer.rfind("conv forward", 0) == 0 || piece.layer.rfind("weight gradient", 0) == 0) CHECK(piece.busy_s > 0);
+    sum += piece.busy_s;
+  }
+  CHECK(sum == Approx(t.busy_s).epsilon(0.05));
+  const auto parts = gpucmp::times_by_part(t);
+  std::map<std::string, std::size_t> pieces;
+  for (const auto& p : parts) pieces[p.part] = p.pieces;
+  CHECK(pieces["conv forward"] == 4);
+  CHECK(pieces["batch norm forward"] == 4);
+  CHECK(pieces["batch norm backward"] == 4);
+  CHECK(pieces["weight gradient"] == 4);
+  CHECK(pieces["data gradient"] == 3);  // conv a reads the images: no data gradient
+  CHECK(pieces["loss"] == 1);
+  CHECK(pieces["optimizer"] == 1);
+  // The traced steps trained the network; reset() brings back the first step's loss.
+  net.reset(s.get());
+  net.step(s.get());
+  CHECK(net.loss(s.get()) == Approx(first_loss).epsilon(1e-6));
+}
+#endif
 
 TEST_CASE("a training network refuses bad batches, definitions and options by name", "[gpu][training][training_network][api_error]") {
   gpucmp::stream s;
