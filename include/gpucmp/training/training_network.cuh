@@ -37,6 +37,7 @@
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/io/safetensors_writer.hpp>
 #include <gpucmp/measure/shared_engine.hpp>
+#include <gpucmp/models/layer_trace.hpp>
 #include <gpucmp/models/linear.cuh>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_definition.hpp>
@@ -63,6 +64,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -89,6 +91,10 @@ struct training_options {
   int candidates_per_pass = 4;             ///< of each cuDNN API, per pass and shape
   std::size_t workspace_limit = std::size_t{1} << 30;      ///< largest workspace an algorithm may use
   std::uint64_t data_seed = 7;             ///< synthetic images and labels
+  /// Initial γ of each batch norm that closes a residual branch (a conv with a residual
+  /// input); the others start at 1. 0 is torchvision's zero_init_residual: each block starts
+  /// as the identity, which keeps a deep network's gradients well conditioned (verification).
+  float residual_gamma = 1.0f;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -179,6 +185,7 @@ class training_network {
     if (options.batch <= 1) throw invalid_argument(definition.name() + ": a training batch needs at least 2 images (batch norm)");
     if (options.candidates_per_pass < 1) throw invalid_argument(definition.name() + ": candidates_per_pass must be at least 1");
     if (options.batch_norm_paths.empty()) throw invalid_argument(definition.name() + ": no batch norm path may compete");
+    if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
     m_plan = plan_training_memory(m_definition, options.batch, options.dtype);
@@ -223,9 +230,27 @@ class training_network {
   /// Enqueues forward, loss and backward only: the gradients of the current parameters
   /// (scaled by the loss scale with FP16 loss scaling), for checks against a reference.
   void forward_backward(cudaStream_t stream) const {
-    for (const auto& f : m_forward) f(stream);
+    for (const auto& f : m_forward) f.run(stream);
     m_loss(stream);
-    for (const auto& b : m_backward) b(stream);
+    for (const auto& b : m_backward) b.run(stream);
+  }
+  /// Steps traced piece by piece in kernel mode: one untraced step, then `passes` steps whose
+  /// pieces (forward, loss, backward, optimizer, in order) each launch inside their own tracer
+  /// sample, so every kernel's time on the GPU's clock is the piece's that launched it. Pieces
+  /// are named "<part>: <layer>" (training/step_trace.hpp sums them by part). The steps train
+  /// the network: reset() afterwards where its state matters. `tracer` comes from
+  /// make_activity_tracer() (gpucmp/measure/kernel_trace.hpp).
+  network_trace trace_step(activity_tracer& tracer, cudaStream_t stream, std::size_t passes = 10) const {
+    const step_piece loss{"loss: softmax cross-entropy", m_loss};
+    const step_piece optimizer{std::string("optimizer: ") + (m_scale ? "loss-scale check, SGD, scale update" : "SGD"), m_optimizer_step};
+    std::vector<const step_piece*> order;
+    for (const auto& f : m_forward) order.push_back(&f);
+    order.push_back(&loss);
+    for (const auto& b : m_backward) order.push_back(&b);
+    order.push_back(&optimizer);
+    return gpucmp::trace_layers(
+        tracer, order.size(), [&](std::size_t i) { order[i]->run(stream); }, [&](std::size_t i) { return order[i]->name; },
+        [&] { GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream)); }, passes);
   }
   /// The whole step as one CUDA graph (replay with launch(stream)); replays continue from the
   /// state the network is in.
@@ -418,6 +443,11 @@ class training_network {
   using cudnn_handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
   using lt_handle_t = detail::unique_handle<cublasLtHandle_t, cublasLtDestroy>;
   using step_fn = std::function<void(cudaStream_t)>;
+  // One launch group of the step, named "<part>: <layer>" for kernel-mode traces.
+  struct step_piece {
+    std::string name;
+    step_fn run;
+  };
 
   // Where one layer's parameters live: master indexes (filters first, then the FP32-gradient
   // group) and device pointers.
@@ -480,7 +510,7 @@ class training_network {
         const std::vector<float> filter = to_filter_layout(l);
         std::copy(filter.begin(), filter.end(), m_initial_master.begin() + std::ptrdiff_t(m_slots[i].filter));
         for (std::size_t c = 0; c < m_slots[i].channels; ++c) {
-          m_initial_master[m_slots[i].gamma + c] = 1.0f;
+          m_initial_master[m_slots[i].gamma + c] = l.residual.valid() ? m_options.residual_gamma : 1.0f;
           m_initial_master[m_slots[i].beta + c] = l.bias[c];
         }
       } else if (l.kind == layer_kind::linear) {
@@ -930,38 +960,36 @@ class training_network {
             const batch_norm_tensors t = bn_tensors(i);
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
-            m_forward.push_back([pass, bn, t, ws, reserve](cudaStream_t s) {
-              (*pass)(s);
-              bn->forward(t, ws, reserve, s);
-            });
+            m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
+            m_forward.push_back({"batch norm forward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->forward(t, ws, reserve, s); }});
             break;
           }
           case layer_kind::max_pool: {
             const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
             std::uint8_t* argmax = m_pool_indexes[i].data();
-            m_forward.push_back([s, x, y, argmax](cudaStream_t st) {
+            m_forward.push_back({"max pool forward: " + l.name, [s, x, y, argmax](cudaStream_t st) {
               max_pool_forward_training(s, static_cast<const T*>(x), static_cast<T*>(y), argmax, st);
-            });
+            }});
             break;
           }
           case layer_kind::average_pool: {
             const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, m_options.layout};
-            m_forward.push_back([s, x, y](cudaStream_t st) {
+            m_forward.push_back({"average pool forward: " + l.name, [s, x, y](cudaStream_t st) {
               pool_forward(pool_kind::average, s, static_cast<const T*>(x), static_cast<T*>(y), st);
-            });
+            }});
             break;
           }
           case layer_kind::global_average_pool: {
             const std::int64_t pixels = in.h * in.w, c = in.c;
             const conv_layout layout = m_options.layout;
-            m_forward.push_back([n, pixels, c, layout, x, y](cudaStream_t st) {
+            m_forward.push_back({"global average pool forward: " + l.name, [n, pixels, c, layout, x, y](cudaStream_t st) {
               global_average_pool_forward(n, pixels, c, static_cast<const T*>(x), static_cast<T*>(y), st, layout);
-            });
+            }});
             break;
           }
           case layer_kind::linear: {
             const linear_layer* layer = m_linear_forward[i].get();
-            m_forward.push_back([layer](cudaStream_t s) { (*layer)(s); });
+            m_forward.push_back({"linear forward: " + l.name, [layer](cudaStream_t s) { (*layer)(s); }});
             break;
           }
           case layer_kind::softmax: throw invalid_argument(name() + ": softmax '" + l.name + "' must be last");
@@ -1000,21 +1028,21 @@ class training_network {
             const batch_norm_training* bn = m_bns[k].get();
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[k];
-            m_backward.push_back([bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); });
-            if (residual.accumulate) m_backward.push_back(add_into(l.residual));
+            m_backward.push_back({"batch norm backward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); }});
+            if (residual.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.residual)});
             void* dconv = m_conv_scratch.data();
             m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_filter, k).bind(
                 {activation(l.input), reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter, dconv}, m_conv_workspace.data(),
                 m_conv_workspace.bytes())));
             const conv::binding* weight_pass = m_bindings.back().get();
-            m_backward.push_back([weight_pass](cudaStream_t s) { (*weight_pass)(s); });
+            m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
             if (input_gradient) {
               const contribution into = contribute(l.input, written, k, true);
               m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_data, k).bind(
                   {into.target, model(m_slots[k].filter, true), dconv}, m_conv_workspace.data(), m_conv_workspace.bytes())));
               const conv::binding* data_pass = m_bindings.back().get();
-              m_backward.push_back([data_pass](cudaStream_t s) { (*data_pass)(s); });
-              if (into.accumulate) m_backward.push_back(add_into(l.input));
+              m_backward.push_back({"data gradient: " + l.name, [data_pass](cudaStream_t s) { (*data_pass)(s); }});
+              if (into.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.input)});
             }
             break;
           }
@@ -1026,10 +1054,11 @@ class training_network {
             const std::uint8_t* argmax = m_pool_indexes[k].data();
             const contribution into = contribute(l.input, written, k, true);
             void* dx = into.target;
-            m_backward.push_back([kind, s, dy, argmax, dx](cudaStream_t st) {
-              pool_backward(kind, s, static_cast<const T*>(dy), argmax, static_cast<T*>(dx), st);
-            });
-            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            m_backward.push_back({std::string(kind == pool_kind::max ? "max" : "average") + " pool backward: " + l.name,
+                                  [kind, s, dy, argmax, dx](cudaStream_t st) {
+                                    pool_backward(kind, s, static_cast<const T*>(dy), argmax, static_cast<T*>(dx), st);
+                                  }});
+            if (into.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.input)});
             break;
           }
           case layer_kind::global_average_pool: {
@@ -1038,10 +1067,10 @@ class training_network {
             const conv_layout layout = m_options.layout;
             const contribution into = contribute(l.input, written, k, true);
             void* dx = into.target;
-            m_backward.push_back([n, pixels, c, layout, dy, dx](cudaStream_t st) {
+            m_backward.push_back({"global average pool backward: " + l.name, [n, pixels, c, layout, dy, dx](cudaStream_t st) {
               global_average_pool_backward(n, pixels, c, static_cast<const T*>(dy), static_cast<T*>(dx), st, layout);
-            });
-            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            }});
+            if (into.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.input)});
             break;
           }
           case layer_kind::linear: {
@@ -1058,8 +1087,8 @@ class training_network {
             m_linear_backward[k] = std::make_unique<linear_backward>(m_cublas.get(), n, in.c, l.out_features, m_options.dtype, b,
                                                                      m_linear_workspace.data(), m_linear_workspace.bytes());
             const linear_backward* pass = m_linear_backward[k].get();
-            m_backward.push_back([pass](cudaStream_t st) { (*pass)(st); });
-            if (into.accumulate) m_backward.push_back(add_into(l.input));
+            m_backward.push_back({"linear backward: " + l.name, [pass](cudaStream_t st) { (*pass)(st); }});
+            if (into.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.input)});
             break;
           }
           case layer_kind::softmax: break;  // refused in the forward loop
@@ -1196,7 +1225,7 @@ class training_network {
   std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
-  std::vector<step_fn> m_forward, m_backward;
+  std::vector<step_piece> m_forward, m_backward;
   step_fn m_loss, m_optimizer_step, m_reset_optimizer;
   std::vector<training_layer_report> m_reports;
 };
