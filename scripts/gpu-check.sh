@@ -89,7 +89,7 @@ echo "== example 06 (concurrency)"; cat "$out_dir/example_06.md"
 echo "== example 07 (ResNet-50 table)"; cat "$out_dir/example_07.md"
 echo "== ResNet-50 logits vs torchvision"; cat "$out_dir/logits/logits_vs_torchvision.md" 2>/dev/null
 echo "== example 09 (a user's CNN trains)"; grep "loss" "$out_dir/example_09.txt" 2>/dev/null
-echo "== training vs PyTorch autograd"; grep -E "vs fp64|bounds" "$out_dir/training_verify.log" 2>/dev/null
+echo "== training vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bounds|verdict" "$out_dir/training_verify.log" 2>/dev/null
 echo "== suite with power"; grep -o "^[a-z0-9/_]*8192x8192x8192[^ ]*\|power_w=[0-9.]*\|J_per_launch=[0-9.e-]*\|TFLOP/s/W=[0-9.]*\|throttled_pct=[0-9.]*" "$out_dir/suite.txt" | paste -sd' ' | sed 's/ gemm/\ngemm/g'
 echo "== spin table"; cat "$out_dir/spin_table.md" 2>/dev/null
 echo "== kernel mode vs Nsight Compute"; tail -12 "$out_dir/kernel_mode_vs_ncu.log"
