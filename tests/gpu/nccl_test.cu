@@ -4,8 +4,9 @@
 // NCCL collectives over every visible GPU (multigpu/nccl_collective.cuh): every collective in
 // place and out of place, in each element type, at sizes from one element up, verified
 // against the exact result on every rank; a corrupted element is caught and located; the
-// engine times a collective in hot and graph modes; bad groups and calls are refused. On one
-// GPU everything runs with n = 1 and busbw is n/a.
+// engine times a collective in hot and graph modes; a world joined through a unique id (each
+// process's part under MPI) verifies and times in lockstep; bad groups and calls are refused.
+// On one GPU everything runs with n = 1 and busbw is n/a.
 #include "catch.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -46,7 +47,7 @@ TEST_CASE("a corrupted collective output is caught and located", "[gpu][multigpu
   op(s.get());
   REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
   const float wrong = 1e6f;
-  REQUIRE(cudaMemcpy(static_cast<float*>(op.output_of(group.ranks() - 1)) + 17, &wrong, sizeof wrong, cudaMemcpyHostToDevice) ==
+  REQUIRE(cudaMemcpy(static_cast<float*>(op.output_of(group.local_ranks() - 1)) + 17, &wrong, sizeof wrong, cudaMemcpyHostToDevice) ==
           cudaSuccess);
   const gpucmp::verification bad = op.check_outputs();
   CHECK(bad.failed == 1);
@@ -82,4 +83,45 @@ TEST_CASE("bad groups and calls are refused by name", "[gpu][multigpu][nccl][api
   CHECK_THROWS_WITH(gpucmp::nccl_collective(group, gpucmp::collective::all_to_all, 4096, gpucmp::nccl_dtype::fp32, in_place),
                     GPUCMP_CONTAINS("no in-place all_to_all"));
   CHECK_THROWS_WITH(gpucmp::parse_nccl_dtype("fp8"), GPUCMP_CONTAINS("unknown collective element type 'fp8'"));
+}
+
+TEST_CASE("a world joined through a unique id: every collective verifies, and lockstep timing takes its exact count",
+          "[gpu][multigpu][nccl][mpi]") {
+  // What each process does under MPI (multigpu/mpi_world.hpp), with one process: ranks 0 ..
+  // n-1 of a world of n, joined through an id, in one NCCL group.
+  int visible = 0;
+  REQUIRE(cudaGetDeviceCount(&visible) == cudaSuccess);
+  std::vector<int> devices;
+  for (int d = 0; d < visible; ++d) devices.push_back(d);
+  ncclUniqueId id{};
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  const gpucmp::communicator_group group(id, visible, 0, devices);
+  CHECK(group.ranks() == visible);
+  CHECK(group.local_ranks() == visible);
+  CHECK(group.single_process());
+  CHECK(group.rank(group.local_ranks() - 1) == visible - 1);
+  gpucmp::engine eng;
+  for (gpucmp::collective c : gpucmp::all_collectives()) {
+    gpucmp::nccl_collective op(group, c, std::size_t{1} << 20, gpucmp::nccl_dtype::fp32);
+    INFO(op.name());
+    CHECK(op.verify(eng.stream()).passed());
+  }
+  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{16} << 20, gpucmp::nccl_dtype::fp32);
+  gpucmp::measure_options o;
+  gpucmp::make_lockstep(o, 12, 4);
+  for (gpucmp::mode m : {gpucmp::mode::hot, gpucmp::mode::graph}) {
+    const gpucmp::measurement r = eng.measure(op, m, o);
+    INFO(gpucmp::to_string(m));
+    REQUIRE(r.ok());
+    CHECK(r.gpu_s.size() == 12);  // every process takes the same launches
+    CHECK(r.batch == 4);
+    CHECK(r.warmup_launches == 5);
+    CHECK(r.launches == 48);
+    CHECK(r.stopped_by == gpucmp::stop_reason::max_samples);
+  }
+  CHECK(op.verify(eng.stream()).passed());
+  // Ranks outside the world are refused before NCCL is asked.
+  CHECK_THROWS_WITH(gpucmp::communicator_group(id, 1, 1, std::vector<int>{0}), GPUCMP_CONTAINS("are not in a world of 1"));
+  CHECK_THROWS_AS(gpucmp::communicator_group(id, 2, -1, std::vector<int>{0}), gpucmp::invalid_argument);
+  CHECK_THROWS_WITH(group.device(visible), GPUCMP_CONTAINS("local rank"));
 }

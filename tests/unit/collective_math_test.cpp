@@ -7,6 +7,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/multigpu/collective_math.hpp>
+#include <gpucmp/multigpu/rank_placement.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -132,4 +133,14 @@ TEST_CASE("the data check's closed-form results equal each collective done by ha
   CHECK_THROWS_AS(gpucmp::collective_expected(s, 0, s.output_elements()), gpucmp::invalid_argument);
   CHECK(gpucmp::parse_collective("all_to_all") == gpucmp::collective::all_to_all);
   CHECK_THROWS_WITH(gpucmp::parse_collective("allreduce"), GPUCMP_CONTAINS("unknown collective 'allreduce'"));
+}
+
+TEST_CASE("one process per GPU: local rank k drives device k, and a node with more processes than GPUs is refused",
+          "[unit][multigpu]") {
+  CHECK(gpucmp::device_for({0, 1, 0, 1}, 1) == 0);
+  CHECK(gpucmp::device_for({3, 4, 1, 2}, 2) == 1);  // two nodes of two: world rank 3 is local rank 1
+  CHECK(gpucmp::device_for({1, 2, 1, 2}, 8) == 1);  // fewer processes than GPUs: the first ones
+  CHECK_THROWS_WITH(gpucmp::device_for({1, 2, 1, 2}, 1), GPUCMP_CONTAINS("2 processes on this node but 1 visible GPU"));
+  CHECK_THROWS_WITH(gpucmp::device_for({2, 2, 0, 1}, 1), GPUCMP_CONTAINS("is not a placement"));
+  CHECK_THROWS_AS(gpucmp::device_for({0, 1, 0, 3}, 4), gpucmp::invalid_argument);  // more on the node than in the world
 }

@@ -131,3 +131,32 @@ TEST_CASE("stop reasons have stable names", "[stopping]") {
   CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::max_samples)) == "max_samples");
   CHECK(std::string(gpucmp::to_string(gpucmp::stop_reason::fixed_window)) == "fixed_window");
 }
+
+TEST_CASE("lockstep options stop at exactly the sample count, whatever the noise, the GPU time or the wall clock",
+          "[stopping][lockstep]") {
+  gpucmp::measure_options o;
+  o.power = true;
+  o.window_s = 2;
+  o.warmup_time_s = 1;
+  gpucmp::make_lockstep(o, 30, 20);
+  o.validate();
+  CHECK(o.batch == 20);
+  CHECK(o.warmup_launches == 5);
+  CHECK(o.warmup_time_s == 0);
+  CHECK_FALSE(o.power);
+  CHECK(o.window_s == 0);
+  CHECK_FALSE(o.hold);
+  // Steady samples would converge after 10; noisy ones would run to a plateau; an hour of
+  // wall time per sample would hit the default cap after one. Each stops at 30.
+  for (double wall_per_sample : {0.0, 3600.0}) {
+    gpucmp::stopping_rule steady(o), noisy(o);
+    CHECK(run_until_stop(steady, [](std::size_t) { return 1e-3; }, wall_per_sample) ==
+          std::pair{gpucmp::stop_reason::max_samples, std::size_t{30}});
+    CHECK(run_until_stop(noisy, [](std::size_t i) { return i % 2 ? 1e-3 : 5e-3; }, wall_per_sample) ==
+          std::pair{gpucmp::stop_reason::max_samples, std::size_t{30}});
+  }
+  gpucmp::measure_options bad;
+  CHECK_THROWS_AS(gpucmp::make_lockstep(bad, 0, 1), gpucmp::invalid_argument);
+  CHECK_THROWS_AS(gpucmp::make_lockstep(bad, 10, 0), gpucmp::invalid_argument);
+  CHECK_THROWS_WITH(gpucmp::make_lockstep(bad, 10, 100000), GPUCMP_CONTAINS("above max_batch"));
+}

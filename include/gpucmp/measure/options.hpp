@@ -130,4 +130,30 @@ struct measure_options {
   }
 };
 
+/// Makes every process take the same launches, whatever its clocks: `warmup` warm-up
+/// launches, `batch` launches per sample, exactly `samples` samples, and no phase or cap that
+/// reads a clock (warm-up time, cool-down, settle, power, sampling window, wall and time
+/// budgets). For code whose every launch is a collective across processes (NCCL under MPI):
+/// a process that launched once more than the others would wait for them forever. The
+/// stream is not held (each launch must reach the GPU while the other processes' wait).
+/// Throws invalid_argument for zero samples, batch or a batch above max_batch.
+inline void make_lockstep(measure_options& o, std::size_t samples, std::size_t batch, std::size_t warmup = 5) {
+  if (samples == 0 || batch == 0) throw invalid_argument("make_lockstep: samples and batch must be >= 1");
+  if (batch > o.max_batch) {
+    throw invalid_argument("make_lockstep: batch " + std::to_string(batch) + " is above max_batch " + std::to_string(o.max_batch));
+  }
+  o.warmup_launches = warmup;
+  o.warmup_time_s = 0;
+  o.cooldown_s = 0;
+  o.settle_s = 0;
+  o.power = false;
+  o.window_s = 0;
+  o.timeout_s = 0;
+  o.batch = batch;
+  o.min_samples = o.max_samples = samples;
+  o.min_gpu_time_s = 0;
+  o.max_wall_time_s = 1e12;  // never: the sample count decides
+  o.hold = false;
+}
+
 }  // namespace gpucmp

@@ -10,7 +10,9 @@
 // waits for), launches the collective on every rank in one NCCL group, and joins back
 // (`stream` waits for an event on every rank's stream). The engine then times the call on
 // `stream` like any other, from the first rank's start to the last rank's end, in hot mode or
-// captured into one CUDA graph.
+// captured into one CUDA graph. With ranks in several processes (one per GPU under MPI),
+// each process launches, fills and checks its own ranks, and every process must make the
+// same calls in the same order (multigpu/mpi_world.hpp, measure_options' make_lockstep).
 //
 //   gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
 //   gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{1} << 30,
@@ -161,8 +163,8 @@ class nccl_collective {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
     const std::size_t e = element_bytes(dtype);
-    for (int r = 0; r < n; ++r) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(group.device(r)));
+    for (int i = 0; i < group.local_ranks(); ++i) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(group.device(i)));
       const std::size_t in_bytes = std::size_t(m_size.input_elements()) * e, out_bytes = std::size_t(m_size.output_elements()) * e;
       m_inputs.emplace_back(std::max(in_bytes, options.in_place ? out_bytes : in_bytes), initial_fill::uninitialized());
       if (!options.in_place) m_outputs.emplace_back(out_bytes, initial_fill::uninitialized());
@@ -189,28 +191,29 @@ class nccl_collective {
     return w;
   }
 
-  /// Enqueues the collective on every rank, forked from and joined back to `stream` (any
-  /// device's stream).
+  /// Enqueues the collective on every rank of this process, forked from and joined back to
+  /// `stream` (any device's stream). Across processes, every process must enqueue it.
   void operator()(cudaStream_t stream) const {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
     m_fork.begin(stream);
-    for (int r = 0; r < m_group.ranks(); ++r) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      m_fork.wait(std::size_t(r), m_group.stream(r));
+    for (int i = 0; i < m_group.local_ranks(); ++i) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(i)));
+      m_fork.wait(std::size_t(i), m_group.stream(i));
     }
     launch_all();
-    for (int r = 0; r < m_group.ranks(); ++r) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      m_fork.done(std::size_t(r), m_group.stream(r));
+    for (int i = 0; i < m_group.local_ranks(); ++i) {
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(i)));
+      m_fork.done(std::size_t(i), m_group.stream(i));
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
     m_fork.join(stream);
   }
 
   /// Refills the inputs, poisons the outputs, runs once from `stream` and checks every
-  /// output element of every rank against the exact result. In place, the inputs are
-  /// refilled afterwards. Synchronizes.
+  /// output element of this process's ranks against the exact result (across processes,
+  /// each checks its own: combine the verdicts). In place, the inputs are refilled
+  /// afterwards. Synchronizes.
   verification verify(cudaStream_t stream) {
     refill();
     (*this)(stream);
@@ -220,15 +223,16 @@ class nccl_collective {
     return v;
   }
 
-  /// Checks every output element of every rank as it is now against the exact result
-  /// (verify() without the run and the refill).
+  /// Checks every output element of this process's ranks as it is now against the exact
+  /// result (verify() without the run and the refill).
   verification check_outputs() const {
     verification v;
     v.method = "every output element of every rank against the exact result (nccl-tests' -c)";
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    for (int r = 0; r < m_group.ranks(); ++r) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
+    for (int i = 0; i < m_group.local_ranks(); ++i) {
+      const int r = m_group.rank(i);
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(i)));
       device_buffer<unsigned long long> counters(2, initial_fill::uninitialized());
       const unsigned long long init[2] = {0, ~0ull};
       GPUCMP_CUDA_CHECK(cudaMemcpy(counters.data(), init, sizeof init, cudaMemcpyHostToDevice));
@@ -236,7 +240,7 @@ class nccl_collective {
       detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
         using T = decltype(zero);
         detail::check_collective_output<T><<<detail::collective_grid(count), 256>>>(
-            static_cast<const T*>(output(r)), count, m_size.kind, m_size.ranks, m_size.count, r, counters.data(), counters.data() + 1);
+            static_cast<const T*>(output(i)), count, m_size.kind, m_size.ranks, m_size.count, r, counters.data(), counters.data() + 1);
       });
       GPUCMP_CUDA_CHECK_LAST("check_collective_output");
       unsigned long long got[2] = {0, 0};
@@ -254,31 +258,35 @@ class nccl_collective {
     return v;
   }
 
-  /// Device pointer to rank `rank`'s output (for tests that corrupt it).
-  void* output_of(int rank) const { return output(rank); }
+  /// Device pointer to local rank `local`'s output (for tests that corrupt it).
+  void* output_of(int local) const { return output(local); }
 
  private:
-  void* input(int r) const { return const_cast<unsigned char*>(m_inputs[std::size_t(r)].data()); }
+  // Buffers by local rank; blocks within them by world rank.
+  void* input(int local) const { return const_cast<unsigned char*>(m_inputs[std::size_t(local)].data()); }
   // In place, reduce-scatter's output is the rank's own block of its input.
-  void* output(int r) const {
-    if (!m_options.in_place) return const_cast<unsigned char*>(m_outputs[std::size_t(r)].data());
-    const std::size_t block = m_size.kind == collective::reduce_scatter ? std::size_t(r) * std::size_t(m_size.count) * element_bytes(m_dtype) : 0;
-    return static_cast<unsigned char*>(input(r)) + block;
+  void* output(int local) const {
+    if (!m_options.in_place) return const_cast<unsigned char*>(m_outputs[std::size_t(local)].data());
+    const std::size_t block = m_size.kind == collective::reduce_scatter
+                                  ? std::size_t(m_group.rank(local)) * std::size_t(m_size.count) * element_bytes(m_dtype)
+                                  : 0;
+    return static_cast<unsigned char*>(input(local)) + block;
   }
 
   // Inputs to collective_input(), outputs poisoned (0xFF: NaN in floating types).
   void refill() {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    for (int r = 0; r < m_group.ranks(); ++r) {
-      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
-      if (!m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(output(r), 0xFF, m_outputs[std::size_t(r)].bytes()));
+    for (int i = 0; i < m_group.local_ranks(); ++i) {
+      const int r = m_group.rank(i);
+      GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(i)));
+      if (!m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(output(i), 0xFF, m_outputs[std::size_t(i)].bytes()));
       const std::int64_t count = m_size.input_elements();
       detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
         using T = decltype(zero);
-        if (m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(input(r), 0xFF, m_inputs[std::size_t(r)].bytes()));
+        if (m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(input(i), 0xFF, m_inputs[std::size_t(i)].bytes()));
         // In place, all-gather's input is the rank's own block of the output.
-        T* at = static_cast<T*>(input(r)) + (m_options.in_place && m_size.kind == collective::all_gather ? std::int64_t(r) * m_size.count : 0);
+        T* at = static_cast<T*>(input(i)) + (m_options.in_place && m_size.kind == collective::all_gather ? std::int64_t(r) * m_size.count : 0);
         detail::fill_collective_input<T><<<detail::collective_grid(count), 256>>>(at, count, r);
       });
       GPUCMP_CUDA_CHECK_LAST("fill_collective_input");
@@ -292,11 +300,12 @@ class nccl_collective {
     const std::size_t count = std::size_t(m_size.count), e = element_bytes(m_dtype);
     const int n = m_group.ranks();
     GPUCMP_NCCL_CHECK(ncclGroupStart());
-    for (int r = 0; r < n; ++r) {
-      const ncclComm_t comm = m_group.comm(r);
-      const cudaStream_t s = m_group.stream(r);
-      const void* send = input(r);
-      void* recv = output(r);
+    for (int i = 0; i < m_group.local_ranks(); ++i) {
+      const int r = m_group.rank(i);
+      const ncclComm_t comm = m_group.comm(i);
+      const cudaStream_t s = m_group.stream(i);
+      const void* send = input(i);
+      void* recv = output(i);
       if (m_options.in_place && m_size.kind == collective::all_gather) send = static_cast<const unsigned char*>(recv) + std::size_t(r) * count * e;
       switch (m_size.kind) {
         case collective::all_reduce: GPUCMP_NCCL_CHECK(ncclAllReduce(send, recv, count, type, ncclSum, comm, s)); break;

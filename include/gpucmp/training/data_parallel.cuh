@@ -41,10 +41,13 @@ class data_parallel_training {
   /// draws its synthetic batch with data_seed + r). `options.batch` is per GPU.
   data_parallel_training(const network_definition& definition, const training_options& options, const communicator_group& group)
       : m_group(group), m_fork(group.devices()) {
+    if (!group.single_process()) {
+      throw unsupported("data_parallel_training: ranks in several processes (MPI) are not written yet; run every GPU in one process");
+    }
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
     try {
-      for (int r = 0; r < group.ranks(); ++r) {
+      for (int r = 0; r < group.local_ranks(); ++r) {
         GPUCMP_CUDA_CHECK(cudaSetDevice(group.device(r)));
         training_options o = options;
         o.data_seed = options.data_seed + std::uint64_t(r);
@@ -64,7 +67,7 @@ class data_parallel_training {
     int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
     m_fork.begin(stream);
-    const int n = m_group.ranks();
+    const int n = m_group.local_ranks();
     for (int r = 0; r < n; ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
       m_fork.wait(std::size_t(r), m_group.stream(r));
@@ -101,7 +104,7 @@ class data_parallel_training {
                                        : m_replicas.front()->options().dtype == conv_dtype::bf16 ? ncclBfloat16
                                                                                                  : ncclFloat32;
     GPUCMP_NCCL_CHECK(ncclGroupStart());
-    for (int r = 0; r < m_group.ranks(); ++r) {
+    for (int r = 0; r < m_group.local_ranks(); ++r) {
       const training_network::gradient_arrays g = m_replicas[std::size_t(r)]->gradient_storage();
       if (g.filter_count != 0) {
         GPUCMP_NCCL_CHECK(ncclAllReduce(g.filters, g.filters, g.filter_count, filter_type, ncclAvg, m_group.comm(r), m_group.stream(r)));
