@@ -12,12 +12,23 @@
 //   collectives [--collectives=all_reduce,...] [--types=fp32] [--min_bytes=8] [--max_bytes=8589934592]
 //               [--factor=2] [--placements=out_of_place,in_place] [benchmark flags]
 // A size that does not fit is a typed out-of-memory row; the rows before it stay.
+//
+// One process per GPU (built with gpucmp::mpi), on one node or across nodes:
+//   mpirun -np 2 collectives --mpi [--mpi_samples=30] [--mpi_batch=20] [flags as above]
+// Rank 0's device is the process's local rank on its node; rank 0 prints and writes the
+// results, the others stay silent. Every process takes the same launches (make_lockstep:
+// --mpi_samples samples of --mpi_batch calls after 5 warm-up calls), a check that fails on
+// any rank fails on all, and the rates come from the slowest rank's median (a collective
+// ends when its last rank does).
 #include "program_flags.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/multigpu/collective_math.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
 #include <gpucmp/multigpu/nccl_collective.cuh>
+#if GPUCMP_WITH_MPI
+#include <gpucmp/multigpu/mpi_world.hpp>
+#endif
 
 #include <cmath>
 #include <cstdio>
@@ -35,6 +46,8 @@ struct settings {
   std::vector<gpucmp::nccl_dtype> types{gpucmp::nccl_dtype::fp32};
   std::size_t min_bytes = 8, max_bytes = std::size_t{8} << 30, factor = 2;
   std::vector<bool> in_place{false, true};
+  bool mpi = false;                          // one process per GPU (--mpi)
+  std::size_t mpi_samples = 30, mpi_batch = 20;  // the lockstep under MPI
 };
 
 settings& config() {
@@ -42,28 +55,65 @@ settings& config() {
   return s;
 }
 
+gpucmp::communicator_group make_group() {
+#if GPUCMP_WITH_MPI
+  if (config().mpi) return gpucmp::communicator_group_from_mpi(MPI_COMM_WORLD);
+#endif
+  return gpucmp::communicator_group::all_visible();
+}
+
 // The process's group (built on first use, when a benchmark runs on a GPU).
 const gpucmp::communicator_group& group() {
-  static const gpucmp::communicator_group g = gpucmp::communicator_group::all_visible();
+  static const gpucmp::communicator_group g = make_group();
   return g;
+}
+
+// Checks every output of this process's ranks; under MPI a failure on any rank fails all.
+void require_verified(gpucmp::nccl_collective& op, cudaStream_t stream, const std::string& what) {
+  const gpucmp::verification v = op.verify(stream);
+#if GPUCMP_WITH_MPI
+  if (config().mpi && !gpucmp::all_ranks_agree(v.passed(), MPI_COMM_WORLD) && v.passed()) {
+    throw gpucmp::error(what + ": another rank's outputs failed the check (see its error)");
+  }
+#endif
+  gpucmp::require_passed(what, v);
+}
+
+// The median the rates come from: this process's, or under MPI the slowest rank's (NaN when
+// any rank has none).
+double median_for_rates(const gpucmp::measurement* m) {
+  const double mine = m != nullptr && m->ok() ? m->gpu.median : -1.0;
+#if GPUCMP_WITH_MPI
+  if (config().mpi) {
+    const bool all = gpucmp::all_ranks_agree(mine >= 0, MPI_COMM_WORLD);
+    const double slowest = gpucmp::max_over_ranks(mine, MPI_COMM_WORLD);
+    return all ? slowest : NAN;
+  }
+#endif
+  return mine >= 0 ? mine : NAN;
 }
 
 void run_collective(gpucmp::state& st, gpucmp::collective c, gpucmp::nccl_dtype t, std::size_t bytes, bool in_place) {
   gpucmp::nccl_collective_options o;
   o.in_place = in_place;
   gpucmp::nccl_collective op(group(), c, bytes, t, o);
-  gpucmp::require_passed(op.name(), op.verify(st.stream()));
+  require_verified(op, st.stream(), op.name());
   st.set_work(op.work());
-  st.add_note(std::to_string(group().ranks()) + " rank(s), every output element checked");
+  std::string note = std::to_string(group().ranks()) + " rank(s), every output element checked";
+  if (config().mpi) {
+    gpucmp::make_lockstep(st.options(), config().mpi_samples, config().mpi_batch);
+    note += "; one process per GPU (MPI), the slowest rank's median";
+  }
+  st.add_note(note);
   st.run(op);
-  const gpucmp::measurement* m = st.result();
-  if (m == nullptr || !m->ok()) return;
-  const gpucmp::collective_rates rates = gpucmp::rates_for(op.size(), m->gpu.median);
+  const double median = median_for_rates(st.result());
+  if (!std::isfinite(median)) return;
+  const gpucmp::collective_rates rates = gpucmp::rates_for(op.size(), median);
   auto& counters = st.gbench().counters;
   counters["ranks"] = group().ranks();
   counters["algbw_GBps"] = rates.algbw / 1e9;
   if (std::isfinite(rates.busbw)) counters["busbw_GBps"] = rates.busbw / 1e9;  // n/a with one rank
-  gpucmp::require_passed(op.name() + " after timing", op.verify(st.stream()));
+  require_verified(op, st.stream(), op.name() + " after timing");
 }
 
 void register_all() {
@@ -96,6 +146,12 @@ void parse_flags(int& argc, char** argv) {
       config().max_bytes = std::stoull(v);
     } else if (const char* v = value("--factor=")) {
       config().factor = std::stoull(v);
+    } else if (arg == "--mpi") {
+      config().mpi = true;
+    } else if (const char* v = value("--mpi_samples=")) {
+      config().mpi_samples = std::stoull(v);
+    } else if (const char* v = value("--mpi_batch=")) {
+      config().mpi_batch = std::stoull(v);
     } else if (const char* v = value("--placements=")) {
       config().in_place.clear();
       for (const auto& p : gpucmp_bench::split_list(v)) {
@@ -119,6 +175,31 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "collectives: %s\n", e.what());
     return 2;
   }
-  register_all();
-  return gpucmp::benchmark_main(argc, argv);
+  if (!config().mpi) {
+    register_all();
+    return gpucmp::benchmark_main(argc, argv);
+  }
+#if GPUCMP_WITH_MPI
+  try {
+    gpucmp::mpi_session mpi(&argc, &argv);
+    const gpucmp::rank_placement p = gpucmp::placement_in(MPI_COMM_WORLD);
+    // Rank 0 reports; the others run the same benchmarks silently and write no files.
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+      const bool output_file = std::strncmp(argv[i], "--benchmark_out", 15) == 0 || std::strncmp(argv[i], "--gpucmp_kernels_out", 20) == 0;
+      if (p.rank == 0 || !output_file) args.push_back(argv[i]);
+    }
+    if (p.rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) std::fprintf(stderr, "collectives: rank %d prints too\n", p.rank);
+    int count = int(args.size());
+    args.push_back(nullptr);  // argv[argc]
+    register_all();
+    return gpucmp::benchmark_main(count, args.data());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collectives: %s\n", e.what());
+    return 1;
+  }
+#else
+  std::fprintf(stderr, "collectives: --mpi is unsupported: built without gpucmp::mpi (MPI not found at configure time)\n");
+  return 2;
+#endif
 }

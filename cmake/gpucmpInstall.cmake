@@ -46,6 +46,12 @@ if(TARGET gpucmp_nccl)
   configure_file("${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake" "${PROJECT_BINARY_DIR}/FindNCCL.cmake" COPYONLY)
 endif()
 
+if(TARGET gpucmp_mpi)
+  install(TARGETS gpucmp_mpi EXPORT gpucmpMpiTargets)
+  install(EXPORT gpucmpMpiTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpMpiTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpMpiTargets.cmake")
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/gpucmpConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/gpucmpConfig.cmake"

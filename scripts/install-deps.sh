@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
-# Benchmark and Catch2 (v2 or v3), from the distribution's packages; with
+# Benchmark, Catch2 (v2 or v3) and Open MPI, from the distribution's packages; with
 # GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
 # (without it that one test is reported as Skipped); with GPUCMP_INSTALL_FUZZ=1 clang and
 # its libFuzzer runtime (scripts/fuzz.sh). The CUDA toolkit must already be
@@ -20,6 +20,8 @@ command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
 have_cmake_package benchmark || missing+=(libbenchmark-dev)
 have_cmake_package Catch2 || missing+=(catch2)
+# One process per GPU (component gpucmp::mpi): Open MPI's compiler wrapper, headers and mpirun.
+command -v mpicc >/dev/null || missing+=(libopenmpi-dev)
 if [ "${GPUCMP_INSTALL_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   missing+=(chromium)
 fi
