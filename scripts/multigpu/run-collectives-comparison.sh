@@ -5,7 +5,8 @@
 # (all-reduce, all-gather, reduce-scatter in FP32, out of place, at 64 MiB, 1 GiB and 4 GiB,
 # hot mode and graph) and torch_collectives.py (torch.distributed with NCCL, one process per
 # GPU) on the same sizes, one after the other, data-parallel ResNet-50 training on one GPU and
-# on all of them, then acceptance.py's rows. NVLink multicast
+# on all of them, the 1 GiB all-reduce again under mpirun (one process per GPU), then
+# acceptance.py's rows. NVLink multicast
 # stays off (NCCL_NVLS_ENABLE=0).
 #   scripts/multigpu/run-collectives-comparison.sh BUILD_DIR OUT_DIR
 set -uo pipefail
@@ -21,6 +22,16 @@ nvidia-smi topo -m > "$out_dir/topology.txt" 2>&1 || true
   --min_bytes=67108864 --max_bytes=4294967296 --factor=4 \
   --benchmark_out="$out_dir/gpucmp_collectives.json" --benchmark_out_format=json > "$out_dir/gpucmp_collectives.txt" 2>&1 ||
   { echo "run-collectives-comparison: collectives failed"; tail -20 "$out_dir/gpucmp_collectives.txt"; status=1; }
+# One process per GPU under MPI (built with gpucmp::mpi): the 1 GiB all-reduce again.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+if command -v mpirun >/dev/null && [ "$gpus" -ge 1 ]; then
+  mpirun --allow-run-as-root --oversubscribe -np "$gpus" -x NCCL_NVLS_ENABLE "$build_dir/benchmarks/collectives" --mpi \
+    --collectives=all_reduce --types=fp32 --placements=out_of_place --min_bytes=1073741824 --max_bytes=1073741824 \
+    --benchmark_out="$out_dir/gpucmp_collectives_mpi.json" --benchmark_out_format=json > "$out_dir/gpucmp_collectives_mpi.txt" 2>&1 ||
+    { echo "run-collectives-comparison: collectives under mpirun failed"; tail -20 "$out_dir/gpucmp_collectives_mpi.txt"; status=1; }
+else
+  echo "run-collectives-comparison: no mpirun here: the MPI row stays missing"
+fi
 python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "$out_dir/torch_collectives.log" 2>&1 ||
   { echo "run-collectives-comparison: torch_collectives.py failed"; tail -20 "$out_dir/torch_collectives.log"; status=1; }
 # The P2P matrix (its 1 GiB one-way 0 -> 1 copy is the peer-copy row).
