@@ -42,11 +42,11 @@ for p in verify example throughput largest acceptance; do
 done
 # The tests last: their build is the slowest part (see above).
 if part tests; then
-  # Bounded, and watched: what is still compiling after 4 minutes, and every step's time.
-  ( sleep 240; ps -eo pid,etime,args | grep -E "cicc|ptxas|cc1plus|cudafe|nvcc|fatbinary|ld|gpucmp_" | grep -v grep \
-      > "$work/build_tests_after_240s.txt" ) &
+  # Bounded, and watched: what is still compiling after 150 s, and every step's time.
+  ( sleep 150; ps -eo pid,etime,args | grep -E "cicc|ptxas|cc1plus|cudafe|nvcc|fatbinary|ld|gpucmp_" | grep -v grep \
+      > "$work/build_tests_after_150s.txt" ) &
   watchdog=$!
-  NINJA_STATUS="[%f/%t %es] " timeout "${GPUCMP_TEST_BUILD_TIMEOUT:-420}" ninja -C "$build_dir" gpucmp_models_tests gpucmp_ops_tests \
+  NINJA_STATUS="[%f/%t %es] " timeout "${GPUCMP_TEST_BUILD_TIMEOUT:-300}" ninja -C "$build_dir" gpucmp_models_tests gpucmp_ops_tests \
     > "$work/build_tests.log" 2>&1 || { echo "training-check: the test build failed or ran past its limit"; tail -5 "$work/build_tests.log"; status=1; }
   kill "$watchdog" 2>/dev/null
   cp "$build_dir/.ninja_log" "$work/ninja_log.txt" 2>/dev/null
