@@ -6,12 +6,14 @@
 // at a small size (latency) and a large one (bandwidth), each verified before it is timed.
 // Names: p2p/<method>/<from>_<to>/<bytes>/<one_way|both_ways>/hot. With one GPU there is no
 // pair: the program says so. --matrix_out writes the large one-way copies as a matrix of GB/s
-// (markdown), and whether peer access is on for each pair.
+// (markdown), whether peer access is on for each pair, and how each pair is connected (NVML:
+// NVLinks and their version, directly or through NVSwitch, or the PCIe path).
 //   p2p_matrix [--sizes=4096,1073741824] [--matrix_out=p2p.md] [benchmark flags]
 #include "program_flags.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/multigpu/peer_copy.cuh>
+#include <gpucmp/multigpu/topology.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -80,6 +82,25 @@ void write_matrix(int devices) {
   if (devices < 2) {
     out << "one GPU: no pair to copy between\n";
     return;
+  }
+  // The connections first: the bandwidths below read against them.
+  out << "\n## connections (NVML)\n\n";
+  try {
+    std::vector<gpucmp::device_info> infos;
+    for (int d = 0; d < devices; ++d) infos.push_back(gpucmp::query_device(d));
+    const gpucmp::gpu_topology t = gpucmp::read_gpu_topology(infos);
+    out << "| from \\ to |";
+    for (int b = 0; b < devices; ++b) out << " " << b << " |";
+    out << "\n|---|";
+    for (int b = 0; b < devices; ++b) out << "---|";
+    out << "\n";
+    for (int a = 0; a < devices; ++a) {
+      out << "| " << a << " (" << t.bus_ids[std::size_t(a)] << ") |";
+      for (int b = 0; b < devices; ++b) out << " " << (a == b ? std::string("–") : t.pairs[std::size_t(a)][std::size_t(b)].text()) << " |";
+      out << "\n";
+    }
+  } catch (const gpucmp::error& e) {
+    out << "unknown: " << e.what() << "\n";
   }
   for (const char* method : {"memcpy_peer", "copy_kernel"}) {
     out << "\n## " << method << "\n\n| from \\ to |";

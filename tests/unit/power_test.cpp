@@ -12,6 +12,7 @@
 #include <gpucmp/serving/serving.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <string>
 #include <type_traits>
 
@@ -114,6 +115,22 @@ TEST_CASE("gpucmp's NVML declarations match nvml.h", "[power][nvml]") {
   STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetEccMode), nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*)>);
   STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetCurrentClocksEventReasons), nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>);
   STATIC_REQUIRE(std::is_same_v<decltype(&nvmlSystemGetDriverVersion), nvmlReturn_t (*)(char*, unsigned int)>);
+  // Topology: NVLink per link and the PCIe path between two devices.
+  CHECK(gpucmp::nvml_abi::nvlink_max_links == NVML_NVLINK_MAX_LINKS);
+  CHECK(gpucmp::nvml_abi::nvlink_device_gpu == NVML_NVLINK_DEVICE_TYPE_GPU);
+  CHECK(gpucmp::nvml_abi::nvlink_device_switch == NVML_NVLINK_DEVICE_TYPE_SWITCH);
+  STATIC_REQUIRE(sizeof(nvmlIntNvLinkDeviceType_t) == sizeof(int));
+  STATIC_REQUIRE(sizeof(nvmlGpuTopologyLevel_t) == sizeof(int));
+  STATIC_REQUIRE(sizeof(nvmlPciInfo_t) == sizeof(gpucmp::nvml_abi::pci_info));
+  STATIC_REQUIRE(offsetof(nvmlPciInfo_t, busId) == offsetof(gpucmp::nvml_abi::pci_info, bus_id));
+  STATIC_REQUIRE(offsetof(nvmlPciInfo_t, domain) == offsetof(gpucmp::nvml_abi::pci_info, domain));
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetNvLinkState), nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlEnableState_t*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetNvLinkVersion), nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int*)>);
+  STATIC_REQUIRE(std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemotePciInfo_v2), nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*)>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(&nvmlDeviceGetNvLinkRemoteDeviceType), nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlIntNvLinkDeviceType_t*)>);
+  STATIC_REQUIRE(
+      std::is_same_v<decltype(&nvmlDeviceGetTopologyCommonAncestor), nvmlReturn_t (*)(nvmlDevice_t, nvmlDevice_t, nvmlGpuTopologyLevel_t*)>);
 }
 #endif
 

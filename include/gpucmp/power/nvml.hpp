@@ -33,6 +33,19 @@ inline constexpr int clock_sm = 1;                    ///< NVML_CLOCK_SM
 inline constexpr int clock_mem = 2;                   ///< NVML_CLOCK_MEM
 inline constexpr int temperature_gpu = 0;             ///< NVML_TEMPERATURE_GPU
 inline constexpr int feature_enabled = 1;             ///< NVML_FEATURE_ENABLED
+inline constexpr unsigned nvlink_max_links = 18;      ///< NVML_NVLINK_MAX_LINKS
+inline constexpr int nvlink_device_gpu = 0x00;        ///< NVML_NVLINK_DEVICE_TYPE_GPU
+inline constexpr int nvlink_device_switch = 0x02;     ///< NVML_NVLINK_DEVICE_TYPE_SWITCH
+/// nvmlPciInfo_t.
+struct pci_info {
+  char bus_id_legacy[16];     ///< busIdLegacy
+  unsigned int domain;        ///< domain
+  unsigned int bus;           ///< bus
+  unsigned int device;        ///< device
+  unsigned int pci_device_id;     ///< pciDeviceId
+  unsigned int pci_sub_system_id;  ///< pciSubSystemId
+  char bus_id[32];            ///< busId: "00000000:18:00.0"
+};
 }  // namespace nvml_abi
 
 /// The loaded NVML library (one per process). Never throws: when NVML cannot be loaded or
@@ -83,6 +96,12 @@ class nvml_library {
   nvml_abi::return_t (*pcie_generation)(nvml_abi::device_t, unsigned int*) = nullptr;
   nvml_abi::return_t (*pcie_width)(nvml_abi::device_t, unsigned int*) = nullptr;
   nvml_abi::return_t (*driver_version)(char*, unsigned int) = nullptr;
+  // NVLink and PCIe topology (multigpu/topology.hpp).
+  nvml_abi::return_t (*nvlink_state)(nvml_abi::device_t, unsigned int, int*) = nullptr;
+  nvml_abi::return_t (*nvlink_version)(nvml_abi::device_t, unsigned int, unsigned int*) = nullptr;
+  nvml_abi::return_t (*nvlink_remote_pci)(nvml_abi::device_t, unsigned int, nvml_abi::pci_info*) = nullptr;
+  nvml_abi::return_t (*nvlink_remote_type)(nvml_abi::device_t, unsigned int, int*) = nullptr;
+  nvml_abi::return_t (*common_ancestor)(nvml_abi::device_t, nvml_abi::device_t, int*) = nullptr;
 
  private:
   static const char* library_name() noexcept {
@@ -119,6 +138,11 @@ class nvml_library {
     bind(pcie_generation, "nvmlDeviceGetCurrPcieLinkGeneration");
     bind(pcie_width, "nvmlDeviceGetCurrPcieLinkWidth");
     bind(driver_version, "nvmlSystemGetDriverVersion");
+    bind(nvlink_state, "nvmlDeviceGetNvLinkState");
+    bind(nvlink_version, "nvmlDeviceGetNvLinkVersion");
+    bind(nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    bind(nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
+    bind(common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
     if (init == nullptr || handle_by_pci_bus_id == nullptr) {
       m_reason = std::string("NVML not available: ") + soname + " lacks nvmlInit_v2 or nvmlDeviceGetHandleByPciBusId_v2";
       return;
@@ -210,6 +234,10 @@ class nvml_device {
     unsigned int v = 0;
     return read(m_nvml.pcie_width, v) ? std::optional<unsigned>(v) : std::nullopt;
   }
+  /// NVML's handle, for calls across two devices (topology).
+  nvml_abi::device_t handle() const noexcept { return m_device; }
+  /// The library this device was opened with.
+  nvml_library& library() const noexcept { return m_nvml; }
   /// The driver version string ("580.159").
   std::optional<std::string> driver_version() const {
     char text[96] = {};
