@@ -5,7 +5,9 @@
 // They only read the comparison; numbers are formatted the same way everywhere.
 #pragma once
 
+#include "format.hpp"
 #include "model.hpp"
+#include "p2p_heatmap.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -15,22 +17,6 @@
 #include <vector>
 
 namespace gpucmp_report {
-
-inline std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-/// Three significant figures at most, without exponent for the ranges reports use.
-inline std::string number(double v) {
-  if (!std::isfinite(v)) return "";
-  const double a = std::fabs(v);
-  if (a >= 100) return fixed(v, 0);
-  if (a >= 10) return fixed(v, 1);
-  if (a >= 1) return fixed(v, 2);
-  return fixed(v, 3);
-}
 
 inline std::string energy_text(double joules) {
   if (joules >= 1) return number(joules) + " J";
@@ -180,6 +166,11 @@ inline std::string render_markdown(const comparison& cmp) {
   for (const auto& row : cmp.cells)
     for (const auto& c : row) any_caveat = any_caveat || (c.kind == cell_kind::projected && !c.note.empty());
   if (any_caveat) md << "\n† L2-resident when measured: projected with DRAM bandwidth.\n";
+  const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
+  if (!p2p.empty()) md << "\nP2P bandwidth (one-way copies between GPUs, GB/s; row: from, column: to):\n";
+  for (const p2p_matrix& m : p2p) {
+    md << "\n" << markdown_text(m.gpu) << ", " << markdown_text(m.method) << ", " << number(m.bytes) << " bytes:\n\n" << p2p_markdown(m);
+  }
   md << "\nSources:";
   for (const auto& c : cmp.columns) md << "\n- " << markdown_text(c.label) << ": " << markdown_text(c.source);
   md << "\n";
@@ -221,20 +212,6 @@ inline std::string render_csv(const comparison& cmp) {
 
 // ---------------------------------------------------------------------------------------
 
-inline std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
 
 inline const char* column_color(std::size_t i) {
   static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -381,6 +358,11 @@ inline std::string render_html(const comparison& cmp) {
   if (!fams.empty()) html << "<h2>Over problem size</h2>\n";
   for (const auto& [family, points] : fams) {
     html << "<h3><code>" << html_escape(family) << "</code></h3>\n" << family_curve_svg(cmp, family, points) << "\n";
+  }
+  const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
+  if (!p2p.empty()) html << "<h2>P2P bandwidth</h2>\n";
+  for (const p2p_matrix& m : p2p) {
+    html << "<h3>" << html_escape(m.gpu) << ": <code>" << html_escape(m.method) << "</code></h3>\n" << p2p_heatmap_svg(m) << "\n";
   }
   html << "<h2>Sources</h2><ul>";
   for (const auto& c : cmp.columns) html << "<li>" << html_escape(c.label) << ": " << html_escape(c.source) << "</li>";
