@@ -5,8 +5,8 @@
 # (all-reduce, all-gather, reduce-scatter in FP32, out of place, at 64 MiB, 1 GiB and 4 GiB,
 # hot mode and graph) and torch_collectives.py (torch.distributed with NCCL, one process per
 # GPU) on the same sizes, one after the other, data-parallel ResNet-50 training on one GPU and
-# on all of them, the 1 GiB all-reduce again under mpirun (one process per GPU), then
-# acceptance.py's rows. NVLink multicast
+# on all of them, the 1 GiB all-reduce again under mpirun (one process per GPU), the 8-card
+# projection (project_cards.py), then acceptance.py's rows. NVLink multicast
 # stays off (NCCL_NVLS_ENABLE=0).
 #   scripts/multigpu/run-collectives-comparison.sh BUILD_DIR OUT_DIR
 set -uo pipefail
@@ -42,5 +42,10 @@ python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "
 "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches=256 --data_parallel --benchmark_filter='/graph' \
   --benchmark_out="$out_dir/gpucmp_training_dp.json" --benchmark_out_format=json > "$out_dir/gpucmp_training_dp.txt" 2>&1 ||
   { echo "run-collectives-comparison: data-parallel training failed"; tail -20 "$out_dir/gpucmp_training_dp.txt"; status=1; }
+# The seed-style 8-card table, projected from these measurements and the spec database.
+"$build_dir/tools/report/gpucmp-report" compare "$out_dir/gpucmp_training_dp.json" --project a100_80gb_sxm,h100_sxm,l20,l40s \
+  --csv "$out_dir/projection.csv" > "$out_dir/projection.log" 2>&1 &&
+  python3 "$here/project_cards.py" "$root" "$out_dir" > "$out_dir/cards_projection.log" 2>&1 ||
+  { echo "run-collectives-comparison: the 8-card projection failed"; tail -5 "$out_dir/cards_projection.log" "$out_dir/projection.log"; status=1; }
 python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
 exit $status
