@@ -45,7 +45,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# Bounds by precision: (gradient and update per tensor vs fp64, loss curve vs fp64).
+# Bounds by precision: (gradient and weight after the step, per tensor vs fp64; loss curve vs fp64).
 BOUNDS = {"fp32": (1e-4, 1e-3), "tf32": (2e-2, 2e-2), "amp_fp16": (5e-2, 2e-2), "bf16": (1.5e-1, 5e-2)}
 # gpucmp's error per tensor may be at most this factor times PyTorch's at the same precision.
 AS_TORCH = 1.5
@@ -269,7 +269,7 @@ def main():
               "gpucmp_vs_fp64": ours, "torch_vs_fp64": torch_vs_truth, "loss_curve_vs_torch_same_precision": curve_vs_torch,
               "gpucmp_losses": gpucmp_run["losses"], "torch_losses": theirs_losses, "fp64_losses": truth["losses"],
               "gpucmp_skipped_steps": gpucmp_run["skipped_steps"], "gpucmp_final_loss_scale": gpucmp_run["final_loss_scale"],
-              "bounds": {"gradient_and_update": grad_bound, "loss_curve": curve_bound, "as_torch_factor": AS_TORCH},
+              "bounds": {"gradient_and_weight": grad_bound, "loss_curve": curve_bound, "as_torch_factor": AS_TORCH},
               "within_bounds": within_bounds, "as_accurate_as_torch": as_accurate,
               "less_accurate_than_torch": sorted(n for v in as_torch.values() for n, ok in v.items() if not ok)}
     report["pass"] = within_bounds if args.require_bounds else as_accurate

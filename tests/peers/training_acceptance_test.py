@@ -68,7 +68,7 @@ with tempfile.TemporaryDirectory() as d:
     # Verification: FP32 inside its bounds, AMP FP16's loss curve outside, TF32 and BF16 missing;
     # at random init FP32 as accurate as PyTorch, AMP FP16 with two tensors less accurate.
     for p, curve in (("fp32", 5e-4), ("amp_fp16", 0.5)):
-        bounds = {"gradient_and_update": 1e-4 if p == "fp32" else 5e-2, "loss_curve": 1e-3 if p == "fp32" else 2e-2,
+        bounds = {"gradient_and_weight": 1e-4 if p == "fp32" else 5e-2, "loss_curve": 1e-3 if p == "fp32" else 2e-2,
                   "as_torch_factor": 1.5}
         with open(os.path.join(out, f"verify_{p}_conditioned.json"), "w") as f:
             json.dump({"gpucmp_vs_fp64": {"gradient_max": 2e-5, "weights_max": 3e-5, "loss_curve_max": curve}, "bounds": bounds}, f)
