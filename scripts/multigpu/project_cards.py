@@ -57,16 +57,15 @@ def measured_rate(path):
 def measured_busbw(path):
     """(bytes, busbw GB/s, ranks) of the measured all-reduce nearest GRADIENT_BYTES."""
     result = gpucmp_results.load(path)
-    best = None
+    candidates = []
     for name, counters in result.benchmarks.items():
         parts = name.split("/")
         if len(parts) < 5 or parts[0] != "all_reduce" or "busbw_GBps" not in counters:
             continue
         size = int(parts[3])
-        candidate = (abs(size - GRADIENT_BYTES), size, float(counters["busbw_GBps"]), int(counters.get("ranks", 0)))
-        if best is None or candidate[:1] < best[:1] or (candidate[0] == best[0] and candidate[2] > best[2]):
-            best = candidate
-    return None if best is None else best[1:]
+        candidates.append((size, float(counters["busbw_GBps"]), int(counters.get("ranks", 0))))
+    # The nearest size; of its modes, the best busbw.
+    return min(candidates, key=lambda c: (abs(c[0] - GRADIENT_BYTES), -c[1]), default=None)
 
 
 def projected_rates(path):

@@ -110,38 +110,34 @@ struct pair_link {
 /// NVSwitches (an NVSwitch fabric joins every pair of its GPUs), the fewer of their switch
 /// links, which bound the pair's bandwidth.
 inline pair_link nvlink_between(const gpu_links& a, const gpu_links& b) {
+  // The links of `g` that `joins` accepts: how many, and their lowest version.
+  struct count {
+    int links = 0;
+    unsigned lowest = 0;
+  };
+  auto links_of = [](const gpu_links& g, auto joins) {
+    count c;
+    for (const nvlink_link& l : g.nvlinks) {
+      if (!joins(l)) continue;
+      ++c.links;
+      c.lowest = c.lowest == 0 ? l.version : std::min(c.lowest, l.version);
+    }
+    return c;
+  };
   pair_link p;
-  unsigned lowest = 0;
-  auto take = [&](unsigned v) { lowest = lowest == 0 ? v : std::min(lowest, v); };
-  for (const nvlink_link& l : a.nvlinks) {
-    if (!l.to_switch && l.remote_bus_id == b.bus_id) {
-      ++p.nvlinks;
-      take(l.version);
-    }
+  const count direct = links_of(a, [&](const nvlink_link& l) { return !l.to_switch && l.remote_bus_id == b.bus_id; });
+  if (direct.links > 0) {
+    p.nvlinks = direct.links;
+    p.version = direct.lowest;
+    return p;
   }
-  if (p.nvlinks == 0) {
-    int a_switch = 0, b_switch = 0;
-    unsigned a_low = 0, b_low = 0;
-    for (const nvlink_link& l : a.nvlinks) {
-      if (l.to_switch) {
-        ++a_switch;
-        a_low = a_low == 0 ? l.version : std::min(a_low, l.version);
-      }
-    }
-    for (const nvlink_link& l : b.nvlinks) {
-      if (l.to_switch) {
-        ++b_switch;
-        b_low = b_low == 0 ? l.version : std::min(b_low, l.version);
-      }
-    }
-    if (a_switch > 0 && b_switch > 0) {
-      p.nvlinks = std::min(a_switch, b_switch);
-      p.through_switch = true;
-      take(a_low);
-      take(b_low);
-    }
+  const auto to_switch = [](const nvlink_link& l) { return l.to_switch; };
+  const count a_switch = links_of(a, to_switch), b_switch = links_of(b, to_switch);
+  if (a_switch.links > 0 && b_switch.links > 0) {
+    p.nvlinks = std::min(a_switch.links, b_switch.links);
+    p.version = std::min(a_switch.lowest, b_switch.lowest);
+    p.through_switch = true;
   }
-  p.version = lowest;
   return p;
 }
 

@@ -36,8 +36,9 @@ inline std::string step_part_of(const std::string& piece) {
 inline std::vector<step_part_time> times_by_part(const network_trace& trace) {
   std::map<std::string, step_part_time> parts;
   for (const layer_trace& piece : trace.layers) {
-    step_part_time& p = parts[step_part_of(piece.layer)];
-    p.part = step_part_of(piece.layer);
+    const std::string part = step_part_of(piece.layer);
+    step_part_time& p = parts[part];
+    p.part = part;
     p.pieces += 1;
     p.busy_s += piece.busy_s;
   }
