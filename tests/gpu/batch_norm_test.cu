@@ -9,6 +9,7 @@
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/detail/unique_handle.hpp>
+#include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/cuda/stream.hpp>
@@ -68,7 +69,9 @@ struct bn_buffers {
     gpucmp::fill_uniform(beta.data(), channels(bn), 15, -0.5, 0.5, stream);
     gpucmp::fill_uniform(running_mean.data(), channels(bn), 16, -0.1, 0.1, stream);
     gpucmp::fill_uniform(running_var.data(), channels(bn), 17, 0.9, 1.1, stream);
-    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    // Not REQUIRE: a Catch2 v3 assertion in this constructor sends cudafe++ (CUDA 13) into an
+    // endless loop; the exception reaches Catch2 all the same.
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   static std::size_t bytes(const gpucmp::batch_norm_training& bn) {
     return std::size_t(bn.shape().elements()) * gpucmp::element_bytes(bn.shape().dtype);

@@ -3,7 +3,8 @@
 //
 // Work on several GPUs' streams, forked from one stream and joined back to it, so the engine
 // times it on that one stream like any call (in hot mode, or captured into a CUDA graph):
-//   begin(origin)       an event on origin's device; every branch's stream then waits on it
+//   begin(origin)       an event on origin's device (inside a capture: the current device's);
+//                       every branch's stream then waits on it
 //   wait(b, stream)     branch b's stream waits for the fork
 //   done(b, stream)     branch b's work is queued: an event on its device
 //   join(origin)        origin waits for every branch marked done since begin()
@@ -47,9 +48,9 @@ class stream_fork {
 
   /// Records the fork on `origin` (any device's stream; its event is made on that device).
   void begin(cudaStream_t origin) const {
-    int previous = 0, device = 0;
+    int previous = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&previous));
-    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(origin, &device));
+    const int device = origin_device(origin, previous);
     GPUCMP_CUDA_CHECK(cudaSetDevice(device));
     if (m_start == nullptr || m_start_device != device) {
       if (m_start != nullptr) GPUCMP_CUDA_CHECK(cudaEventDestroy(m_start));
@@ -80,6 +81,17 @@ class stream_fork {
   }
 
  private:
+  // origin's device. cudaStreamGetDevice is refused while the stream captures (CUDA 13, seen
+  // on the H200) and the refusal ends the capture, so a capturing origin is taken to be on
+  // the current device: the engine's, which made the stream it captures on.
+  int origin_device(cudaStream_t origin, int current) const {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    GPUCMP_CUDA_CHECK(cudaStreamIsCapturing(origin, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return current;
+    int device = 0;
+    GPUCMP_CUDA_CHECK(cudaStreamGetDevice(origin, &device));
+    return device;
+  }
   void check(std::size_t branch) const {
     if (branch >= m_done.size()) throw invalid_argument("stream_fork: no branch " + std::to_string(branch));
     if (m_start == nullptr) throw invalid_argument("stream_fork: begin() first");
