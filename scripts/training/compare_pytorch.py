@@ -46,7 +46,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # Bounds by precision: (gradient and weight after the step, per tensor vs fp64; loss curve vs fp64).
-BOUNDS = {"fp32": (1e-4, 1e-3), "tf32": (2e-2, 2e-2), "amp_fp16": (5e-2, 2e-2), "bf16": (1.5e-1, 5e-2)}
+# FP32's are the issue's. The others are measured: PyTorch's own worst gradient or weight error
+# at that precision in the conditioned run on the H200 (2026-12-02), rounded up (AMP FP16
+# 9.8e-2, TF32 6.1e-2, BF16 2.4e-1; docs/training.md), and loss curves that track FP64's.
+BOUNDS = {"fp32": (1e-4, 1e-3), "tf32": (7e-2, 2e-2), "amp_fp16": (1e-1, 2e-2), "bf16": (3e-1, 5e-2)}
 # gpucmp's error per tensor may be at most this factor times PyTorch's at the same precision.
 AS_TORCH = 1.5
 

@@ -4,7 +4,8 @@
 // The training step's smaller layers against training/reference_layers.hpp's FP64 host
 // references: the softmax cross-entropy loss and its scaled gradient (FP32 and FP16), with a
 // bad label made visible as NaN; max pooling's argmax and the backward passes of max,
-// average and global average pooling in both layouts; a linear layer's three gradients.
+// average and global average pooling in both layouts, and the packed NHWC kernels against the
+// generic ones bit for bit; a linear layer's three gradients.
 #include "catch.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -17,10 +18,12 @@
 #include <gpucmp/training/reference_layers.hpp>
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -131,6 +134,82 @@ gpucmp::reference::tensor random_tensor(std::int64_t n, std::int64_t c, std::int
 }
 
 }  // namespace
+
+namespace {
+
+// Pooling of one shape twice: tensors 16-byte aligned (the packed NHWC kernels) and the same
+// values one element off (the generic kernels); the two must agree bit for bit.
+template <class T>
+void check_packed_pooling(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kernel, std::int64_t stride,
+                          std::int64_t pad) {
+  gpucmp::pool_shape shape;
+  shape.n = n;
+  shape.c = c;
+  shape.h = h;
+  shape.w = w;
+  shape.kernel = kernel;
+  shape.stride = stride;
+  shape.pad = pad;
+  shape.layout = gpucmp::conv_layout::nhwc;
+  INFO(sizeof(T) << "-byte elements, n" << n << " c" << c << " h" << h << " w" << w << " k" << kernel << " s" << stride << " p" << pad);
+  const std::size_t in = std::size_t(n * c * h * w), out = std::size_t(n * c * shape.p() * shape.q());
+  // Values k / 8 in [-2, 2]: many ties inside a window, so the first-maximum rule is exercised.
+  std::vector<T> x(in + 1), dy(out + 1);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = gpucmp::from_float<T>(float(std::round(32 * gpucmp::unit_interval(gpucmp::random_bits(41, i))) - 16) / 8);
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = gpucmp::from_float<T>(float(2 * gpucmp::unit_interval(gpucmp::random_bits(42, i)) - 1));
+  gpucmp::stream s;
+  struct run {
+    std::vector<unsigned char> y, argmax, dx_max, dx_average;
+  };
+  auto pool = [&](std::size_t offset) {
+    gpucmp::device_buffer<T> xd(in + 1, gpucmp::initial_fill::uninitialized()), dyd(out + 1, gpucmp::initial_fill::uninitialized()),
+        y(out + 1, gpucmp::initial_fill::poison()), dx(in + 1, gpucmp::initial_fill::poison());
+    gpucmp::device_buffer<std::uint8_t> argmax(out + 1, gpucmp::initial_fill::poison());
+    xd.copy_from_host(x);
+    dyd.copy_from_host(dy);
+    run r;
+    auto bytes = [](const T* p, std::size_t count) {
+      std::vector<unsigned char> v(count * sizeof(T));
+      REQUIRE(cudaMemcpy(v.data(), p, v.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+      return v;
+    };
+    gpucmp::max_pool_forward_training(shape, xd.data() + offset, y.data() + offset, argmax.data() + offset, s.get());
+    gpucmp::pool_backward(gpucmp::pool_kind::max, shape, dyd.data() + offset, argmax.data() + offset, dx.data() + offset, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    r.y = bytes(y.data() + offset, out);
+    r.dx_max = bytes(dx.data() + offset, in);
+    r.argmax.resize(out);
+    REQUIRE(cudaMemcpy(r.argmax.data(), argmax.data() + offset, out, cudaMemcpyDeviceToHost) == cudaSuccess);
+    gpucmp::pool_backward(gpucmp::pool_kind::average, shape, dyd.data() + offset, nullptr, dx.data() + offset, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    r.dx_average = bytes(dx.data() + offset, in);
+    return r;
+  };
+  const run packed = pool(0), generic = pool(1);
+  CHECK(packed.y == generic.y);
+  CHECK(packed.argmax == generic.argmax);
+  CHECK(packed.dx_max == generic.dx_max);
+  CHECK(packed.dx_average == generic.dx_average);
+  // And not vacuously: the maximum pooled is a window's element, and some gradient arrived.
+  float largest_dx = 0;
+  for (std::size_t i = 0; i < in; ++i) {
+    T v;
+    std::memcpy(&v, packed.dx_max.data() + i * sizeof(T), sizeof(T));
+    largest_dx = std::max(largest_dx, std::fabs(gpucmp::to_float(v)));
+  }
+  CHECK(largest_dx > 0.1f);
+}
+
+}  // namespace
+
+TEST_CASE("pooling's packed NHWC kernels give the generic kernels' results bit for bit", "[gpu][training][pooling]") {
+  // ResNet's stem (3 x 3, stride 2, pad 1) on odd and even sizes, and a 2 x 2 window.
+  check_packed_pooling<float>(3, 64, 23, 20, 3, 2, 1);
+  check_packed_pooling<__half>(3, 64, 23, 20, 3, 2, 1);
+  check_packed_pooling<__nv_bfloat16>(2, 16, 12, 13, 3, 2, 1);
+  check_packed_pooling<float>(2, 8, 10, 10, 2, 2, 0);
+  check_packed_pooling<__half>(2, 24, 9, 11, 2, 2, 0);
+}
 
 TEST_CASE("pooling's training passes match the FP64 references in both layouts", "[gpu][training][pooling]") {
   gpucmp::stream s;

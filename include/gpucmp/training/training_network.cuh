@@ -47,6 +47,7 @@
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/operation.hpp>
+#include <gpucmp/ops/packed_elements.cuh>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/work.hpp>
 #include <gpucmp/training/batch_norm.cuh>
@@ -129,6 +130,41 @@ __global__ void add_kernel(const T* a, const T* b, T* out, std::int64_t count) {
 
 inline unsigned elementwise_grid(std::int64_t count) {
   return unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>((count + 255) / 256, 132 * 16)));
+}
+
+// add_kernel over 16-byte packs (the same float sums, rounded once): the scalar kernel ran
+// ResNet-50's 16 gradient sums at batch 256 in FP16 in 4.4 ms on the H200, about twice what
+// their bytes take.
+template <class T>
+__global__ void add_packed_kernel(const packed<T>* a, const packed<T>* b, packed<T>* out, std::int64_t packs) {
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < packs; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const packed<T> x = a[i], y = b[i];
+    packed<T> sum;
+    for (int k = 0; k < packed<T>::width; ++k) sum.v[k] = from_float<T>(to_float(x.v[k]) + to_float(y.v[k]));
+    out[i] = sum;
+  }
+}
+
+// out = a + b (out may be a): packed where the pointers allow it, the tail element by element.
+template <class T>
+void launch_add(const T* a, const T* b, T* out, std::int64_t count, cudaStream_t stream) {
+  std::int64_t done = 0;
+  if constexpr (packable_v<T>) {
+    if (all_packable({a, b, out})) {
+      const std::int64_t packs = count / packed<T>::width;
+      if (packs > 0) {
+        add_packed_kernel<T><<<elementwise_grid(packs), 256, 0, stream>>>(reinterpret_cast<const packed<T>*>(a),
+                                                                          reinterpret_cast<const packed<T>*>(b),
+                                                                          reinterpret_cast<packed<T>*>(out), packs);
+        GPUCMP_CUDA_CHECK_LAST("add_packed_kernel");
+      }
+      done = packs * packed<T>::width;
+    }
+  }
+  if (done < count) {
+    add_kernel<T><<<elementwise_grid(count - done), 256, 0, stream>>>(a + done, b + done, out + done, count - done);
+    GPUCMP_CUDA_CHECK_LAST("add_kernel");
+  }
 }
 
 // A batch norm layer's paths as a searchable operation (ops/operation.hpp): a candidate runs
@@ -791,9 +827,7 @@ class training_network {
         search.sum = visit_storage(m_options.dtype, [&](auto zero) -> step_fn {
           using T = decltype(zero);
           return [a, b, out, count](cudaStream_t st) {
-            detail::add_kernel<T><<<detail::elementwise_grid(count), 256, 0, st>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                                                static_cast<T*>(out), count);
-            GPUCMP_CUDA_CHECK_LAST("gradient sum kernel");
+            detail::launch_add(static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), count, st);
           };
         });
       }
@@ -931,9 +965,7 @@ class training_network {
     return visit_storage(m_options.dtype, [&](auto zero) -> step_fn {
       using T = decltype(zero);
       return [dst, src, count](cudaStream_t s) {
-        detail::add_kernel<T><<<detail::elementwise_grid(count), 256, 0, s>>>(static_cast<const T*>(dst), static_cast<const T*>(src),
-                                                                           static_cast<T*>(dst), count);
-        GPUCMP_CUDA_CHECK_LAST("gradient accumulation kernel");
+        detail::launch_add(static_cast<const T*>(dst), static_cast<const T*>(src), static_cast<T*>(dst), count, s);
       };
     });
   }
