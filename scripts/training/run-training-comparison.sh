@@ -46,6 +46,8 @@ if has_part throughput; then
     "$build_dir/benchmarks/training" --precisions="$precision" --batches="$batches" --layers_out="$out_dir/layers_$precision.md" \
       --benchmark_out="$out_dir/gpucmp_training_$precision.json" --benchmark_out_format=json > "$out_dir/gpucmp_training_$precision.txt" 2>&1 ||
       { echo "run-training-comparison: training $precision failed"; tail -20 "$out_dir/gpucmp_training_$precision.txt"; status=1; }
+    # The step's time by part, without the per-layer rows (the layers file runs to 100s of KB).
+    python3 "$here/step_parts.py" "$out_dir/layers_$precision.md" > "$out_dir/step_parts_$precision.md" || status=1
     if [ -n "$modes" ]; then
       stamp "PyTorch training $modes"
       (cd "$here" && python3 torch_training.py --out "$out_dir/torch_training_$precision.json" --batches "$batches" --modes "$modes") \
