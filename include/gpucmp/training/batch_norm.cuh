@@ -15,7 +15,8 @@
 //  - gpucmp's kernels, for every layout and precision: per-channel sums in FP32 per thread
 //    and FP64 across threads, shifted by a sample of the channel so the variance does not
 //    cancel, then one element-wise pass; NHWC tensors whose channels fill 16-byte packs
-//    (ResNet's) move a pack per load and store.
+//    (ResNet's) move a pack per load and store, and the forward pass keeps the ReLU's mask
+//    (a bit per element, in the reserve) so the backward pass need not read y.
 // Parameters, statistics and their gradients are FP32 whatever the activations' type
 // (master weights; torch's autocast keeps batch norm in FP32 too).
 // verify() checks both passes at full size against an FP64 reference computed on the GPU.
@@ -287,10 +288,17 @@ __global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, const T* 
 
 // bn_partial_sums_nhwc over packs. A block is `lanes` packs wide (lanes divides 256 and the
 // row's packs) and 256 / lanes rows tall: blockIdx.x picks the packs, blockIdx.y the split.
+// With the ReLU the backward pass reads the forward pass's mask (one bit per element, a byte
+// per pack) instead of y: a sixteenth of y's bytes in FP16.
 template <class T>
-__global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x, const packed<T>* y, const packed<T>* dy,
-                                                              const packed<T>* dy2, const float* mean, int rows, int row_packs,
-                                                              int lanes, bool relu, double* partial) {
+__device__ inline bool bn_positive(const std::uint8_t* mask, const packed<T>& y, int i, int k) {
+  return mask != nullptr ? ((mask[i] >> k) & 1u) != 0 : to_float(y.v[k]) > 0.0f;
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask,
+                                                              const packed<T>* dy, const packed<T>* dy2, const float* mean, int rows,
+                                                              int row_packs, int lanes, bool relu, double* partial) {
   constexpr int width = packed<T>::width;
   const int lane = int(threadIdx.x) % lanes, tall = 256 / lanes, pack = int(blockIdx.x) * lanes + lane;
   float center[width], s1[width] = {}, s2[width] = {};
@@ -313,9 +321,9 @@ __global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x
       const packed<T> g = dy[i];
       packed<T> g2{}, yv{};
       if (dy2 != nullptr) g2 = dy2[i];
-      if (relu) yv = y[i];
+      if (relu && mask == nullptr) yv = y[i];
       for (int k = 0; k < width; ++k) {
-        const float e = relu && !(to_float(yv.v[k]) > 0.0f) ? 0.0f : to_float(g.v[k]) + (dy2 != nullptr ? to_float(g2.v[k]) : 0.0f);
+        const float e = relu && !bn_positive(mask, yv, i, k) ? 0.0f : to_float(g.v[k]) + (dy2 != nullptr ? to_float(g2.v[k]) : 0.0f);
         s1[k] += e;
         s2[k] += e * (to_float(xv.v[k]) - center[k]);
       }
@@ -342,6 +350,24 @@ __global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x
   }
 }
 
+// The ReLU mask of a stored pack.
+template <class T>
+__device__ inline std::uint8_t bn_mask_byte(const packed<T>& y) {
+  unsigned bits = 0;
+  for (int k = 0; k < packed<T>::width; ++k) bits |= (to_float(y.v[k]) > 0.0f ? 1u : 0u) << k;
+  return std::uint8_t(bits);
+}
+
+// The mask from y where the forward pass could not take the packed kernel (y not aligned).
+template <class T>
+__global__ void bn_mask_from_output(const T* y, std::uint8_t* mask, int packs) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i >= packs) return;
+  packed<T> p;
+  for (int k = 0; k < packed<T>::width; ++k) p.v[k] = y[std::int64_t(i) * packed<T>::width + k];
+  mask[i] = bn_mask_byte(p);
+}
+
 // A pack's per-channel factors (16-byte aligned: the caller checked).
 template <int width>
 __device__ inline void load_factors(const float* f, int first, float (&out)[width]) {
@@ -354,10 +380,11 @@ __device__ inline void load_factors(const float* f, int first, float (&out)[widt
   }
 }
 
-// bn_apply over packs, one thread each.
+// bn_apply over packs, one thread each; with the ReLU and a mask, the mask too (bit k of byte
+// i: element k of pack i is positive as stored).
 template <class T>
-__global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T>* y, const float* a, const float* b, int packs,
-                                int row_packs, bool relu) {
+__global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T>* y, std::uint8_t* mask, const float* a,
+                                const float* b, int packs, int row_packs, bool relu) {
   constexpr int width = packed<T>::width;
   const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
   if (i >= packs) return;
@@ -374,13 +401,14 @@ __global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T
     out.v[k] = from_float<T>(v);
   }
   y[i] = out;
+  if (relu && mask != nullptr) mask[i] = bn_mask_byte(out);
 }
 
 // bn_apply_gradient over packs, one thread each (dx may be dy).
 template <class T>
-__global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y, const packed<T>* dy, const packed<T>* dy2,
-                                         packed<T>* dx, packed<T>* dz, const float* c1, const float* c2, const float* c3, int packs,
-                                         int row_packs, bool relu) {
+__global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask, const packed<T>* dy,
+                                         const packed<T>* dy2, packed<T>* dx, packed<T>* dz, const float* c1, const float* c2,
+                                         const float* c3, int packs, int row_packs, bool relu) {
   constexpr int width = packed<T>::width;
   const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
   if (i >= packs) return;
@@ -392,9 +420,9 @@ __global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y,
   const packed<T> xv = x[i], g = dy[i];
   packed<T> g2{}, yv{}, e_out, dx_out;
   if (dy2 != nullptr) g2 = dy2[i];
-  if (relu) yv = y[i];
+  if (relu && mask == nullptr) yv = y[i];
   for (int k = 0; k < width; ++k) {
-    const float e = relu && !(to_float(yv.v[k]) > 0.0f) ? 0.0f : to_float(g.v[k]) + (dy2 != nullptr ? to_float(g2.v[k]) : 0.0f);
+    const float e = relu && !bn_positive(mask, yv, i, k) ? 0.0f : to_float(g.v[k]) + (dy2 != nullptr ? to_float(g2.v[k]) : 0.0f);
     e_out.v[k] = from_float<T>(e);
     dx_out.v[k] = from_float<T>(e * k1[k] + to_float(xv.v[k]) * k2[k] + k3[k]);
   }
@@ -494,7 +522,11 @@ class batch_norm_training {
     GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     plan_splits(sms);
-    if (path == batch_norm_path::cudnn_persistent) create_cudnn_descriptors();
+    if (path == batch_norm_path::cudnn_persistent) {
+      create_cudnn_descriptors();
+    } else if (relu_mask_kept()) {
+      m_reserve = std::size_t(m_shape.elements() / (16 / std::int64_t(element_bytes(m_shape.dtype))));  // a byte per pack
+    }
   }
   batch_norm_training(const batch_norm_training&) = delete;
   batch_norm_training& operator=(const batch_norm_training&) = delete;
@@ -516,7 +548,9 @@ class batch_norm_training {
 
   /// Workspace bytes forward() and backward() need (one buffer serves both).
   std::size_t workspace_bytes() const noexcept { return m_workspace; }
-  /// Bytes forward() leaves for backward() beside the saved statistics (cuDNN's ReLU mask).
+  /// Bytes forward() leaves for backward() beside the saved statistics: the ReLU's mask
+  /// (cuDNN's, or a bit per element for gpucmp's packed kernels), so the backward pass need
+  /// not read y for it. forward() and backward() need it when it is not 0.
   std::size_t reserve_bytes() const noexcept { return m_reserve; }
   /// The shape.
   const batch_norm_shape& shape() const noexcept { return m_shape; }
@@ -532,6 +566,7 @@ class batch_norm_training {
     require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
                 (!m_shape.residual || t.z),
             "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
+    require(m_reserve == 0 || reserve != nullptr, "forward needs the reserve (reserve_bytes())");
     if (m_path == batch_norm_path::cudnn_persistent) {
       cudnn_forward(t, workspace, reserve, stream);
       return;
@@ -542,23 +577,29 @@ class batch_norm_training {
       double* partial = static_cast<double*>(workspace);
       float* a = reinterpret_cast<float*>(partial + 2 * m_splits * m_shape.c);
       float* b = a + m_shape.c;
-      launch_partial_sums(x, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), nullptr,
-                          partial, stream);
+      launch_partial_sums(x, static_cast<const T*>(nullptr), nullptr, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                          nullptr, partial, stream);
       detail::bn_finish_statistics<T><<<detail::bn_grid(32 * m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, x, inner(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
       GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
       const T* z = m_shape.residual ? static_cast<const T*>(t.z) : nullptr;
       T* y = static_cast<T*>(t.y);
+      std::uint8_t* mask = relu_mask_kept() ? static_cast<std::uint8_t*>(reserve) : nullptr;
       if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
         using P = packed<T>;
         const std::int64_t packs = m_shape.elements() / P::width;
         detail::bn_apply_packed<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(
-            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), a, b, int(packs), row_packs,
+            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
             m_shape.relu);
       } else {
         detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(x, z, y, a, b, m_shape.elements(), m_shape.c,
                                                                                   inner(), m_shape.relu);
+        if (mask != nullptr) {
+          GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+          const std::int64_t packs = m_shape.elements() / packed<T>::width;
+          detail::bn_mask_from_output<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
+        }
       }
       GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
     });
@@ -573,6 +614,7 @@ class batch_norm_training {
                 std::string(m_shape.residual ? " and dz" : ""));
     require(t.dy2 == nullptr || m_path == batch_norm_path::gpucmp_kernels,
             "cuDNN's path takes one output gradient: add the second to dy first");
+    require(m_reserve == 0 || reserve != nullptr, "backward needs the reserve forward() filled (reserve_bytes())");
     if (m_path == batch_norm_path::cudnn_persistent) {
       cudnn_backward(t, workspace, reserve, stream);
       return;
@@ -587,7 +629,8 @@ class batch_norm_training {
       const T* y = static_cast<const T*>(t.y);
       const T* dy = static_cast<const T*>(t.dy);
       const T* dy2 = static_cast<const T*>(t.dy2);
-      launch_partial_sums(x, y, dy, dy2, t.saved_mean, partial, stream);
+      const std::uint8_t* mask = relu_mask_kept() ? static_cast<const std::uint8_t*>(reserve) : nullptr;
+      launch_partial_sums(x, y, mask, dy, dy2, t.saved_mean, partial, stream);
       detail::bn_finish_gradients<><<<detail::bn_grid(32 * m_shape.c), 256, 0, stream>>>(
           partial, m_splits, m_shape.per_channel(), m_shape.c, t.gamma, t.saved_mean, t.saved_inv_std, t.dgamma, t.dbeta, c1,
           c2, c3);
@@ -598,7 +641,7 @@ class batch_norm_training {
         using P = packed<T>;
         const std::int64_t packs = m_shape.elements() / P::width;
         detail::bn_apply_gradient_packed<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(
-            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(y), reinterpret_cast<const P*>(dy),
+            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(y), mask, reinterpret_cast<const P*>(dy),
             reinterpret_cast<const P*>(dy2), reinterpret_cast<P*>(dx), reinterpret_cast<P*>(dz), c1, c2, c3, int(packs), row_packs,
             m_shape.relu);
       } else {
@@ -656,6 +699,10 @@ class batch_norm_training {
     if (m_shape.c % width != 0 || m_shape.elements() / width > std::numeric_limits<int>::max() / 2) return 0;
     return int(m_shape.c / width);
   }
+  // gpucmp's path keeps the ReLU's mask where the shape takes the packed kernels.
+  bool relu_mask_kept() const noexcept {
+    return m_path == batch_norm_path::gpucmp_kernels && m_shape.relu && packed_row() > 0;
+  }
   // The packed sums kernel's block: `lanes` packs wide, 256 / lanes rows tall.
   int packed_lanes() const noexcept { return std::gcd(packed_row(), 256); }
 
@@ -675,16 +722,17 @@ class batch_norm_training {
     m_workspace = std::size_t(2 * m_splits * m_shape.c) * sizeof(double) + std::size_t(3 * m_shape.c) * sizeof(float);
   }
 
+  // mask: the forward pass's ReLU mask (packed kernels only; null: read y).
   template <class T>
-  void launch_partial_sums(const T* x, const T* y, const T* dy, const T* dy2, const float* mean, double* partial,
-                           cudaStream_t stream) const {
+  void launch_partial_sums(const T* x, const T* y, const std::uint8_t* mask, const T* dy, const T* dy2, const float* mean,
+                           double* partial, cudaStream_t stream) const {
     const int row_packs = packed_row();
     if (row_packs > 0 && all_packable({x, y, dy, dy2})) {
       using P = packed<T>;
       const int lanes = packed_lanes();
       const dim3 grid(unsigned(row_packs / lanes), unsigned(m_splits));
       detail::bn_partial_sums_packed<T><<<grid, 256, 0, stream>>>(
-          reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(y), reinterpret_cast<const P*>(dy),
+          reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(y), mask, reinterpret_cast<const P*>(dy),
           reinterpret_cast<const P*>(dy2), mean, int(m_shape.per_channel()), row_packs, lanes, m_shape.relu, partial);
     } else if (m_shape.layout == conv_layout::nhwc) {
       const dim3 grid(unsigned((m_shape.c + 31) / 32), unsigned(m_splits));
