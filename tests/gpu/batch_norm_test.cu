@@ -252,6 +252,10 @@ TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for 
   gpucmp::batch_norm_tensors missing = t;
   missing.z = nullptr;
   CHECK_THROWS_WITH(bn.forward(missing, b.workspace.data(), nullptr, s.get()), GPUCMP_CONTAINS("and z"));
+  // The ReLU's mask from forward to backward: a byte per pack of 8 FP16 channels, required.
+  CHECK(bn.reserve_bytes() == std::size_t(shape.elements() / 8));
+  CHECK_THROWS_WITH(bn.forward(t, b.workspace.data(), nullptr, s.get()), GPUCMP_CONTAINS("reserve"));
+  CHECK_THROWS_WITH(bn.backward(t, b.workspace.data(), nullptr, s.get()), GPUCMP_CONTAINS("reserve"));
   CHECK_THROWS_AS(gpucmp::batch_norm_training(handle.get(), {0, 64, 14, 14}, gpucmp::batch_norm_path::gpucmp_kernels),
                   gpucmp::invalid_argument);
   CHECK_THROWS_AS(gpucmp::batch_norm_training(handle.get(), {1, 64, 1, 1}, gpucmp::batch_norm_path::gpucmp_kernels),
