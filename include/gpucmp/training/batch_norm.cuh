@@ -599,6 +599,8 @@ class batch_norm_training {
           GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
           const std::int64_t packs = m_shape.elements() / packed<T>::width;
           detail::bn_mask_from_output<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
+          GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
+          return;
         }
       }
       GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
