@@ -291,24 +291,26 @@ __global__ void bn_apply_gradient(const T* x, const T* y, const T* dy, const T* 
 // With the ReLU the backward pass reads the forward pass's mask (one bit per element, a byte
 // per pack) instead of y: a sixteenth of y's bytes in FP16.
 template <class T>
-__device__ inline bool bn_positive(const std::uint8_t* mask, const packed<T>& y, int i, int k) {
+__host__ __device__ inline bool bn_positive(const std::uint8_t* mask, const packed<T>& y, int i, int k) {
   return mask != nullptr ? ((mask[i] >> k) & 1u) != 0 : to_float(y.v[k]) > 0.0f;
 }
 
+// One thread's share of the packed sums: rows m_first, m_first + m_step, ... of one pack of
+// channels, added to s1 and s2 (callable on the host: tests/unit/packed_kernels_test.cu).
 template <class T>
-__global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask,
-                                                              const packed<T>* dy, const packed<T>* dy2, const float* mean, int rows,
-                                                              int row_packs, int lanes, bool relu, double* partial) {
+__host__ __device__ inline void bn_accumulate_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask,
+                                                     const packed<T>* dy, const packed<T>* dy2, const float* mean, int rows,
+                                                     int row_packs, int pack, int m_first, int m_step, bool relu,
+                                                     float (&s1)[packed<T>::width], float (&s2)[packed<T>::width]) {
   constexpr int width = packed<T>::width;
-  const int lane = int(threadIdx.x) % lanes, tall = 256 / lanes, pack = int(blockIdx.x) * lanes + lane;
-  float center[width], s1[width] = {}, s2[width] = {};
+  float center[width];
   if (dy == nullptr) {
     const packed<T> first = x[pack];  // the shift: row 0's value, as bn_finish_statistics reads it
     for (int k = 0; k < width; ++k) center[k] = to_float(first.v[k]);
   } else {
     for (int k = 0; k < width; ++k) center[k] = mean[pack * width + k];
   }
-  for (int m = int(blockIdx.y) * tall + int(threadIdx.x) / lanes; m < rows; m += int(gridDim.y) * tall) {
+  for (int m = m_first; m < rows; m += m_step) {
     const int i = m * row_packs + pack;
     const packed<T> xv = x[i];
     if (dy == nullptr) {
@@ -329,6 +331,17 @@ __global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x
       }
     }
   }
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask,
+                                                              const packed<T>* dy, const packed<T>* dy2, const float* mean, int rows,
+                                                              int row_packs, int lanes, bool relu, double* partial) {
+  constexpr int width = packed<T>::width;
+  const int lane = int(threadIdx.x) % lanes, tall = 256 / lanes, pack = int(blockIdx.x) * lanes + lane;
+  float s1[width] = {}, s2[width] = {};
+  bn_accumulate_packed(x, y, mask, dy, dy2, mean, rows, row_packs, pack, int(blockIdx.y) * tall + int(threadIdx.x) / lanes,
+                       int(gridDim.y) * tall, relu, s1, s2);
   __shared__ double sums[2][width][256];
   for (int k = 0; k < width; ++k) {
     sums[0][k][threadIdx.x] = s1[k];
@@ -352,7 +365,7 @@ __global__ void __launch_bounds__(256) bn_partial_sums_packed(const packed<T>* x
 
 // The ReLU mask of a stored pack.
 template <class T>
-__device__ inline std::uint8_t bn_mask_byte(const packed<T>& y) {
+__host__ __device__ inline std::uint8_t bn_mask_byte(const packed<T>& y) {
   unsigned bits = 0;
   for (int k = 0; k < packed<T>::width; ++k) bits |= (to_float(y.v[k]) > 0.0f ? 1u : 0u) << k;
   return std::uint8_t(bits);
@@ -370,7 +383,7 @@ __global__ void bn_mask_from_output(const T* y, std::uint8_t* mask, int packs) {
 
 // A pack's per-channel factors (16-byte aligned: the caller checked).
 template <int width>
-__device__ inline void load_factors(const float* f, int first, float (&out)[width]) {
+__host__ __device__ inline void load_factors(const float* f, int first, float (&out)[width]) {
   for (int j = 0; j < width / 4; ++j) {
     const float4 v = reinterpret_cast<const float4*>(f + first)[j];
     out[4 * j] = v.x;
@@ -380,14 +393,12 @@ __device__ inline void load_factors(const float* f, int first, float (&out)[widt
   }
 }
 
-// bn_apply over packs, one thread each; with the ReLU and a mask, the mask too (bit k of byte
-// i: element k of pack i is positive as stored).
+// bn_apply for pack i; with the ReLU and a mask, the mask too (bit k of byte i: element k of
+// pack i is positive as stored). One thread's work, callable on the host too.
 template <class T>
-__global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T>* y, std::uint8_t* mask, const float* a,
-                                const float* b, int packs, int row_packs, bool relu) {
+__host__ __device__ inline void bn_apply_packed_at(const packed<T>* x, const packed<T>* z, packed<T>* y, std::uint8_t* mask,
+                                                   const float* a, const float* b, int row_packs, bool relu, int i) {
   constexpr int width = packed<T>::width;
-  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i >= packs) return;
   float av[width], bv[width];
   load_factors<width>(a, (i % row_packs) * width, av);
   load_factors<width>(b, (i % row_packs) * width, bv);
@@ -404,14 +415,20 @@ __global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T
   if (relu && mask != nullptr) mask[i] = bn_mask_byte(out);
 }
 
-// bn_apply_gradient over packs, one thread each (dx may be dy).
 template <class T>
-__global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask, const packed<T>* dy,
-                                         const packed<T>* dy2, packed<T>* dx, packed<T>* dz, const float* c1, const float* c2,
-                                         const float* c3, int packs, int row_packs, bool relu) {
-  constexpr int width = packed<T>::width;
+__global__ void bn_apply_packed(const packed<T>* x, const packed<T>* z, packed<T>* y, std::uint8_t* mask, const float* a,
+                                const float* b, int packs, int row_packs, bool relu) {
   const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i >= packs) return;
+  if (i < packs) bn_apply_packed_at(x, z, y, mask, a, b, row_packs, relu, i);
+}
+
+// bn_apply_gradient for pack i (dx may be dy). One thread's work, callable on the host too.
+template <class T>
+__host__ __device__ inline void bn_apply_gradient_packed_at(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask,
+                                                            const packed<T>* dy, const packed<T>* dy2, packed<T>* dx, packed<T>* dz,
+                                                            const float* c1, const float* c2, const float* c3, int row_packs,
+                                                            bool relu, int i) {
+  constexpr int width = packed<T>::width;
   float k1[width], k2[width], k3[width];
   const int first = (i % row_packs) * width;
   load_factors<width>(c1, first, k1);
@@ -428,6 +445,14 @@ __global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y,
   }
   if (dz != nullptr) dz[i] = e_out;
   dx[i] = dx_out;
+}
+
+template <class T>
+__global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y, const std::uint8_t* mask, const packed<T>* dy,
+                                         const packed<T>* dy2, packed<T>* dx, packed<T>* dz, const float* c1, const float* c2,
+                                         const float* c3, int packs, int row_packs, bool relu) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i < packs) bn_apply_gradient_packed_at(x, y, mask, dy, dy2, dx, dz, c1, c2, c3, row_packs, relu, i);
 }
 
 inline unsigned packed_blocks(std::int64_t threads) { return unsigned((threads + 255) / 256); }

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -106,12 +107,12 @@ struct nhwc_pool_dims {
 template <int width>
 using argmax_word = std::conditional_t<width == 8, uint2, std::uint32_t>;
 
-// max_pool_argmax_kernel's results, one thread per pack of channels of one output pixel.
+// max_pool_argmax_kernel's results for pack i of channels of one output pixel: one thread's
+// work, callable on the host too (tests/unit/packed_kernels_test.cu checks the index math).
 template <class T>
-__global__ void max_pool_argmax_packed_kernel(nhwc_pool_dims d, const packed<T>* x, packed<T>* y, std::uint8_t* argmax) {
+__host__ __device__ inline void max_pool_argmax_packed_at(const nhwc_pool_dims& d, const packed<T>* x, packed<T>* y,
+                                                          std::uint8_t* argmax, int i) {
   constexpr int width = packed<T>::width;
-  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i >= d.n * d.p * d.q * d.packs) return;
   const int pack = i % d.packs, pixel = i / d.packs;
   const int qi = pixel % d.q, pi = (pixel / d.q) % d.p, ni = pixel / (d.q * d.p);
   float best[width];
@@ -148,18 +149,24 @@ __global__ void max_pool_argmax_packed_kernel(nhwc_pool_dims d, const packed<T>*
   reinterpret_cast<argmax_word<width>*>(argmax)[i] = word;
 }
 
-// pool_backward_kernel's results, one thread per pack of channels of one input pixel.
 template <class T>
-__global__ void pool_backward_packed_kernel(pool_kind kind, nhwc_pool_dims d, const packed<T>* dy, const std::uint8_t* argmax,
-                                            packed<T>* dx) {
-  constexpr int width = packed<T>::width;
+__global__ void max_pool_argmax_packed_kernel(nhwc_pool_dims d, const packed<T>* x, packed<T>* y, std::uint8_t* argmax) {
   const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i >= d.n * d.h * d.w * d.packs) return;
+  if (i < d.n * d.p * d.q * d.packs) max_pool_argmax_packed_at(d, x, y, argmax, i);
+}
+
+// pool_backward_kernel's results for pack i of channels of one input pixel (as above).
+template <class T>
+__host__ __device__ inline void pool_backward_packed_at(pool_kind kind, const nhwc_pool_dims& d, const packed<T>* dy,
+                                                        const std::uint8_t* argmax, packed<T>* dx, int i) {
+  constexpr int width = packed<T>::width;
   const int pack = i % d.packs, pixel = i / d.packs;
   const int wi = pixel % d.w, hi = (pixel / d.w) % d.h, ni = pixel / (d.w * d.h);
   // Windows pi with pi * stride - pad <= hi < pi * stride - pad + kernel (as the generic kernel).
-  const int p_first = max((hi + d.pad - d.kernel + d.stride) / d.stride, 0), p_last = min((hi + d.pad) / d.stride, d.p - 1);
-  const int q_first = max((wi + d.pad - d.kernel + d.stride) / d.stride, 0), q_last = min((wi + d.pad) / d.stride, d.q - 1);
+  const int p_from = (hi + d.pad - d.kernel + d.stride) / d.stride, p_to = (hi + d.pad) / d.stride;
+  const int q_from = (wi + d.pad - d.kernel + d.stride) / d.stride, q_to = (wi + d.pad) / d.stride;
+  const int p_first = p_from > 0 ? p_from : 0, p_last = p_to < d.p - 1 ? p_to : d.p - 1;
+  const int q_first = q_from > 0 ? q_from : 0, q_last = q_to < d.q - 1 ? q_to : d.q - 1;
   const float area = float(d.kernel * d.kernel);
   float sum[width] = {};
   for (int pi = p_first; pi <= p_last; ++pi) {
@@ -185,6 +192,13 @@ __global__ void pool_backward_packed_kernel(pool_kind kind, nhwc_pool_dims d, co
   packed<T> out;
   for (int k = 0; k < width; ++k) out.v[k] = from_float<T>(sum[k]);
   dx[i] = out;
+}
+
+template <class T>
+__global__ void pool_backward_packed_kernel(pool_kind kind, nhwc_pool_dims d, const packed<T>* dy, const std::uint8_t* argmax,
+                                            packed<T>* dx) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i < d.n * d.h * d.w * d.packs) pool_backward_packed_at(kind, d, dy, argmax, dx, i);
 }
 
 // The packed kernels' shape for `s`, when they take it: NHWC, FP32/FP16/BF16, channels in
