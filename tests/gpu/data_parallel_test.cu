@@ -3,14 +3,16 @@
 //
 // Data-parallel training (training/data_parallel.cuh) over every visible GPU: the replicas'
 // weights stay identical bit for bit (they take the same step on the same averaged
-// gradients), each replica's loss falls, the engine times the step; and on one GPU the
-// data-parallel step matches a plain training step.
+// gradients), each replica's loss falls, the engine times the step; on one GPU the
+// data-parallel step matches a plain training step; the gradient buckets cover every gradient
+// once, and all-reduces that overlap the backward pass train as one after it does.
 #include "catch.hpp"
 #include "search_pace.hpp"
 
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/training/data_parallel.cuh>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -96,4 +98,46 @@ TEST_CASE("on one GPU a data-parallel step is a plain training step", "[gpu][mul
     INFO(a[i].name);
     CHECK(std::sqrt(diff / std::max(norm, 1e-30)) <= 1e-3);
   }
+}
+
+TEST_CASE("data-parallel buckets cover every gradient once, and all-reduces overlapping the backward pass train as one after it",
+          "[gpu][multigpu][training][data_parallel]") {
+  const gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
+  gpucmp::engine eng;
+  gpucmp::data_parallel_training overlapped(small_cnn(), options(), group, 1);  // a bucket per piece that finishes gradients
+  gpucmp::data_parallel_training after(small_cnn(), options(), group, 0);       // one bucket after the backward pass
+  CHECK(overlapped.buckets().size() > 2);
+  CHECK(after.buckets().size() == 1);
+  // Every element of both gradient arrays in exactly one bucket.
+  const gpucmp::training_network::gradient_arrays g = overlapped.replica(0).gradient_storage();
+  std::vector<int> filters(g.filter_count, 0), rest(g.rest_count, 0);
+  for (const gpucmp::gradient_bucket& b : overlapped.buckets()) {
+    for (const gpucmp::gradient_span& s : b.spans) {
+      REQUIRE(s.offset + s.count <= (s.filters ? filters : rest).size());
+      for (std::size_t i = 0; i < s.count; ++i) ++(s.filters ? filters : rest)[s.offset + i];
+    }
+  }
+  CHECK(std::count(filters.begin(), filters.end(), 1) == std::ptrdiff_t(filters.size()));
+  CHECK(std::count(rest.begin(), rest.end(), 1) == std::ptrdiff_t(rest.size()));
+  for (int k = 0; k < 3; ++k) {
+    overlapped(eng.stream());
+    after(eng.stream());
+  }
+  REQUIRE(cudaStreamSynchronize(eng.stream()) == cudaSuccess);
+  REQUIRE(cudaSetDevice(group.device(0)) == cudaSuccess);
+  const auto a = overlapped.replica(0).parameters(group.stream(0));
+  const auto b = after.replica(0).parameters(group.stream(0));
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    // Two builds, each with its own searched algorithms (as in the test above).
+    double diff = 0, norm = 0;
+    for (std::size_t j = 0; j < a[i].values.size(); ++j) {
+      diff += (double(a[i].values[j]) - b[i].values[j]) * (double(a[i].values[j]) - b[i].values[j]);
+      norm += double(b[i].values[j]) * b[i].values[j];
+    }
+    INFO(a[i].name);
+    CHECK(std::sqrt(diff / std::max(norm, 1e-30)) <= 1e-3);
+  }
+  // The communication streams join a CUDA graph of the whole step.
+  CHECK(eng.measure(overlapped, gpucmp::mode::graph).ok());
 }

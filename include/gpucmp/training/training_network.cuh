@@ -51,6 +51,7 @@
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/work.hpp>
 #include <gpucmp/training/batch_norm.cuh>
+#include <gpucmp/training/gradient_buckets.hpp>
 #include <gpucmp/training/linear_gradients.cuh>
 #include <gpucmp/training/loss.cuh>
 #include <gpucmp/training/loss_scale.cuh>
@@ -266,10 +267,21 @@ class training_network {
   /// Enqueues forward, loss and backward only: the gradients of the current parameters
   /// (scaled by the loss scale with FP16 loss scaling), for checks against a reference.
   void forward_backward(cudaStream_t stream) const {
-    for (const auto& f : m_forward) f.run(stream);
-    m_loss(stream);
+    forward_and_loss(stream);
     for (const auto& b : m_backward) b.run(stream);
   }
+  /// forward_backward() in parts, for data-parallel training's overlap: the forward pass and
+  /// the loss, then each backward piece in order; gradients_final_after(j) are the parameter
+  /// gradients (spans of gradient_storage()'s arrays) that piece j finishes, each in exactly
+  /// one piece.
+  void forward_and_loss(cudaStream_t stream) const {
+    for (const auto& f : m_forward) f.run(stream);
+    m_loss(stream);
+  }
+  std::size_t backward_pieces() const noexcept { return m_backward.size(); }  ///< see forward_and_loss()
+  void run_backward_piece(std::size_t j, cudaStream_t stream) const { m_backward.at(j).run(stream); }  ///< see forward_and_loss()
+  /// See forward_and_loss().
+  const std::vector<std::vector<gradient_span>>& gradients_final_after() const noexcept { return m_backward_final; }
   /// Steps traced piece by piece in kernel mode: one untraced step, then `passes` steps whose
   /// pieces (forward, loss, backward, optimizer, in order) each launch inside their own tracer
   /// sample, so every kernel's time on the GPU's clock is the piece's that launched it. Pieces
@@ -975,6 +987,12 @@ class training_network {
     const std::int64_t n = m_options.batch;
     m_forward.clear();
     m_backward.clear();
+    m_backward_final.clear();
+    // The gradients backward piece m_backward.size() - 1 finishes (data-parallel buckets).
+    auto finishes = [this](std::vector<gradient_span> spans) {
+      m_backward_final.resize(m_backward.size());
+      m_backward_final.back() = std::move(spans);
+    };
     visit_storage(m_options.dtype, [&](auto zero) {
       using T = decltype(zero);
       // Forward.
@@ -1061,6 +1079,8 @@ class training_network {
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[k];
             m_backward.push_back({"batch norm backward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); }});
+            finishes({{false, m_slots[k].gamma - m_filter_count, m_slots[k].channels},
+                      {false, m_slots[k].beta - m_filter_count, m_slots[k].channels}});
             if (residual.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.residual)});
             void* dconv = m_conv_scratch.data();
             m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_filter, k).bind(
@@ -1068,6 +1088,7 @@ class training_network {
                 m_conv_workspace.bytes())));
             const conv::binding* weight_pass = m_bindings.back().get();
             m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
+            finishes({{true, m_slots[k].filter, m_slots[k].filter_count}});
             if (input_gradient) {
               const contribution into = contribute(l.input, written, k, true);
               m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_data, k).bind(
@@ -1120,6 +1141,8 @@ class training_network {
                                                                      m_linear_workspace.data(), m_linear_workspace.bytes());
             const linear_backward* pass = m_linear_backward[k].get();
             m_backward.push_back({"linear backward: " + l.name, [pass](cudaStream_t st) { (*pass)(st); }});
+            finishes({{false, s.weight - m_filter_count, s.weight_count},
+                      {false, s.bias - m_filter_count, std::size_t(l.out_features)}});
             if (into.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.input)});
             break;
           }
@@ -1127,6 +1150,7 @@ class training_network {
         }
       }
     });
+    m_backward_final.resize(m_backward.size());
   }
 
   // Two fused SGD launches: the filters (gradients in the precision's type, rewriting their
@@ -1258,6 +1282,7 @@ class training_network {
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
   std::vector<step_piece> m_forward, m_backward;
+  std::vector<std::vector<gradient_span>> m_backward_final;  // per backward piece: the gradients it finishes
   step_fn m_loss, m_optimizer_step, m_reset_optimizer;
   std::vector<training_layer_report> m_reports;
 };
