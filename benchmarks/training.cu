@@ -15,12 +15,13 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [benchmark flags]
+//            [--bucket_mb=25] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
 // train/<model>/<precision>/bs<N>/x<GPUs>/<eager|graph>: the step on every visible GPU, N
-// images each, gradients averaged with NCCL (training/data_parallel.cuh).
+// images each, gradients averaged with NCCL in buckets of --bucket_mb MiB (default 25, DDP's)
+// that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -38,6 +39,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -73,6 +75,7 @@ struct settings {
   bool largest_batch = false;
   bool only_largest_batch = false;
   bool data_parallel = false;
+  std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
 };
 
 settings& config() {
@@ -227,12 +230,14 @@ void register_data_parallel() {
             current().reset();  // the single-GPU network's memory first
             dp.reset();
             if (!group) group = std::make_unique<gpucmp::communicator_group>(gpucmp::communicator_group::all_visible());
-            dp = std::make_unique<gpucmp::data_parallel_training>(definition(), options_for(p, config().layouts.front(), batch), *group);
+            dp = std::make_unique<gpucmp::data_parallel_training>(definition(), options_for(p, config().layouts.front(), batch), *group,
+                                                                  config().bucket_bytes);
             built = key;
           }
           if (eager) st.options().hold = false;
           st.set_work(dp->work());
-          st.add_note(std::to_string(dp->ranks()) + " GPU(s), gradients averaged with NCCL; every layer verified on each");
+          st.add_note(std::to_string(dp->ranks()) + " GPU(s), gradients averaged with NCCL in " + std::to_string(dp->buckets().size()) +
+                      " bucket(s) overlapping the backward pass; every layer verified on each");
           st.run(*dp);
         };
         gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
@@ -266,6 +271,17 @@ void parse_flags(int& argc, char** argv) {
       config().data_parallel = true;
 #else
       throw gpucmp::invalid_argument("training: --data_parallel needs gpucmp::nccl, which this build lacks");
+#endif
+    } else if (const char* v = value("--bucket_mb=")) {
+#if GPUCMP_WITH_NCCL
+      char* end = nullptr;
+      const double mb = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(mb >= 0)) {
+        throw gpucmp::invalid_argument("training: --bucket_mb must be a number of MiB, 0 or more, got " + std::string(v));
+      }
+      config().bucket_bytes = std::size_t(mb * 1024 * 1024);
+#else
+      throw gpucmp::invalid_argument("training: --bucket_mb needs gpucmp::nccl, which this build lacks");
 #endif
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
