@@ -9,9 +9,9 @@
 // the same optimizer step, so their weights stay identical. As in DDP the gradients go in
 // buckets (training/gradient_buckets.hpp, 25 MiB by default): each bucket's all-reduce starts
 // on a communication stream per GPU as soon as the backward pass has finished its gradients,
-// and overlaps the rest of the backward pass; bucket_bytes 0 gives one all-reduce after it. Running statistics stay
-// per GPU (no synchronised batch norm, DDP's default). With loss scaling every replica sees
-// the same averaged gradients, so all skip the same steps.
+// and overlaps the rest of the backward pass; bucket_bytes 0 gives one all-reduce after it.
+// Running statistics stay per GPU (no synchronised batch norm, DDP's default). With loss
+// scaling every replica sees the same averaged gradients, so all skip the same steps.
 //
 // A step forks from the stream it is given and joins back, like the collectives, so the
 // engine times it across GPUs in hot mode or as one CUDA graph.
