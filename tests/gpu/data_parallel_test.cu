@@ -28,6 +28,16 @@ gpucmp::network_definition small_cnn() {
   return def;
 }
 
+// ||a - b|| / ||b|| over one parameter's values.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (std::size_t j = 0; j < a.size(); ++j) {
+    diff += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
+    norm += double(b[j]) * b[j];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
 gpucmp::training_options options() {
   gpucmp::training_options o;
   o.batch = 16;
@@ -88,15 +98,10 @@ TEST_CASE("on one GPU a data-parallel step is a plain training step", "[gpu][mul
   const auto a = dp.replica(0).parameters(one.stream(0));
   const auto b = plain.parameters(eng.stream());
   REQUIRE(a.size() == b.size());
+  // Each build searches its own algorithms; equal-speed choices may sum in another order.
   for (std::size_t i = 0; i < a.size(); ++i) {
-    // Each build searches its own algorithms; equal-speed choices may sum in another order.
-    double diff = 0, norm = 0;
-    for (std::size_t j = 0; j < a[i].values.size(); ++j) {
-      diff += (double(a[i].values[j]) - b[i].values[j]) * (double(a[i].values[j]) - b[i].values[j]);
-      norm += double(b[i].values[j]) * b[i].values[j];
-    }
     INFO(a[i].name);
-    CHECK(std::sqrt(diff / std::max(norm, 1e-30)) <= 1e-3);
+    CHECK(relative_difference(a[i].values, b[i].values) <= 1e-3);
   }
 }
 
@@ -128,15 +133,10 @@ TEST_CASE("data-parallel buckets cover every gradient once, and all-reduces over
   const auto a = overlapped.replica(0).parameters(group.stream(0));
   const auto b = after.replica(0).parameters(group.stream(0));
   REQUIRE(a.size() == b.size());
+  // Two builds, each with its own searched algorithms (as in the test above).
   for (std::size_t i = 0; i < a.size(); ++i) {
-    // Two builds, each with its own searched algorithms (as in the test above).
-    double diff = 0, norm = 0;
-    for (std::size_t j = 0; j < a[i].values.size(); ++j) {
-      diff += (double(a[i].values[j]) - b[i].values[j]) * (double(a[i].values[j]) - b[i].values[j]);
-      norm += double(b[i].values[j]) * b[i].values[j];
-    }
     INFO(a[i].name);
-    CHECK(std::sqrt(diff / std::max(norm, 1e-30)) <= 1e-3);
+    CHECK(relative_difference(a[i].values, b[i].values) <= 1e-3);
   }
   // The communication streams join a CUDA graph of the whole step.
   CHECK(eng.measure(overlapped, gpucmp::mode::graph).ok());
