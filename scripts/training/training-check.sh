@@ -5,7 +5,8 @@
 # only the training targets for the local GPU, then runs the parts named (default all; the
 # tests last, since their build is the slowest):
 #   tests       the [gpu] tests of the training layers and step (gpucmp_models_tests
-#               "[training]"), ResNet-18's, and the convolution bindings (gpucmp_ops_tests)
+#               "[training]"), ResNet-18's, the convolution bindings (gpucmp_ops_tests), and
+#               data-parallel training and the collectives (gpucmp_multigpu_tests, all)
 #   verify      scripts/training/run-training-comparison.sh's verify part (PyTorch autograd)
 #   example     examples/09_train_custom_cnn
 #   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh;
@@ -46,19 +47,27 @@ if part tests; then
   ( sleep 150; ps -eo pid,etime,args | grep -E "cicc|ptxas|cc1plus|cudafe|nvcc|fatbinary|ld|gpucmp_" | grep -v grep \
       > "$work/build_tests_after_150s.txt" ) &
   watchdog=$!
-  NINJA_STATUS="[%f/%t %es] " timeout "${GPUCMP_TEST_BUILD_TIMEOUT:-300}" ninja -C "$build_dir" gpucmp_models_tests gpucmp_ops_tests \
-    > "$work/build_tests.log" 2>&1 || { echo "training-check: the test build failed or ran past its limit"; tail -5 "$work/build_tests.log"; status=1; }
+  tests=(gpucmp_models_tests gpucmp_ops_tests)
+  # The multi-GPU tests exist where the build found NCCL (gpucmp::nccl).
+  ninja -C "$build_dir" -t targets all | grep -q "^gpucmp_multigpu_tests:" && tests+=(gpucmp_multigpu_tests)
+  NINJA_STATUS="[%f/%t %es] " timeout "${GPUCMP_TEST_BUILD_TIMEOUT:-300}" ninja -C "$build_dir" "${tests[@]}" \
+    > "$work/build_tests.log" 2>&1 ||
+    { echo "training-check: the test build failed or ran past its limit"; tail -5 "$work/build_tests.log"; status=1; }
   kill "$watchdog" 2>/dev/null
   cp "$build_dir/.ninja_log" "$work/ninja_log.txt" 2>/dev/null
   stamp build_tests
   "$build_dir/tests/gpucmp_models_tests" "[training],[resnet18]" --durations yes > "$work/tests_training.log" 2>&1 || status=1
   "$build_dir/tests/gpucmp_ops_tests" "a searched convolution bound to other tensors*" > "$work/tests_conv_binding.log" 2>&1 || status=1
+  if [ -x "$build_dir/tests/gpucmp_multigpu_tests" ]; then
+    "$build_dir/tests/gpucmp_multigpu_tests" --durations yes > "$work/tests_multigpu.log" 2>&1 || status=1
+  fi
   stamp tests
 fi
 # A short table last.
 if part tests; then
   echo "== training tests"; grep -E "test cases|assertions|FAILED|failed" "$work/tests_training.log" | tail -8
   echo "== conv bindings"; tail -3 "$work/tests_conv_binding.log"
+  [ -f "$work/tests_multigpu.log" ] && { echo "== data-parallel and collectives"; grep -E "test cases|assertions|FAILED" "$work/tests_multigpu.log" | tail -6; }
 fi
 part verify && { echo "== vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bounds|verdict" "$work/verify.log"; }
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
