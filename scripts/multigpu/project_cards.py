@@ -12,8 +12,9 @@ Inputs (OUT_DIR of scripts/multigpu/run-collectives-comparison.sh):
   gpucmp_collectives.json   the measured all-reduce (algbw counters; the size nearest the
                             gradients' bytes)
 Model, per GPU kind and N cards (stated in the table):
-  step(N) = step(1) + all-reduce of the gradients, no overlap (gpucmp's data-parallel step
-  today), and step(1) alone as the full-overlap bound (DDP's buckets at best);
+  step(N) = step(1) + all-reduce of the gradients, no overlap (the slowest case), and step(1)
+  alone as the full-overlap bound; gpucmp's data-parallel step, which all-reduces in DDP's
+  buckets during the backward pass, lies between;
   all-reduce time = gradient bytes x 2 (N-1) / N / busbw.
   busbw: the measured GPU's, scaled by NVLink bandwidth (data/gpus.csv nvlink_gbs) for NVLink
   GPUs on an NVSwitch (busbw stays flat with N there); PCIe-only GPUs at PCIE_EFFICIENCY of one
@@ -137,8 +138,8 @@ def main():
         json.dump(doc, f, indent=1)
     lines = [f"Data-parallel ResNet-50 AMP training, batch {BATCH} per GPU, on {n} cards: projected from one measured "
              f"{ref['name']} (one GPU: {one[1]:,.0f} img/s; all-reduce busbw {ref_busbw:.1f} GB/s at {size} bytes over "
-             f"{ranks} GPUs) and data/gpus.csv. Gradients {GRADIENT_BYTES / 1e6:.1f} MB per step; no overlap is gpucmp's step "
-             "today, full overlap the bound DDP's buckets approach.", "",
+             f"{ranks} GPUs) and data/gpus.csv. Gradients {GRADIENT_BYTES / 1e6:.1f} MB per step; no overlap is the slowest "
+             "case, full overlap the bound; gpucmp's bucketed step lies between.", "",
              f"| GPU | interconnect | one GPU img/s | all-reduce busbw GB/s | all-reduce ms | {n} cards img/s, no overlap | "
              f"{n} cards img/s, full overlap | scaling, no overlap |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -142,15 +142,7 @@ namespace {
 template <class T>
 void check_packed_pooling(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t kernel, std::int64_t stride,
                           std::int64_t pad) {
-  gpucmp::pool_shape shape;
-  shape.n = n;
-  shape.c = c;
-  shape.h = h;
-  shape.w = w;
-  shape.kernel = kernel;
-  shape.stride = stride;
-  shape.pad = pad;
-  shape.layout = gpucmp::conv_layout::nhwc;
+  const gpucmp::pool_shape shape{n, c, h, w, kernel, stride, pad, gpucmp::conv_layout::nhwc};
   INFO(sizeof(T) << "-byte elements, n" << n << " c" << c << " h" << h << " w" << w << " k" << kernel << " s" << stride << " p" << pad);
   const std::size_t in = std::size_t(n * c * h * w), out = std::size_t(n * c * shape.p() * shape.q());
   // Values k / 8 in [-2, 2]: many ties inside a window, so the first-maximum rule is exercised.

@@ -42,14 +42,17 @@ template <class T>
 void check_pooling(int n, int c, int h, int w, int kernel, int stride, int pad) {
   constexpr int width = gpucmp::packed<T>::width;
   INFO(sizeof(T) << "-byte elements, n" << n << " c" << c << " h" << h << " w" << w << " k" << kernel << " s" << stride << " p" << pad);
-  const int p = (h + 2 * pad - kernel) / stride + 1, q = (w + 2 * pad - kernel) / stride + 1;
-  const gpucmp::detail::nhwc_pool_dims d{n, h, w, c / width, p, q, kernel, stride, pad};
+  const gpucmp::pool_shape shape{n, c, h, w, kernel, stride, pad, gpucmp::conv_layout::nhwc};
+  const int p = int(shape.p()), q = int(shape.q());
   std::vector<float> xv(std::size_t(n) * h * w * c), dyv(std::size_t(n) * p * q * c);
   for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = small_integer(1, i, 3);  // 7 values: ties in most windows
   for (std::size_t i = 0; i < dyv.size(); ++i) dyv[i] = small_integer(2, i, 8);
   const auto x = packs_of<T>(xv), dy = packs_of<T>(dyv);
   std::vector<gpucmp::packed<T>> y(dyv.size() / width), dx(xv.size() / width), dx_average(xv.size() / width);
   std::vector<std::uint8_t> argmax(dyv.size());
+  // The dims the launcher gives the kernels (host vectors are 16-byte aligned, as device buffers).
+  gpucmp::detail::nhwc_pool_dims d{};
+  REQUIRE(gpucmp::detail::packed_pool_dims<T>(shape, {x.data(), y.data(), dy.data(), dx.data()}, argmax.data(), d));
   for (int i = 0; i < int(y.size()); ++i) gpucmp::detail::max_pool_argmax_packed_at(d, x.data(), y.data(), argmax.data(), i);
   for (int i = 0; i < int(dx.size()); ++i) {
     gpucmp::detail::pool_backward_packed_at(gpucmp::pool_kind::max, d, dy.data(), argmax.data(), dx.data(), i);

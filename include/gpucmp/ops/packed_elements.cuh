@@ -50,6 +50,9 @@ struct alignas(16) packed {
   T v[width];
 };
 
+/// Blocks of 256 threads for one thread per pack (the packed kernels' launch shape).
+inline unsigned packed_blocks(std::int64_t threads) { return unsigned((threads + 255) / 256); }
+
 /// True when every pointer given is 16-byte aligned or null (null: a tensor not used).
 inline bool all_packable(std::initializer_list<const void*> pointers) noexcept {
   for (const void* p : pointers) {

@@ -455,8 +455,6 @@ __global__ void bn_apply_gradient_packed(const packed<T>* x, const packed<T>* y,
   if (i < packs) bn_apply_gradient_packed_at(x, y, mask, dy, dy2, dx, dz, c1, c2, c3, row_packs, relu, i);
 }
 
-inline unsigned packed_blocks(std::int64_t threads) { return unsigned((threads + 255) / 256); }
-
 // FP64 reference, one block of 256 per channel: mean and biased variance (two passes), and
 // with dy the backward sums over e: sum(e), sum(e xhat), sum|e|, sum|e xhat|.
 template <class T>
@@ -550,7 +548,7 @@ class batch_norm_training {
     if (path == batch_norm_path::cudnn_persistent) {
       create_cudnn_descriptors();
     } else if (relu_mask_kept()) {
-      m_reserve = std::size_t(m_shape.elements() / (16 / std::int64_t(element_bytes(m_shape.dtype))));  // a byte per pack
+      m_reserve = std::size_t(m_shape.per_channel()) * std::size_t(packed_row());  // a byte per pack
     }
   }
   batch_norm_training(const batch_norm_training&) = delete;
@@ -614,7 +612,7 @@ class batch_norm_training {
       if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
         using P = packed<T>;
         const std::int64_t packs = m_shape.elements() / P::width;
-        detail::bn_apply_packed<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(
+        detail::bn_apply_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
             reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
             m_shape.relu);
       } else {
@@ -623,7 +621,7 @@ class batch_norm_training {
         if (mask != nullptr) {
           GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
           const std::int64_t packs = m_shape.elements() / packed<T>::width;
-          detail::bn_mask_from_output<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
+          detail::bn_mask_from_output<T><<<packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
           GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
           return;
         }
@@ -667,7 +665,7 @@ class batch_norm_training {
       if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, y, dy, dy2, dx, dz, c1, c2, c3})) {
         using P = packed<T>;
         const std::int64_t packs = m_shape.elements() / P::width;
-        detail::bn_apply_gradient_packed<T><<<detail::packed_blocks(packs), 256, 0, stream>>>(
+        detail::bn_apply_gradient_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
             reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(y), mask, reinterpret_cast<const P*>(dy),
             reinterpret_cast<const P*>(dy2), reinterpret_cast<P*>(dx), reinterpret_cast<P*>(dz), c1, c2, c3, int(packs), row_packs,
             m_shape.relu);

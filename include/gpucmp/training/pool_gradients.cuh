@@ -215,8 +215,6 @@ bool packed_pool_dims(const pool_shape& s, std::initializer_list<const void*> te
   return true;
 }
 
-inline unsigned packed_grid(std::int64_t threads) { return unsigned((threads + 255) / 256); }
-
 template <class T>
 __global__ void global_average_pool_backward_kernel(std::int64_t n, std::int64_t pixels, std::int64_t c, conv_layout layout,
                                                     const T* dy, T* dx) {
@@ -241,7 +239,7 @@ void max_pool_forward_training(const pool_shape& s, const T* x, T* y, std::uint8
     detail::nhwc_pool_dims d{};
     if (detail::packed_pool_dims<T>(s, {x, y}, argmax, d)) {
       using P = packed<T>;
-      detail::max_pool_argmax_packed_kernel<T><<<detail::packed_grid(std::int64_t(d.n) * d.p * d.q * d.packs), 256, 0, stream>>>(
+      detail::max_pool_argmax_packed_kernel<T><<<packed_blocks(std::int64_t(d.n) * d.p * d.q * d.packs), 256, 0, stream>>>(
           d, reinterpret_cast<const P*>(x), reinterpret_cast<P*>(y), argmax);
       GPUCMP_CUDA_CHECK_LAST("max_pool_argmax_packed_kernel");
       return;
@@ -262,7 +260,7 @@ void pool_backward(pool_kind kind, const pool_shape& s, const T* dy, const std::
     detail::nhwc_pool_dims d{};
     if (detail::packed_pool_dims<T>(s, {dy, dx}, argmax, d)) {
       using P = packed<T>;
-      detail::pool_backward_packed_kernel<T><<<detail::packed_grid(std::int64_t(d.n) * d.h * d.w * d.packs), 256, 0, stream>>>(
+      detail::pool_backward_packed_kernel<T><<<packed_blocks(std::int64_t(d.n) * d.h * d.w * d.packs), 256, 0, stream>>>(
           kind, d, reinterpret_cast<const P*>(dy), argmax, reinterpret_cast<P*>(dx));
       GPUCMP_CUDA_CHECK_LAST("pool_backward_packed_kernel");
       return;
