@@ -15,13 +15,15 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
 // train/<model>/<precision>/bs<N>/x<GPUs>/<eager|graph>: the step on every visible GPU, N
 // images each, gradients averaged with NCCL in buckets of --bucket_mb MiB (default 25, DDP's)
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
+// --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
+// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves.
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -76,6 +78,7 @@ struct settings {
   bool only_largest_batch = false;
   bool data_parallel = false;
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
+  bool accumulate_in_conv = true;                     // training_options' default
 };
 
 settings& config() {
@@ -100,6 +103,7 @@ gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_l
   o.dtype = p.dtype;
   o.loss_scaling = p.scaled;
   o.layout = layout;
+  o.accumulate_in_conv = config().accumulate_in_conv;
   return o;
 }
 
@@ -283,6 +287,10 @@ void parse_flags(int& argc, char** argv) {
 #else
       throw gpucmp::invalid_argument("training: --bucket_mb needs gpucmp::nccl, which this build lacks");
 #endif
+    } else if (const char* v = value("--accumulate_in_conv=")) {
+      const std::string text = v;
+      if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
+      config().accumulate_in_conv = text == "1";
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {

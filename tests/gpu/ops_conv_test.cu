@@ -144,6 +144,71 @@ TEST_CASE("a searched convolution bound to other tensors computes what it verifi
   CHECK_THROWS_WITH(c.bind({nullptr, c.w(), c.y()}, nullptr, 0), GPUCMP_CONTAINS("needs x, w and y"));
 }
 
+namespace {
+void* output_of(gpucmp::conv& c) {
+  return c.direction() == gpucmp::conv_direction::forward ? c.y() : c.direction() == gpucmp::conv_direction::backward_data ? c.x() : c.w();
+}
+}  // namespace
+
+TEST_CASE("an accumulating pass adds its result to what its output held (beta 1), and the check knows it", "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
+                 gpucmp::conv_direction::backward_filter}) {
+    for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16}) {
+      for (auto api : {gpucmp::conv_api::backend, gpucmp::conv_api::legacy}) {
+        gpucmp::conv_problem p = small_problem();
+        p.dtype = t;
+        p.layout = gpucmp::conv_layout::nhwc;
+        gpucmp::conv_options o;
+        o.direction = d;
+        o.api = api;
+        o.search = short_search();
+        o.accumulate = true;
+        gpucmp::conv acc(p, o, s.get());
+        CHECK(acc.accumulates());
+        CHECK(acc.name().find("+accumulate/") != std::string::npos);
+        gpucmp::choose_algorithm(acc);
+        INFO(acc.name() << ": " << acc.algorithm().describe());
+        const gpucmp::verification v = acc.verify(s.get());
+        INFO(v.summary());
+        CHECK(v.passed());
+        CHECK(v.method.find("prior") != std::string::npos);
+        // The same pass without beta on the same inputs: its output lacks the prior, and the
+        // accumulating pass's check must reject it.
+        o.accumulate = false;
+        gpucmp::conv plain(p, o, s.get());
+        REQUIRE(plain.verify(s.get()).passed());
+        const gpucmp::conv_problem& q = acc.problem();
+        const std::int64_t out_elements = d == gpucmp::conv_direction::forward         ? q.y_elements()
+                                          : d == gpucmp::conv_direction::backward_data ? q.x_elements()
+                                                                                       : q.w_elements();
+        const std::size_t bytes = std::size_t(out_elements) * gpucmp::element_bytes(t);
+        REQUIRE(cudaMemcpy(output_of(acc), output_of(plain), bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        CHECK_FALSE(acc.check_output(s.get()).passed());
+      }
+    }
+  }
+  // A ResNet-50 data gradient at batch 8: checked on the GPU reference's samples.
+  gpucmp::conv_problem p;
+  p.n = 8;
+  p.c = 256;
+  p.h = p.w = 56;
+  p.k = 64;
+  p.r = p.s = 1;
+  p.dtype = gpucmp::conv_dtype::fp16;
+  p.layout = gpucmp::conv_layout::nhwc;
+  gpucmp::conv_options o;
+  o.direction = gpucmp::conv_direction::backward_data;
+  o.search = short_search();
+  o.accumulate = true;
+  gpucmp::conv acc(p, o, s.get());
+  gpucmp::choose_algorithm(acc);
+  const gpucmp::verification v = acc.verify(s.get());
+  INFO(acc.name() << ": " << acc.algorithm().describe() << ": " << v.summary());
+  CHECK(v.passed());
+  CHECK(v.method.find("GPU") != std::string::npos);
+}
+
 TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
   gpucmp::stream s;
   for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,

@@ -184,16 +184,23 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
   gpucmp::stream s;
   const gpucmp::network_definition def = every_layer_kind();
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16})
+  // The second gradient parts of b's input and of c's (b and c read a tensor another read
+  // first) added by the data-gradient pass itself, and (FP32, the tight bound) by a kernel.
+  for (bool in_conv : {true, false}) {
+    if (!in_conv && dtype != gpucmp::conv_dtype::fp32) continue;
     gpucmp::training_options o = small_options(dtype);
     o.layout = layout;
+    o.accumulate_in_conv = in_conv;
     o.loss_scale.initial_scale = 1024;  // FP16: no overflow in this comparison (the skip has its own test)
     gpucmp::training_network net(def, o, s.get());
     std::string checks;
     for (const auto& l : net.layers()) {
       for (const auto& c : l.checks) checks += l.name + ": " + c + "\n";
+      if (l.name == "b" || l.name == "c") CHECK((l.data_gradient.find("adding in place") != std::string::npos) == in_conv);
+      if (l.name == "d") CHECK(l.data_gradient.find("adding in place") == std::string::npos);
     }
-    INFO(net.name() << "\n" << checks);
+    INFO(net.name() << (in_conv ? "" : ", second parts added by a kernel") << "\n" << checks);
     const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
     const std::vector<std::int32_t> labels{0, 3, 4, 1};
     net.set_batch(images, labels, s.get());

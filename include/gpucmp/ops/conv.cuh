@@ -57,6 +57,10 @@ struct conv_options {
   search_options search;                               ///< how the search times candidates
   std::size_t workspace_limit = std::size_t{1} << 30;  ///< largest workspace an algorithm may use
   std::uint64_t seed = 1;                              ///< inputs' random stream
+  /// The pass adds its result to what the output holds (cuDNN's beta = 1) instead of
+  /// overwriting it: a tensor's second gradient added by the data-gradient pass itself, with
+  /// no separate addition. Searched, timed and verified that way (on a random prior output).
+  bool accumulate = false;
 };
 
 /// The cuDNN algorithm a conv runs, as recorded in its results.
@@ -278,8 +282,9 @@ class conv {
 
   /// Device bytes of its tensors (x, w, y); the workspace comes on top, at most
   /// options.workspace_limit, as large as the largest candidate needs. Allocates nothing.
-  static double bytes_needed(const conv_problem& problem, const conv_options& /*options*/) {
-    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements());
+  static double bytes_needed(const conv_problem& problem, const conv_options& options) {
+    const double prior = options.accumulate ? double(output_elements(problem, options.direction)) : 0.0;
+    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements() + prior);
   }
 
   /// Enqueues the pass on `stream` with the selected algorithm.
@@ -288,10 +293,11 @@ class conv {
     launch(m_all[m_current], stream);
   }
 
-  /// Runs the pass once on a poisoned output and compares it with a double reference.
+  /// Runs the pass once on a poisoned output (with options.accumulate, on the random prior
+  /// output it adds to) and compares it with a double reference.
   verification verify(cudaStream_t stream) {
     require_tensors();
-    poison_output(stream);
+    prepare_output(stream);
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return check_output(stream);
@@ -332,6 +338,8 @@ class conv {
 
   /// The problem.
   const conv_problem& problem() const noexcept { return m_problem; }
+  /// Whether the pass adds to its output (options.accumulate).
+  bool accumulates() const noexcept { return m_options.accumulate; }
   /// Which pass.
   conv_direction direction() const noexcept { return m_options.direction; }
   /// The algorithm it runs.
@@ -339,12 +347,15 @@ class conv {
   /// Every timing of its search (empty until a search ran).
   const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
   /// "conv_fwd/cudnn/fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1".
+  /// "conv_dgrad+accumulate/..." when it adds to its output.
   std::string name() const {
-    return std::string("conv_") + to_string(m_options.direction) + "/cudnn/" + to_string(m_problem.dtype) + "_" +
+    return std::string("conv_") + to_string(m_options.direction) + (m_options.accumulate ? "+accumulate" : "") + "/cudnn/" +
+           to_string(m_problem.dtype) + "_" +
            to_string(m_problem.layout) + "/" + m_problem.shape_name();
   }
 
-  /// One call's work: direct-convolution FLOPs, each operand read once, the result written once.
+  /// One call's work: direct-convolution FLOPs, each operand read once (the prior output too
+  /// when it accumulates), the result written once.
   gpucmp::work work() const {
     gpucmp::work w;
     const conv_problem& p = m_problem;
@@ -355,6 +366,7 @@ class conv {
       case conv_direction::backward_data: w.bytes_read = e * (p.y_elements() + p.w_elements()); w.bytes_written = e * p.x_elements(); break;
       case conv_direction::backward_filter: w.bytes_read = e * (p.x_elements() + p.y_elements()); w.bytes_written = e * p.w_elements(); break;
     }
+    if (m_options.accumulate) w.bytes_read += w.bytes_written;
     w.arithmetic = peak_precision(p.dtype);
     return w;
   }
@@ -409,6 +421,7 @@ class conv {
     m_x = device_buffer<unsigned char>();
     m_w = device_buffer<unsigned char>();
     m_y = device_buffer<unsigned char>();
+    m_prior = device_buffer<unsigned char>();
     m_workspace = device_buffer<unsigned char>();
     for (auto& c : m_all) c.pack.reset();
     m_released = true;
@@ -457,17 +470,31 @@ class conv {
     if (m_options.direction != conv_direction::backward_data) fill(m_x, 3 * m_options.seed);
     if (m_options.direction != conv_direction::backward_filter) fill(m_w, 3 * m_options.seed + 1);
     if (m_options.direction != conv_direction::forward) fill(m_y, 3 * m_options.seed + 2);
-    poison_output(stream);
+    if (m_options.accumulate) {
+      m_prior = device_buffer<unsigned char>(output().bytes(), initial_fill::uninitialized());
+      fill(m_prior, 3 * m_options.seed + 3);
+    }
+    prepare_output(stream);
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
+  static std::int64_t output_elements(const conv_problem& p, conv_direction d) noexcept {
+    return d == conv_direction::forward ? p.y_elements() : d == conv_direction::backward_data ? p.x_elements() : p.w_elements();
+  }
   device_buffer<unsigned char>& output() noexcept {
     return m_options.direction == conv_direction::forward ? m_y : m_options.direction == conv_direction::backward_data ? m_x : m_w;
   }
-  void poison_output(cudaStream_t stream) {
+  const device_buffer<unsigned char>& output() const noexcept { return const_cast<conv*>(this)->output(); }
+  // Poisoned (NaN in every precision), so an output never written fails; an accumulating
+  // pass starts from its random prior instead, which the check adds to the reference.
+  void prepare_output(cudaStream_t stream) {
     auto& out = output();
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
+    if (m_options.accumulate) {
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(out.data(), m_prior.data(), out.bytes(), cudaMemcpyDeviceToDevice, stream));
+    } else {
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
+    }
   }
 
   void launch(candidate& c, cudaStream_t stream) {
@@ -487,7 +514,7 @@ class conv {
       return;
     }
     GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = m_options.accumulate ? 1.0f : 0.0f;
     const int algo = c.info.algo;
     switch (m_options.direction) {
       case conv_direction::forward:
@@ -604,7 +631,7 @@ class conv {
                                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
                                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
                                    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = m_options.accumulate ? 1.0f : 0.0f;
     m_bop = detail::backend_descriptor(a.type);
     m_bop.set(a.x, m_bx);
     m_bop.set(a.w, m_bw);
@@ -729,9 +756,16 @@ class conv {
       l2 = l2_d.to_host();
       got = got_d.to_host();
     }
+    if (m_options.accumulate) {
+      // The pass added its result to the prior output: so does the reference.
+      std::vector<T> prior(m_prior.bytes() / sizeof(T));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(prior.data(), m_prior.data(), m_prior.bytes(), cudaMemcpyDeviceToHost));
+      for (std::size_t e = 0; e < count; ++e) ref[e] += to_double(prior[std::size_t(detail::conv_output_offset(d, g, picked[e]))]);
+    }
     verification v;
     v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
-               (everything ? "every output" : "16384 random outputs incl. first and last");
+               (everything ? "every output" : "16384 random outputs incl. first and last") +
+               (m_options.accumulate ? ", added to a random prior output" : "");
     const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen));
     for (std::size_t e = 0; e < count; ++e) {
       const double bound = tol.bound(ref[e], l2[e], length);
@@ -747,6 +781,7 @@ class conv {
   handle_t m_handle;
   detail::legacy_conv_descriptors m_legacy;
   device_buffer<unsigned char> m_x, m_w, m_y, m_workspace;
+  device_buffer<unsigned char> m_prior;  // what an accumulating pass adds to (options.accumulate)
   detail::backend_descriptor m_bx, m_bw, m_by, m_bconv, m_bop, m_bgraph;
   std::vector<candidate> m_all;
   std::size_t m_current = 0;

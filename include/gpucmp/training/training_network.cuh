@@ -97,6 +97,10 @@ struct training_options {
   /// input); the others start at 1. 0 is torchvision's zero_init_residual: each block starts
   /// as the identity, which keeps a deep network's gradients well conditioned (verification).
   float residual_gamma = 1.0f;
+  /// A tensor's second gradient from a convolution's data-gradient pass is added by the pass
+  /// itself (cuDNN beta = 1, searched and verified that way) instead of written to a scratch
+  /// tensor and added by a separate kernel (ResNet-50: one addition per bottleneck block).
+  bool accumulate_in_conv = true;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -717,8 +721,8 @@ class training_network {
       m_reports[i].kind = to_string(layers[i].kind);
       m_reports[i].shape = m_definition.shape(layers[i].input).text() + " -> " + m_definition.shape(layers[i].output).text();
     }
+    plan_gradient_contributions();
     search_convolutions(stream);
-    plan_second_gradients();
     choose_batch_norms(stream);
     build_linears(stream);
     build_steps();
@@ -738,11 +742,13 @@ class training_network {
       m_reports[i].shape = std::string(to_string(p.dtype)) + "_" + to_string(p.layout) + "/" + p.shape_name();
       for (conv_direction d : passes) {
         if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
-        const std::string key = std::string(to_string(d)) + "/" + m_reports[i].shape;
+        const bool accumulate = d == conv_direction::backward_data && m_data_gradient_adds[i];
+        const std::string key = conv_key(d, i);
         auto found = m_convs.find(key);
         if (found == m_convs.end()) {
           conv_options o;
           o.direction = d;
+          o.accumulate = accumulate;
           o.choice = algorithm_choice::search;
           o.search = m_options.search;
           o.search.max_candidates = m_options.candidates_per_pass;
@@ -757,7 +763,7 @@ class training_network {
           workspace = std::max(workspace, c->algorithm().workspace);
           found = m_convs.emplace(key, std::move(c)).first;
         }
-        const std::string& algorithm = found->second->algorithm().describe();
+        const std::string algorithm = found->second->algorithm().describe() + (accumulate ? ", adding in place (beta 1)" : "");
         (d == conv_direction::forward ? m_reports[i].forward
          : d == conv_direction::backward_data ? m_reports[i].data_gradient
                                               : m_reports[i].weight_gradient) = algorithm;
@@ -768,9 +774,12 @@ class training_network {
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
   }
 
-  const conv& searched(conv_direction d, std::size_t layer) const {
-    return *m_convs.at(std::string(to_string(d)) + "/" + m_reports[layer].shape);
+  // "<pass>[+accumulate]/<shape>": one searched conv per pass, shape and beta.
+  std::string conv_key(conv_direction d, std::size_t layer) const {
+    const bool accumulate = d == conv_direction::backward_data && m_data_gradient_adds[layer];
+    return std::string(to_string(d)) + (accumulate ? "+accumulate" : "") + "/" + m_reports[layer].shape;
   }
+  const conv& searched(conv_direction d, std::size_t layer) const { return *m_convs.at(conv_key(d, layer)); }
 
   // Each batch norm: the paths options allow and cuDNN takes, timed (forward + backward) and
   // verified at full size on the layer's own tensors filled with random values; layers of
@@ -945,23 +954,35 @@ class training_network {
     return {const_cast<unsigned char*>(m_accumulate_scratch.data()), !deferred};
   }
 
-  // Which conv layers' output gradients arrive in two parts, the second from the layer right
-  // after them (in forward order) as its last contribution: those batch norms may sum the
-  // parts as they read (batch_norm_tensors::dy2) instead of a separate addition.
-  void plan_second_gradients() {
+  // How each tensor's gradient parts arrive, walked in backward order as build_steps() runs
+  // them: a conv's data gradient that is not its input's first part adds itself in place
+  // (m_data_gradient_adds, with options.accumulate_in_conv); any other second part goes to
+  // the accumulate scratch. Where that part is the last and comes from the layer right after
+  // the conv that produced the tensor, the conv's batch norm may sum the two as it reads
+  // (m_second_gradient, batch_norm_tensors::dy2) instead of a separate addition.
+  void plan_gradient_contributions() {
     const auto& layers = m_definition.layers();
     m_second_gradient.assign(m_trained, false);
+    m_data_gradient_adds.assign(m_trained, false);
     std::vector<bool> written(m_trained + 1, false);
     written[std::size_t(m_logits.id)] = true;
     for (std::size_t k = m_trained; k-- > 0;) {
       const layer_definition& l = layers[k];
-      std::vector<tensor_ref> reads;
-      if (l.kind == layer_kind::conv && l.residual.valid()) reads.push_back(l.residual);
-      if (l.input.id != m_definition.input().id) reads.push_back(l.input);
+      struct part {
+        tensor_ref tensor;
+        bool data_gradient;  // a conv's data-gradient pass writes it
+      };
+      std::vector<part> reads;
+      if (l.kind == layer_kind::conv && l.residual.valid()) reads.push_back({l.residual, false});
+      if (l.input.id != m_definition.input().id) reads.push_back({l.input, l.kind == layer_kind::conv});
       for (std::size_t r = 0; r < reads.size(); ++r) {
-        const std::size_t t = std::size_t(reads[r].id);
+        const std::size_t t = std::size_t(reads[r].tensor.id);
         if (!written[t]) {
           written[t] = true;
+          continue;
+        }
+        if (reads[r].data_gradient && m_options.accumulate_in_conv) {
+          m_data_gradient_adds[k] = true;
           continue;
         }
         const bool last = r + 1 == reads.size(), next_back_produced_it = t == k;
@@ -1090,7 +1111,8 @@ class training_network {
             m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
             finishes({{true, m_slots[k].filter, m_slots[k].filter_count}});
             if (input_gradient) {
-              const contribution into = contribute(l.input, written, k, true);
+              // Added in place by the pass itself (beta = 1), or the first part, or to the scratch.
+              const contribution into = m_data_gradient_adds[k] ? contribution{gradient(l.input), false} : contribute(l.input, written, k, true);
               m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_data, k).bind(
                   {into.target, model(m_slots[k].filter, true), dconv}, m_conv_workspace.data(), m_conv_workspace.bytes())));
               const conv::binding* data_pass = m_bindings.back().get();
@@ -1277,7 +1299,8 @@ class training_network {
   std::map<std::string, std::string> m_conv_checks;
   std::vector<std::unique_ptr<conv::binding>> m_bindings;
   std::vector<std::unique_ptr<batch_norm_training>> m_bns;
-  std::vector<bool> m_second_gradient;  // layer -> its output gradient may arrive in two parts (plan_second_gradients)
+  std::vector<bool> m_second_gradient;     // layer -> its output gradient may arrive in two parts (plan_gradient_contributions)
+  std::vector<bool> m_data_gradient_adds;  // conv layer -> its data-gradient pass adds to its input's gradient (the same)
   std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
