@@ -21,6 +21,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -157,8 +158,12 @@ void check_packed_pooling(std::int64_t n, std::int64_t c, std::int64_t h, std::i
     gpucmp::device_buffer<T> xd(in + 1, gpucmp::initial_fill::uninitialized()), dyd(out + 1, gpucmp::initial_fill::uninitialized()),
         y(out + 1, gpucmp::initial_fill::poison()), dx(in + 1, gpucmp::initial_fill::poison());
     gpucmp::device_buffer<std::uint8_t> argmax(out + 1, gpucmp::initial_fill::poison());
-    xd.copy_from_host(x);
-    dyd.copy_from_host(dy);
+    // The same values at `offset` (the host copies shifted with them).
+    std::vector<T> xs(in + 1), dys(out + 1);
+    std::copy(x.begin(), x.begin() + std::ptrdiff_t(in), xs.begin() + std::ptrdiff_t(offset));
+    std::copy(dy.begin(), dy.begin() + std::ptrdiff_t(out), dys.begin() + std::ptrdiff_t(offset));
+    xd.copy_from_host(xs);
+    dyd.copy_from_host(dys);
     run r;
     auto bytes = [](const T* p, std::size_t count) {
       std::vector<unsigned char> v(count * sizeof(T));
