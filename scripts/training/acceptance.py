@@ -128,6 +128,8 @@ def main():
         m = re.search(r"largest batch .*?: (\d+) \((built and verified)", open(path).read())
         rows.add("largest AMP FP16 batch that fits, found by search and built", int(m.group(1)) if m else "missing", "built", "images",
                  bool(m))
+    else:
+        rows.add("largest AMP FP16 batch that fits, found by search and built", "missing", "built", "images", False)
 
     # The seed-style table.
     table = seed_table(out, ours)
