@@ -485,7 +485,6 @@ class conv {
   device_buffer<unsigned char>& output() noexcept {
     return m_options.direction == conv_direction::forward ? m_y : m_options.direction == conv_direction::backward_data ? m_x : m_w;
   }
-  const device_buffer<unsigned char>& output() const noexcept { return const_cast<conv*>(this)->output(); }
   // Poisoned (NaN in every precision), so an output never written fails; an accumulating
   // pass starts from its random prior instead, which the check adds to the reference.
   void prepare_output(cudaStream_t stream) {
