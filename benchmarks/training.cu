@@ -326,7 +326,7 @@ void print_largest_batches() {
   for (const training_precision& p : config().precisions) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) break;
-    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes);
+    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes, config().accumulate_in_conv);
     std::string outcome = "no batch fits";
     while (batch > 1) {
       try {

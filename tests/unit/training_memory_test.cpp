@@ -10,6 +10,7 @@
 #include <gpucmp/models/resnet50.hpp>
 #include <gpucmp/training/training_memory.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -51,7 +52,11 @@ TEST_CASE("ResNet-50's training parameters and optimizer state are torchvision's
   CHECK(fp32.activation_bytes == 2 * (fp16.activation_bytes - fp16.pool_index_bytes) - logits + fp16.pool_index_bytes);
   // Reuse: gradients live only between their last reader and their producer.
   CHECK(fp16.activation_gradient_bytes < fp16.activation_gradient_bytes_without_reuse / 4);
-  CHECK(fp16.accumulate_scratch_bytes == 256u * 256u * 56u * 56u * 2u);  // the largest block input
+  // Every block input's second gradient part comes from a data-gradient pass, which adds it in
+  // place: no scratch. Added by a kernel instead, the scratch is the largest block input.
+  CHECK(fp16.accumulate_scratch_bytes == 0);
+  CHECK(gpucmp::plan_training_memory(def, 256, gpucmp::conv_dtype::fp16, false).accumulate_scratch_bytes ==
+        256u * 256u * 56u * 56u * 2u);
   CHECK(fp16.total() == fp16.parameter_state_bytes() + fp16.activation_bytes + fp16.gradient_buffer_bytes() +
                             fp16.loss_bytes + fp16.workspace_reserve);
 }
@@ -78,7 +83,43 @@ TEST_CASE("a small residual network's training memory, worked out by hand", "[tr
   CHECK(p.activation_gradient_bytes_without_reuse == 256 + 256 + 2048 + 2048);
   CHECK(p.gradient_slot_of[1] != p.gradient_slot_of[2]);  // a's gradient is written while b's is read
   CHECK(p.conv_gradient_scratch_bytes == 2048);
-  CHECK(p.accumulate_scratch_bytes == 2048);  // a's output has two readers
+  // a's output has two readers, b's batch norm (residual) first, then b's data gradient, which
+  // adds its part in place; added by a kernel, it goes through a scratch tensor of a's size.
+  CHECK(p.accumulate_scratch_bytes == 0);
+  CHECK(gpucmp::plan_training_memory(small_residual(), 2, gpucmp::conv_dtype::fp32, false).accumulate_scratch_bytes == 2048);
+}
+
+TEST_CASE("a tensor's gradient parts: data gradients add in place, other later parts use the scratch", "[training][memory]") {
+  // ResNet-50: one in-place addition per bottleneck block (its input's second part), nothing
+  // through the scratch.
+  const gpucmp::gradient_parts_plan resnet = gpucmp::plan_gradient_parts(gpucmp::resnet50_definition(), true);
+  CHECK(std::count(resnet.data_gradient_adds.begin(), resnet.data_gradient_adds.end(), true) == 16);
+  CHECK(std::count(resnet.uses_scratch.begin(), resnet.uses_scratch.end(), true) == 0);
+  CHECK(std::count(resnet.batch_norm_reads_two.begin(), resnet.batch_norm_reads_two.end(), true) == 0);
+  // Without: the same 16 parts through the scratch, none in place.
+  const gpucmp::gradient_parts_plan kernel = gpucmp::plan_gradient_parts(gpucmp::resnet50_definition(), false);
+  CHECK(std::count(kernel.data_gradient_adds.begin(), kernel.data_gradient_adds.end(), true) == 0);
+  CHECK(std::count(kernel.uses_scratch.begin(), kernel.uses_scratch.end(), true) == 16);
+
+  // conv a -> max pool (3, stride 1: a's shape) -> conv c (+ a's output) -> gap -> linear. a's
+  // output is read by the pool and by c's residual: c's part (its batch norm's) comes first,
+  // the pool's second, through the scratch, and as the last part from the layer right after a,
+  // a's batch norm may read both.
+  gpucmp::network_definition def("pool_and_residual", {3, 8, 8});
+  const auto a = def.conv(def.input(), {8, 3, 1, 1, true}, "a");
+  const auto pooled = def.max_pool(a, 3, 1, 1, "pool");
+  def.linear(def.global_average_pool(def.conv(pooled, {8, 3, 1, 1, true}, "c", a), "gap"), 2, "fc");
+  for (bool in_conv : {true, false}) {
+    const gpucmp::gradient_parts_plan parts = gpucmp::plan_gradient_parts(def, in_conv);
+    CHECK(std::count(parts.data_gradient_adds.begin(), parts.data_gradient_adds.end(), true) == 0);
+    REQUIRE(parts.uses_scratch.size() == 6);  // images, a, pool, c, gap, fc
+    CHECK(parts.uses_scratch[std::size_t(a.id)]);
+    CHECK(std::count(parts.uses_scratch.begin(), parts.uses_scratch.end(), true) == 1);
+    CHECK(parts.batch_norm_reads_two[0]);
+    CHECK(std::count(parts.batch_norm_reads_two.begin(), parts.batch_norm_reads_two.end(), true) == 1);
+    // The scratch holds a's output: 2 x 8 x 8 x 8 FP32 = 4096 bytes.
+    CHECK(gpucmp::plan_training_memory(def, 2, gpucmp::conv_dtype::fp32, in_conv).accumulate_scratch_bytes == 4096);
+  }
 }
 
 TEST_CASE("the largest training batch that fits is found, and definitions that cannot train are refused", "[training][memory]") {

@@ -13,8 +13,10 @@
 //   - activation gradients: one buffer per tensor while its gradient is live (from the first
 //     layer whose backward pass writes it to the layer that produced the tensor), buffers
 //     reused greedily as in models/network_memory.hpp; plus two scratch tensors, one for a
-//     convolution's output gradient (the batch norm's backward writes it) and one for the
-//     second contribution to a tensor read by two layers (a residual block's input);
+//     convolution's output gradient (the batch norm's backward writes it) and one for a
+//     later part of a tensor's gradient that is not added in place (plan_gradient_parts:
+//     with accumulate_in_conv, a convolution's data gradient adds its part itself, so
+//     ResNet needs none);
 //   - the loss: labels, per-row losses;
 //   - a workspace reserve (the algorithms' real workspaces are known after their search).
 // training_network (training/training_network.cuh) allocates this plan; the largest batch
@@ -53,7 +55,7 @@ struct training_memory_plan {
   std::size_t activation_gradient_bytes = 0;    ///< sum of the gradient buffers
   std::size_t activation_gradient_bytes_without_reuse = 0;  ///< one buffer per tensor, for comparison
   std::size_t conv_gradient_scratch_bytes = 0;  ///< the largest convolution output
-  std::size_t accumulate_scratch_bytes = 0;     ///< the largest tensor read by two layers (0 when none is)
+  std::size_t accumulate_scratch_bytes = 0;     ///< the largest tensor whose later gradient part goes through it (0: none)
   // The loss and the rest.
   std::size_t loss_bytes = 0;           ///< labels, per-row losses, the loss
   std::size_t workspace_reserve = 0;    ///< assumed algorithm workspace
@@ -93,10 +95,63 @@ inline tensor_ref training_logits(const network_definition& def) {
 }
 }  // namespace detail
 
-/// The memory plan of one training step of `def` at `batch` in `dtype` (header comment).
+/// How the backward pass adds up the gradient of a tensor that several layers read, in the
+/// order it runs (last layer first; a convolution's residual part, from its batch norm, before
+/// its input's, from its data-gradient pass). The first part is written where the gradient
+/// lives. A later part from a data-gradient pass adds itself there (cuDNN's beta = 1) when
+/// `accumulate_in_conv`; any other later part goes through the accumulate scratch, and when it
+/// is the last and comes from the layer right after the convolution that produced the
+/// tensor, that convolution's batch norm may read both parts (batch_norm_tensors::dy2)
+/// instead of a separate addition. training_network builds its steps by this plan.
+struct gradient_parts_plan {
+  std::vector<bool> data_gradient_adds;    ///< layer -> its data-gradient pass adds its part in place
+  std::vector<bool> batch_norm_reads_two;  ///< conv layer -> its output's gradient may arrive in two parts
+  std::vector<bool> uses_scratch;          ///< tensor id -> a later part of its gradient goes through the scratch
+};
+
+/// The plan above for `def`'s layers up to the logits.
+inline gradient_parts_plan plan_gradient_parts(const network_definition& def, bool accumulate_in_conv) {
+  const auto& layers = def.layers();
+  const std::size_t trained = std::size_t(detail::training_logits(def).id);
+  gradient_parts_plan plan;
+  plan.data_gradient_adds.assign(trained, false);
+  plan.batch_norm_reads_two.assign(trained, false);
+  plan.uses_scratch.assign(trained + 1, false);
+  std::vector<bool> written(trained + 1, false);
+  written[trained] = true;  // the logits' gradient: the loss writes it
+  for (std::size_t k = trained; k-- > 0;) {
+    const layer_definition& l = layers[k];
+    struct part {
+      tensor_ref tensor;
+      bool data_gradient;  // a convolution's data-gradient pass writes it
+    };
+    std::vector<part> reads;
+    if (l.kind == layer_kind::conv && l.residual.valid()) reads.push_back({l.residual, false});
+    if (l.input.id != def.input().id) reads.push_back({l.input, l.kind == layer_kind::conv});
+    for (std::size_t r = 0; r < reads.size(); ++r) {
+      const std::size_t t = std::size_t(reads[r].tensor.id);
+      if (!written[t]) {
+        written[t] = true;
+        continue;
+      }
+      if (reads[r].data_gradient && accumulate_in_conv) {
+        plan.data_gradient_adds[k] = true;
+        continue;
+      }
+      plan.uses_scratch[t] = true;
+      const bool last = r + 1 == reads.size(), next_back_produced_it = t == k && k > 0;
+      if (last && next_back_produced_it && layers[k - 1].kind == layer_kind::conv) plan.batch_norm_reads_two[k - 1] = true;
+    }
+  }
+  return plan;
+}
+
+/// The memory plan of one training step of `def` at `batch` in `dtype` (header comment), its
+/// gradient parts added as training_options::accumulate_in_conv says.
 /// Throws invalid_argument when `def` cannot train: no linear layer last, a softmax that is
 /// not the last layer.
-inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype) {
+inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype,
+                                                 bool accumulate_in_conv = true) {
   if (batch <= 0) throw invalid_argument(def.name() + ": batch must be positive");
   training_memory_plan plan;
   const auto& layers = def.layers();
@@ -162,8 +217,9 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
       last_reader[std::size_t(r.id)] = std::max(last_reader[std::size_t(r.id)], i);
     }
   }
+  const gradient_parts_plan parts = plan_gradient_parts(def, accumulate_in_conv);
   for (std::size_t t = 1; t < tensors; ++t) {
-    if (readers[t] > 1) plan.accumulate_scratch_bytes = std::max(plan.accumulate_scratch_bytes, plan.kept_bytes[t]);
+    if (parts.uses_scratch[t]) plan.accumulate_scratch_bytes = std::max(plan.accumulate_scratch_bytes, plan.kept_bytes[t]);
   }
   const std::size_t steps = trained_layers;
   auto first_step = [&](std::size_t t) { return t == tensors - 1 ? std::size_t{0} : steps - 1 - last_reader[t]; };
@@ -193,8 +249,10 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
 }
 
 /// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
-inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
-  return detail::largest_fitting_batch([&](std::int64_t b) { return plan_training_memory(def, b, dtype).total() <= free_bytes; });
+inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes,
+                                                     bool accumulate_in_conv = true) {
+  return detail::largest_fitting_batch(
+      [&](std::int64_t b) { return plan_training_memory(def, b, dtype, accumulate_in_conv).total() <= free_bytes; });
 }
 
 }  // namespace gpucmp

@@ -229,7 +229,7 @@ class training_network {
     if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
-    m_plan = plan_training_memory(m_definition, options.batch, options.dtype);
+    m_plan = plan_training_memory(m_definition, options.batch, options.dtype, options.accumulate_in_conv);
     m_logits = detail::training_logits(m_definition);
     m_trained = std::size_t(m_logits.id);
     check_fits();
@@ -954,41 +954,13 @@ class training_network {
     return {const_cast<unsigned char*>(m_accumulate_scratch.data()), !deferred};
   }
 
-  // How each tensor's gradient parts arrive, walked in backward order as build_steps() runs
-  // them: a conv's data gradient that is not its input's first part adds itself in place
-  // (m_data_gradient_adds, with options.accumulate_in_conv); any other second part goes to
-  // the accumulate scratch. Where that part is the last and comes from the layer right after
-  // the conv that produced the tensor, the conv's batch norm may sum the two as it reads
-  // (m_second_gradient, batch_norm_tensors::dy2) instead of a separate addition.
+  // Which data-gradient passes add their part in place and which batch norms may read two
+  // parts: plan_gradient_parts (training_memory.hpp), the walk the memory plan sized the
+  // accumulate scratch by; build_steps() follows it.
   void plan_gradient_contributions() {
-    const auto& layers = m_definition.layers();
-    m_second_gradient.assign(m_trained, false);
-    m_data_gradient_adds.assign(m_trained, false);
-    std::vector<bool> written(m_trained + 1, false);
-    written[std::size_t(m_logits.id)] = true;
-    for (std::size_t k = m_trained; k-- > 0;) {
-      const layer_definition& l = layers[k];
-      struct part {
-        tensor_ref tensor;
-        bool data_gradient;  // a conv's data-gradient pass writes it
-      };
-      std::vector<part> reads;
-      if (l.kind == layer_kind::conv && l.residual.valid()) reads.push_back({l.residual, false});
-      if (l.input.id != m_definition.input().id) reads.push_back({l.input, l.kind == layer_kind::conv});
-      for (std::size_t r = 0; r < reads.size(); ++r) {
-        const std::size_t t = std::size_t(reads[r].tensor.id);
-        if (!written[t]) {
-          written[t] = true;
-          continue;
-        }
-        if (reads[r].data_gradient && m_options.accumulate_in_conv) {
-          m_data_gradient_adds[k] = true;
-          continue;
-        }
-        const bool last = r + 1 == reads.size(), next_back_produced_it = t == k;
-        if (last && next_back_produced_it && layers[k - 1].kind == layer_kind::conv) m_second_gradient[k - 1] = true;
-      }
-    }
+    gradient_parts_plan parts = plan_gradient_parts(m_definition, m_options.accumulate_in_conv);
+    m_data_gradient_adds = std::move(parts.data_gradient_adds);
+    m_second_gradient = std::move(parts.batch_norm_reads_two);
   }
 
   step_fn add_into(tensor_ref t) const {
