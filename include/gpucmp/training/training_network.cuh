@@ -742,7 +742,7 @@ class training_network {
       m_reports[i].shape = std::string(to_string(p.dtype)) + "_" + to_string(p.layout) + "/" + p.shape_name();
       for (conv_direction d : passes) {
         if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
-        const bool accumulate = d == conv_direction::backward_data && m_data_gradient_adds[i];
+        const bool accumulate = adds_in_place(d, i);
         const std::string key = conv_key(d, i);
         auto found = m_convs.find(key);
         if (found == m_convs.end()) {
@@ -774,10 +774,13 @@ class training_network {
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
   }
 
+  // Whether `layer`'s pass `d` adds its result in place (a data gradient's second part).
+  bool adds_in_place(conv_direction d, std::size_t layer) const {
+    return d == conv_direction::backward_data && m_data_gradient_adds[layer];
+  }
   // "<pass>[+accumulate]/<shape>": one searched conv per pass, shape and beta.
   std::string conv_key(conv_direction d, std::size_t layer) const {
-    const bool accumulate = d == conv_direction::backward_data && m_data_gradient_adds[layer];
-    return std::string(to_string(d)) + (accumulate ? "+accumulate" : "") + "/" + m_reports[layer].shape;
+    return std::string(to_string(d)) + (adds_in_place(d, layer) ? "+accumulate" : "") + "/" + m_reports[layer].shape;
   }
   const conv& searched(conv_direction d, std::size_t layer) const { return *m_convs.at(conv_key(d, layer)); }
 
