@@ -63,6 +63,21 @@ TEST_CASE("FP16 results rounded to subnormals get an absolute allowance, normal 
   CHECK(gpucmp::tolerance_for(gpucmp::conv_dtype::fp32).output_abs == 0.0);
 }
 
+TEST_CASE("an accumulating pass may round its own result before adding the prior, and no more", "[ops][verification]") {
+  // The failure seen on the H200 (backward-data, batch 2628, FP16): own = 2.0, prior = -1.98841,
+  // reference 0.0115900; an epilogue that rounds own to FP16 first gets 0.0112305.
+  const gpucmp::tolerance fp16 = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  const double own = 2.0 + std::ldexp(1.0, -10);  // half an FP16 step of 2 away from the grid
+  const double prior = -1.98841, reference = own + prior, l2 = 1e-3, terms = 64;
+  const double rounded_first = 2.0 + prior;  // own rounded to FP16 (ties to even), then added
+  CHECK(std::fabs(rounded_first - reference) > fp16.bound(reference, l2, terms));  // the plain bound rejects it
+  CHECK(std::fabs(rounded_first - reference) <= fp16.bound_added(reference, own, l2, terms));
+  // Two roundings of own are still an error.
+  CHECK(2 * std::ldexp(1.0, -9) > fp16.bound_added(reference, own, l2, terms));
+  // With nothing to add to, the bounds agree.
+  CHECK(fp16.bound_added(reference, 0.0, l2, terms) == fp16.bound(reference, l2, terms));
+}
+
 TEST_CASE("a verification record counts failures, NaNs included, and names the worst output", "[ops][verification]") {
   gpucmp::verification v;
   v.method = "test";

@@ -34,6 +34,14 @@ struct tolerance {
     const double per_term = input_eps + transform_eps + accumulate_eps * std::sqrt(terms);
     return output_eps * std::fabs(reference) + output_abs + sigmas * per_term * l2 + 1e-300;
   }
+
+  /// As bound(), for a pass that adds its own result `own` to a prior output (reference =
+  /// own + prior). Its epilogue may round `own` to the output type before the addition, as a
+  /// separate addition would (cuDNN's backward-data at batch 2628 does): one more rounding,
+  /// of |own|, which cancellation with the prior can make far larger than |reference|.
+  double bound_added(double reference, double own, double l2, double terms) const noexcept {
+    return bound(reference, l2, terms) + output_eps * std::fabs(own);
+  }
 };
 
 /// The outcome of checking an output against a reference.
