@@ -15,7 +15,7 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--overlap_weight_gradients=1|0] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
@@ -23,9 +23,7 @@
 // images each, gradients averaged with NCCL in buckets of --bucket_mb MiB (default 25, DDP's)
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 // --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
-// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
-// --overlap_weight_gradients=0 runs the weight-gradient passes in order with the rest of the
-// backward pass instead of on a second stream (training_options::overlap_weight_gradients).
+// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves.
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -81,7 +79,6 @@ struct settings {
   bool data_parallel = false;
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
   bool accumulate_in_conv = true;                     // training_options' default
-  bool overlap_weight_gradients = true;               // training_options' default
 };
 
 settings& config() {
@@ -107,7 +104,6 @@ gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_l
   o.loss_scaling = p.scaled;
   o.layout = layout;
   o.accumulate_in_conv = config().accumulate_in_conv;
-  o.overlap_weight_gradients = config().overlap_weight_gradients;
   return o;
 }
 
@@ -295,12 +291,6 @@ void parse_flags(int& argc, char** argv) {
       const std::string text = v;
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
-    } else if (const char* v = value("--overlap_weight_gradients=")) {
-      const std::string text = v;
-      if (text != "0" && text != "1") {
-        throw gpucmp::invalid_argument("training: --overlap_weight_gradients must be 0 or 1, got '" + text + "'");
-      }
-      config().overlap_weight_gradients = text == "1";
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {
@@ -336,8 +326,7 @@ void print_largest_batches() {
   for (const training_precision& p : config().precisions) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) break;
-    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes, config().accumulate_in_conv,
-                                                                  config().overlap_weight_gradients);
+    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes, config().accumulate_in_conv);
     std::string outcome = "no batch fits";
     while (batch > 1) {
       try {

@@ -11,8 +11,6 @@
 #               init and from the zero-init residual start
 #   example     examples/09_train_custom_cnn: a user's CNN learns a teacher's labels
 #   largest     the largest AMP FP16 batch that fits, built and verified
-#   in_order    A/B: gpucmp's AMP FP16 step with the weight-gradient passes in order on one
-#               stream (--overlap_weight_gradients=0), beside throughput's overlapped rows
 #   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
 #               gpucmp-report's projections onto the A100, L20 and L40S
 #   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
@@ -31,7 +29,7 @@ stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
 
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
 
-if has_part throughput || has_part in_order || has_part verify || has_part largest; then
+if has_part throughput || has_part verify || has_part largest; then
   source "$root/scripts/peers/same-libraries.sh"
 fi
 
@@ -90,13 +88,6 @@ if has_part example; then
   stamp "user network example"
   "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" --benchmark_min_time=0 \
     > "$out_dir/example.txt" 2>&1 || { echo "run-training-comparison: the example failed"; tail -20 "$out_dir/example.txt"; status=1; }
-fi
-
-if has_part in_order; then
-  stamp "AMP FP16 with the weight-gradient passes in order"
-  "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="$batches" --overlap_weight_gradients=0 \
-    --benchmark_out="$out_dir/in_order_amp_fp16.json" --benchmark_out_format=json > "$out_dir/in_order_amp_fp16.txt" 2>&1 ||
-    { echo "run-training-comparison: the in-order A/B failed"; tail -20 "$out_dir/in_order_amp_fp16.txt"; status=1; }
 fi
 
 if has_part largest; then

@@ -63,7 +63,6 @@ class data_parallel_training {
         GPUCMP_CUDA_CHECK(cudaSetDevice(group.device(r)));
         training_options o = options;
         o.data_seed = options.data_seed + std::uint64_t(r);
-        o.overlap_weight_gradients = false;  // its backward runs piece by piece (buckets close after pieces)
         m_replicas.push_back(std::make_unique<training_network>(definition, o, group.stream(r)));
         m_comm_streams.emplace_back();  // on the replica's device
         m_ready.emplace_back();

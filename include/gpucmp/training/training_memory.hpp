@@ -12,12 +12,11 @@
 //     max pooling's winners (one byte per output);
 //   - activation gradients: one buffer per tensor while its gradient is live (from the first
 //     layer whose backward pass writes it to the layer that produced the tensor), buffers
-//     reused greedily as in models/network_memory.hpp; plus scratch tensors: a convolution's
-//     output gradient (the batch norm's backward writes it; two, used in turn, when the
-//     weight-gradient passes overlap the rest of the backward pass, so a batch norm never
-//     writes the one a weight pass may still read), and a later part of a tensor's gradient
-//     that is not added in place (plan_gradient_parts: with accumulate_in_conv, a
-//     convolution's data gradient adds its part itself, so ResNet needs none);
+//     reused greedily as in models/network_memory.hpp; plus two scratch tensors, one for a
+//     convolution's output gradient (the batch norm's backward writes it) and one for a
+//     later part of a tensor's gradient that is not added in place (plan_gradient_parts:
+//     with accumulate_in_conv, a convolution's data gradient adds its part itself, so
+//     ResNet needs none);
 //   - the loss: labels, per-row losses;
 //   - a workspace reserve (the algorithms' real workspaces are known after their search).
 // training_network (training/training_network.cuh) allocates this plan; the largest batch
@@ -55,8 +54,7 @@ struct training_memory_plan {
   std::vector<std::size_t> gradient_slot_bytes; ///< gradient buffer -> bytes
   std::size_t activation_gradient_bytes = 0;    ///< sum of the gradient buffers
   std::size_t activation_gradient_bytes_without_reuse = 0;  ///< one buffer per tensor, for comparison
-  std::size_t conv_gradient_scratch_bytes = 0;  ///< the largest convolution output: one scratch tensor
-  std::size_t conv_gradient_scratches = 1;      ///< 2 with overlapped weight-gradient passes, used in turn
+  std::size_t conv_gradient_scratch_bytes = 0;  ///< the largest convolution output
   std::size_t accumulate_scratch_bytes = 0;     ///< the largest tensor whose later gradient part goes through it (0: none)
   // The loss and the rest.
   std::size_t loss_bytes = 0;           ///< labels, per-row losses, the loss
@@ -66,9 +64,9 @@ struct training_memory_plan {
   std::size_t parameter_state_bytes() const noexcept {
     return master_bytes + model_copy_bytes + momentum_bytes + gradient_bytes + statistics_bytes;
   }
-  /// Activation gradients and the scratch tensors.
+  /// Activation gradients and both scratch tensors.
   std::size_t gradient_buffer_bytes() const noexcept {
-    return activation_gradient_bytes + conv_gradient_scratches * conv_gradient_scratch_bytes + accumulate_scratch_bytes;
+    return activation_gradient_bytes + conv_gradient_scratch_bytes + accumulate_scratch_bytes;
   }
   /// Everything.
   std::size_t total() const noexcept {
@@ -149,12 +147,11 @@ inline gradient_parts_plan plan_gradient_parts(const network_definition& def, bo
 }
 
 /// The memory plan of one training step of `def` at `batch` in `dtype` (header comment), its
-/// gradient parts added as training_options::accumulate_in_conv says, with a second
-/// convolution-gradient scratch as training_options::overlap_weight_gradients says.
+/// gradient parts added as training_options::accumulate_in_conv says.
 /// Throws invalid_argument when `def` cannot train: no linear layer last, a softmax that is
 /// not the last layer.
 inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype,
-                                                 bool accumulate_in_conv = true, bool overlap_weight_gradients = true) {
+                                                 bool accumulate_in_conv = true) {
   if (batch <= 0) throw invalid_argument(def.name() + ": batch must be positive");
   training_memory_plan plan;
   const auto& layers = def.layers();
@@ -186,7 +183,6 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
     }
   }
   plan.momentum_bytes = plan.master_bytes;
-  plan.conv_gradient_scratches = overlap_weight_gradients ? 2 : 1;
 
   // Activations kept: every tensor up to the logits, and every convolution's output before
   // its batch norm.
@@ -254,10 +250,9 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
 
 /// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
 inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes,
-                                                     bool accumulate_in_conv = true, bool overlap_weight_gradients = true) {
-  return detail::largest_fitting_batch([&](std::int64_t b) {
-    return plan_training_memory(def, b, dtype, accumulate_in_conv, overlap_weight_gradients).total() <= free_bytes;
-  });
+                                                     bool accumulate_in_conv = true) {
+  return detail::largest_fitting_batch(
+      [&](std::int64_t b) { return plan_training_memory(def, b, dtype, accumulate_in_conv).total() <= free_bytes; });
 }
 
 }  // namespace gpucmp

@@ -35,7 +35,6 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/cuda/random.hpp>
-#include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/io/safetensors_writer.hpp>
 #include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/models/layer_trace.hpp>
@@ -102,13 +101,6 @@ struct training_options {
   /// itself (cuDNN beta = 1, searched and verified that way) instead of written to a scratch
   /// tensor and added by a separate kernel (ResNet-50: one addition per bottleneck block).
   bool accumulate_in_conv = true;
-  /// Each convolution's weight-gradient pass runs on a second stream, beside the data-gradient
-  /// pass and the batch norms behind it: only the optimizer reads its result, so the two
-  /// passes need not wait for each other, and a memory-bound batch norm fills the SMs a
-  /// compute-bound weight pass leaves idle (its tail, small grids). Costs a second
-  /// convolution-gradient scratch tensor and a workspace of the weight passes' own. Only a
-  /// whole step (step(), forward_backward(), capture()) overlaps; pieces run one by one stay in order.
-  bool overlap_weight_gradients = true;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -237,8 +229,7 @@ class training_network {
     if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
-    m_plan = plan_training_memory(m_definition, options.batch, options.dtype, options.accumulate_in_conv,
-                                  options.overlap_weight_gradients);
+    m_plan = plan_training_memory(m_definition, options.batch, options.dtype, options.accumulate_in_conv);
     m_logits = detail::training_logits(m_definition);
     m_trained = std::size_t(m_logits.id);
     check_fits();
@@ -281,30 +272,7 @@ class training_network {
   /// (scaled by the loss scale with FP16 loss scaling), for checks against a reference.
   void forward_backward(cudaStream_t stream) const {
     forward_and_loss(stream);
-    if (!m_side) {
-      for (const auto& b : m_backward) b.run(stream);
-      return;
-    }
-    // Overlapped (training_options::overlap_weight_gradients): a weight pass forks to the side
-    // stream once its scratch is written; a batch norm that writes a scratch first waits for
-    // the weight pass that read it last; the step joins the side stream at the end.
-    std::vector<bool> enqueued(m_scratch_read.size(), false);  // a weight pass of this step read the scratch
-    for (const auto& b : m_backward) {
-      if (b.writes_scratch >= 0 && enqueued[std::size_t(b.writes_scratch)]) {
-        GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_scratch_read[std::size_t(b.writes_scratch)].get(), 0));
-      }
-      if (b.weight_pass_reads < 0) {
-        b.run(stream);
-        continue;
-      }
-      GPUCMP_CUDA_CHECK(cudaEventRecord(m_fork.get(), stream));
-      GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(m_side->get(), m_fork.get(), 0));
-      b.run(m_side->get());
-      GPUCMP_CUDA_CHECK(cudaEventRecord(m_scratch_read[std::size_t(b.weight_pass_reads)].get(), m_side->get()));
-      enqueued[std::size_t(b.weight_pass_reads)] = true;
-    }
-    GPUCMP_CUDA_CHECK(cudaEventRecord(m_join.get(), m_side->get()));
-    GPUCMP_CUDA_CHECK(cudaStreamWaitEvent(stream, m_join.get(), 0));
+    for (const auto& b : m_backward) b.run(stream);
   }
   /// forward_backward() in parts, for data-parallel training's overlap: the forward pass and
   /// the loss, then each backward piece in order; gradients_final_after(j) are the parameter
@@ -514,11 +482,9 @@ class training_network {
   /// Device bytes it allocated: the plan's buffers plus the real workspaces and cuDNN's
   /// batch norm reserves (instead of the plan's reserve).
   std::size_t device_bytes() const noexcept { return m_plan.total() - m_plan.workspace_reserve + workspace_bytes(); }
-  /// Workspace bytes: the convolutions' (one shared, and the weight passes' own when they
-  /// overlap), cuBLASLt's, batch norms' and their reserves.
+  /// Workspace bytes: the convolutions' shared one, cuBLASLt's, batch norms' and their reserves.
   std::size_t workspace_bytes() const noexcept {
-    return m_conv_workspace.bytes() + m_weight_workspace.bytes() + m_linear_workspace.bytes() + m_bn_workspace.bytes() +
-           m_bn_reserve.bytes();
+    return m_conv_workspace.bytes() + m_linear_workspace.bytes() + m_bn_workspace.bytes() + m_bn_reserve.bytes();
   }
   /// Every trained layer: what runs and how it was checked.
   const std::vector<training_layer_report>& layers() const noexcept { return m_reports; }
@@ -533,15 +499,7 @@ class training_network {
   struct step_piece {
     std::string name;
     step_fn run;
-    int writes_scratch = -1;     // a batch norm's backward: the convolution-gradient scratch it writes
-    int weight_pass_reads = -1;  // a weight-gradient pass: the scratch it reads (the side stream's, overlapped)
   };
-  using event_handle = detail::unique_handle<cudaEvent_t, cudaEventDestroy>;
-  static event_handle make_sync_event() {
-    cudaEvent_t e = nullptr;
-    GPUCMP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return event_handle(e);
-  }
 
   // Where one layer's parameters live: master indexes (filters first, then the FP32-gradient
   // group) and device pointers.
@@ -667,17 +625,7 @@ class training_network {
     }
     m_gradient_slots.clear();
     for (std::size_t b : m_plan.gradient_slot_bytes) m_gradient_slots.emplace_back(b, initial_fill::uninitialized());
-    m_conv_scratch.clear();
-    for (std::size_t i = 0; i < m_plan.conv_gradient_scratches; ++i) {
-      m_conv_scratch.emplace_back(std::max<std::size_t>(m_plan.conv_gradient_scratch_bytes, 256), initial_fill::uninitialized());
-    }
-    if (m_options.overlap_weight_gradients) {
-      m_side = std::make_unique<gpucmp::stream>();
-      m_fork = make_sync_event();
-      m_join = make_sync_event();
-      m_scratch_read.clear();
-      for (std::size_t i = 0; i < m_conv_scratch.size(); ++i) m_scratch_read.push_back(make_sync_event());
-    }
+    m_conv_scratch = device_buffer<unsigned char>(std::max<std::size_t>(m_plan.conv_gradient_scratch_bytes, 256), initial_fill::uninitialized());
     m_accumulate_scratch = device_buffer<unsigned char>(std::max<std::size_t>(m_plan.accumulate_scratch_bytes, 256), initial_fill::uninitialized());
     m_labels = device_buffer<std::int32_t>(std::size_t(m_options.batch), initial_fill::uninitialized());
     m_row_loss = device_buffer<double>(std::size_t(m_options.batch), initial_fill::uninitialized());
@@ -785,7 +733,7 @@ class training_network {
   // then released; layers bind the chosen algorithm to theirs, on one shared workspace.
   void search_convolutions(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
-    std::size_t workspace = 0, weight_workspace = 0;  // the latter: the weight passes', when they overlap
+    std::size_t workspace = 0;
     const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
     for (std::size_t i = 0; i < m_trained; ++i) {
       const layer_definition& l = layers[i];
@@ -812,8 +760,7 @@ class training_network {
           require_passed(name() + " layer '" + l.name + "' " + to_string(d), v);
           m_conv_checks[key] = v.summary();
           c->release_tensors();
-          const bool own = d == conv_direction::backward_filter && m_options.overlap_weight_gradients;
-          (own ? weight_workspace : workspace) = std::max(own ? weight_workspace : workspace, c->algorithm().workspace);
+          workspace = std::max(workspace, c->algorithm().workspace);
           found = m_convs.emplace(key, std::move(c)).first;
         }
         const std::string algorithm = found->second->algorithm().describe() + (accumulate ? ", adding in place (beta 1)" : "");
@@ -825,10 +772,6 @@ class training_network {
     }
     m_conv_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
-    if (m_options.overlap_weight_gradients) {
-      m_weight_workspace = device_buffer<unsigned char>(std::max<std::size_t>(weight_workspace, 256), initial_fill::uninitialized());
-      GPUCMP_CUDA_CHECK(cudaMemset(m_weight_workspace.data(), 0, m_weight_workspace.bytes()));
-    }
   }
 
   // Whether `layer`'s pass `d` adds its result in place (a data gradient's second part).
@@ -890,7 +833,7 @@ class training_network {
       if (t.z != nullptr) fill(const_cast<void*>(t.z), bytes, 300 + i, -1, 1, stream);
       device_buffer<unsigned char> dz_check(l.residual.valid() ? bytes : 0, initial_fill::uninitialized());
       if (l.residual.valid()) t.dz = dz_check.data();
-      t.dx = m_conv_scratch.front().data();
+      t.dx = m_conv_scratch.data();
       detail::batch_norm_search search;
       search.tensors = t;
       search.workspace = m_bn_workspace.data();
@@ -935,7 +878,7 @@ class training_network {
     }
   }
 
-  batch_norm_tensors bn_tensors(std::size_t i, std::size_t scratch = 0) const {
+  batch_norm_tensors bn_tensors(std::size_t i) const {
     const layer_definition& l = m_definition.layers()[i];
     const parameter_slots& s = m_slots[i];
     batch_norm_tensors t;
@@ -949,7 +892,7 @@ class training_network {
     t.saved_mean = statistics(2, s.statistics);
     t.saved_inv_std = statistics(3, s.statistics);
     t.dy = gradient(l.output);
-    t.dx = const_cast<unsigned char*>(m_conv_scratch.at(scratch).data());
+    t.dx = const_cast<unsigned char*>(m_conv_scratch.data());
     t.dgamma = float_gradient(s.gamma);
     t.dbeta = float_gradient(s.beta);
     return t;
@@ -1111,8 +1054,7 @@ class training_network {
           softmax_cross_entropy(logits, labels, n, classes_, scale, dlogits, loss, rows, s);
         };
       }
-      // Backward, last layer first; the convolutions use the gradient scratch tensors in turn.
-      std::size_t convs_seen = 0;
+      // Backward, last layer first.
       std::vector<bool> written(m_trained + 1, false);
       written[std::size_t(m_logits.id)] = true;
       for (std::size_t k = m_trained; k-- > 0;) {
@@ -1122,8 +1064,7 @@ class training_network {
         const void* dy = gradient(l.output);
         switch (l.kind) {
           case layer_kind::conv: {
-            const std::size_t scratch = convs_seen++ % m_conv_scratch.size();
-            batch_norm_tensors t = bn_tensors(k, scratch);
+            batch_norm_tensors t = bn_tensors(k);
             if (m_second_gradient[k] && m_bns[k]->path() == batch_norm_path::gpucmp_kernels) t.dy2 = m_accumulate_scratch.data();
             contribution residual;
             if (l.residual.valid()) {
@@ -1133,18 +1074,16 @@ class training_network {
             const batch_norm_training* bn = m_bns[k].get();
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[k];
-            m_backward.push_back({"batch norm backward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); },
-                                  int(scratch)});
+            m_backward.push_back({"batch norm backward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->backward(t, ws, reserve, s); }});
             finishes({{false, m_slots[k].gamma - m_filter_count, m_slots[k].channels},
                       {false, m_slots[k].beta - m_filter_count, m_slots[k].channels}});
             if (residual.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.residual)});
-            void* dconv = m_conv_scratch[scratch].data();
-            device_buffer<unsigned char>& weight_ws = m_options.overlap_weight_gradients ? m_weight_workspace : m_conv_workspace;
+            void* dconv = m_conv_scratch.data();
             m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_filter, k).bind(
-                {activation(l.input), reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter, dconv}, weight_ws.data(),
-                weight_ws.bytes())));
+                {activation(l.input), reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter, dconv}, m_conv_workspace.data(),
+                m_conv_workspace.bytes())));
             const conv::binding* weight_pass = m_bindings.back().get();
-            m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }, -1, int(scratch)});
+            m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
             finishes({{true, m_slots[k].filter, m_slots[k].filter_count}});
             if (input_gradient) {
               // Added in place by the pass itself (beta = 1), or the first part, or to the scratch.
@@ -1327,12 +1266,7 @@ class training_network {
   device_buffer<unsigned char> m_model, m_filter_gradients;
   std::vector<device_buffer<unsigned char>> m_activations, m_conv_outputs, m_gradient_slots;
   std::vector<device_buffer<std::uint8_t>> m_pool_indexes;
-  std::vector<device_buffer<unsigned char>> m_conv_scratch;  // the convolutions' output gradients, used in turn
-  device_buffer<unsigned char> m_accumulate_scratch, m_conv_workspace, m_weight_workspace, m_linear_workspace, m_bn_workspace, m_bn_reserve;
-  // Overlapped weight passes (training_options::overlap_weight_gradients; null / empty without).
-  std::unique_ptr<gpucmp::stream> m_side;
-  event_handle m_fork, m_join;
-  std::vector<event_handle> m_scratch_read;  // per scratch: the last weight pass that read it is done
+  device_buffer<unsigned char> m_conv_scratch, m_accumulate_scratch, m_conv_workspace, m_linear_workspace, m_bn_workspace, m_bn_reserve;
   std::vector<std::size_t> m_bn_reserve_offset;
   device_buffer<std::int32_t> m_labels;
   device_buffer<double> m_row_loss;
