@@ -15,7 +15,7 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--pad_images=timed|always|never] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
@@ -23,9 +23,7 @@
 // images each, gradients averaged with NCCL in buckets of --bucket_mb MiB (default 25, DDP's)
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 // --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
-// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
-// --pad_images chooses whether the stem reads the images padded to 16-byte rows
-// (training_options::pad_images; default timed: where its passes are faster so).
+// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves.
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -81,7 +79,6 @@ struct settings {
   bool data_parallel = false;
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
   bool accumulate_in_conv = true;                     // training_options' default
-  gpucmp::image_padding pad_images = gpucmp::image_padding::timed;  // training_options' default
 };
 
 settings& config() {
@@ -107,7 +104,6 @@ gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_l
   o.loss_scaling = p.scaled;
   o.layout = layout;
   o.accumulate_in_conv = config().accumulate_in_conv;
-  o.pad_images = config().pad_images;
   return o;
 }
 
@@ -156,12 +152,8 @@ void write_layers(gpucmp::training_network& net, cudaStream_t stream) {
       << (net.device_bytes() >> 20) << " MiB: activations kept " << (m.activation_bytes >> 20) << " MiB, gradient buffers "
       << (m.gradient_buffer_bytes() >> 20) << " MiB (" << (m.activation_gradient_bytes_without_reuse >> 20)
       << " MiB without reuse), parameters and optimizer state " << (m.parameter_state_bytes() >> 20) << " MiB, workspaces "
-      << (net.workspace_bytes() >> 20) << " MiB" << (m.padded_input_bytes != 0 ? ", padded images " : "")
-      << (m.padded_input_bytes != 0 ? std::to_string(m.padded_input_bytes >> 20) + " MiB (reserved)" : std::string()) << "\n\n";
-  for (const auto& l : net.layers()) {
-    if (!l.input_padding.empty()) out << l.name << ": " << l.input_padding << "\n\n";
-  }
-  out << "| layer | shape | forward | data gradient | weight gradient | batch norm | checks |\n|---|---|---|---|---|---|---|\n";
+      << (net.workspace_bytes() >> 20) << " MiB\n\n"
+      << "| layer | shape | forward | data gradient | weight gradient | batch norm | checks |\n|---|---|---|---|---|---|---|\n";
   for (const auto& l : net.layers()) {
     std::string checks;
     for (const auto& c : l.checks) checks += (checks.empty() ? "" : "<br>") + c;
@@ -299,17 +291,6 @@ void parse_flags(int& argc, char** argv) {
       const std::string text = v;
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
-    } else if (const char* v = value("--pad_images=")) {
-      const std::string text = v;
-      if (text == "timed") {
-        config().pad_images = gpucmp::image_padding::timed;
-      } else if (text == "always") {
-        config().pad_images = gpucmp::image_padding::always;
-      } else if (text == "never") {
-        config().pad_images = gpucmp::image_padding::never;
-      } else {
-        throw gpucmp::invalid_argument("training: --pad_images must be timed, always or never, got '" + text + "'");
-      }
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {
@@ -345,8 +326,7 @@ void print_largest_batches() {
   for (const training_precision& p : config().precisions) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) break;
-    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes, config().accumulate_in_conv,
-                                                                  config().layouts.front());
+    std::int64_t batch = gpucmp::largest_training_batch_that_fits(definition(), p.dtype, free_bytes, config().accumulate_in_conv);
     std::string outcome = "no batch fits";
     while (batch > 1) {
       try {

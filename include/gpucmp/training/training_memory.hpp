@@ -17,10 +17,6 @@
 //     later part of a tensor's gradient that is not added in place (plan_gradient_parts:
 //     with accumulate_in_conv, a convolution's data gradient adds its part itself, so
 //     ResNet needs none);
-//   - the images padded with zero channels where a convolution that reads them would run
-//     faster so (padded_input_channels: NHWC on tensor cores, rows of 16 bytes), with that
-//     convolution's padded filter and filter gradient: reserved whether or not the search
-//     then pads;
 //   - the loss: labels, per-row losses;
 //   - a workspace reserve (the algorithms' real workspaces are known after their search).
 // training_network (training/training_network.cuh) allocates this plan; the largest batch
@@ -60,8 +56,6 @@ struct training_memory_plan {
   std::size_t activation_gradient_bytes_without_reuse = 0;  ///< one buffer per tensor, for comparison
   std::size_t conv_gradient_scratch_bytes = 0;  ///< the largest convolution output
   std::size_t accumulate_scratch_bytes = 0;     ///< the largest tensor whose later gradient part goes through it (0: none)
-  // Padded images (padded_input_channels).
-  std::size_t padded_input_bytes = 0;   ///< the padded images, and each padded convolution's filter and filter gradient
   // The loss and the rest.
   std::size_t loss_bytes = 0;           ///< labels, per-row losses, the loss
   std::size_t workspace_reserve = 0;    ///< assumed algorithm workspace
@@ -76,24 +70,13 @@ struct training_memory_plan {
   }
   /// Everything.
   std::size_t total() const noexcept {
-    return parameter_state_bytes() + activation_bytes + gradient_buffer_bytes() + padded_input_bytes + loss_bytes + workspace_reserve;
+    return parameter_state_bytes() + activation_bytes + gradient_buffer_bytes() + loss_bytes + workspace_reserve;
   }
 };
 
 /// Workspace assumed before the algorithms are searched: three passes per convolution shape
 /// share one buffer per layer in the network, cuBLASLt's 32 MiB, cuDNN batch norms' masks.
 inline constexpr std::size_t training_workspace_reserve = std::size_t{256} << 20;
-
-/// The channels a convolution that reads the images may pad them to with zeros: the next
-/// multiple that makes an NHWC row 16 bytes (8 FP16 / BF16, 4 TF32 values), the alignment
-/// cuDNN's tensor-core kernels read (MLPerf's ResNet-50 feeds its stem 4-channel images for
-/// the same reason). 0 where nothing is gained: NCHW, FP32 (no tensor cores), rows already
-/// aligned. training_network pads only where its timed search finds the padded passes faster.
-inline std::int64_t padded_input_channels(std::int64_t channels, conv_dtype dtype, conv_layout layout) {
-  if (layout != conv_layout::nhwc || dtype == conv_dtype::fp32) return 0;
-  const std::int64_t per_row = 16 / std::int64_t(element_bytes(dtype));
-  return channels % per_row == 0 ? 0 : (channels / per_row + 1) * per_row;
-}
 
 namespace detail {
 inline std::size_t round_up_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -163,12 +146,12 @@ inline gradient_parts_plan plan_gradient_parts(const network_definition& def, bo
   return plan;
 }
 
-/// The memory plan of one training step of `def` at `batch` in `dtype` and `layout` (header
-/// comment), its gradient parts added as training_options::accumulate_in_conv says.
+/// The memory plan of one training step of `def` at `batch` in `dtype` (header comment), its
+/// gradient parts added as training_options::accumulate_in_conv says.
 /// Throws invalid_argument when `def` cannot train: no linear layer last, a softmax that is
 /// not the last layer.
 inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype,
-                                                 bool accumulate_in_conv = true, conv_layout layout = conv_layout::nhwc) {
+                                                 bool accumulate_in_conv = true) {
   if (batch <= 0) throw invalid_argument(def.name() + ": batch must be positive");
   training_memory_plan plan;
   const auto& layers = def.layers();
@@ -215,17 +198,6 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
     plan.conv_output_bytes[i] = plan.kept_bytes[std::size_t(layers[i].output.id)];
     plan.activation_bytes += plan.conv_output_bytes[i];
     plan.conv_gradient_scratch_bytes = std::max(plan.conv_gradient_scratch_bytes, plan.conv_output_bytes[i]);
-  }
-  const image_shape& images = def.shape(def.input());
-  const std::int64_t padded = padded_input_channels(images.c, dtype, layout);
-  bool images_padded = false;
-  for (std::size_t i = 0; padded != 0 && i < trained_layers; ++i) {
-    const layer_definition& l = layers[i];
-    if (l.kind != layer_kind::conv || l.input.id != def.input().id) continue;
-    if (!images_padded) plan.padded_input_bytes += detail::round_up_256(std::size_t(batch * images.h * images.w * padded) * e);
-    images_padded = true;
-    const std::size_t filter = std::size_t(l.conv.out_channels * l.conv.kernel * l.conv.kernel * padded) * e;
-    plan.padded_input_bytes += 2 * detail::round_up_256(filter);
   }
   for (std::size_t i = 0; i < trained_layers; ++i) {
     if (layers[i].kind != layer_kind::max_pool) continue;
@@ -278,9 +250,9 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
 
 /// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
 inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes,
-                                                     bool accumulate_in_conv = true, conv_layout layout = conv_layout::nhwc) {
+                                                     bool accumulate_in_conv = true) {
   return detail::largest_fitting_batch(
-      [&](std::int64_t b) { return plan_training_memory(def, b, dtype, accumulate_in_conv, layout).total() <= free_bytes; });
+      [&](std::int64_t b) { return plan_training_memory(def, b, dtype, accumulate_in_conv).total() <= free_bytes; });
 }
 
 }  // namespace gpucmp

@@ -20,11 +20,7 @@
 // the forward, data-gradient and weight-gradient algorithms on random tensors of the full
 // size (ops/conv.cuh), then binds each layer to its tensors; every batch norm's path (cuDNN's
 // persistent kernels or gpucmp's) is timed, verified at full size and chosen; the classifier
-// is searched and both its passes verified. A convolution that reads the images is also
-// searched on them padded with zero channels to 16-byte NHWC rows (padded_input_channels) and
-// runs padded where its forward and weight passes are faster so: the images are padded once
-// per batch, its filter each step, and its filter gradient cut back to the real channels
-// (the FLOPs counted stay the definition's). Parameters are then reset to their initial
+// is searched and both its passes verified. Parameters are then reset to their initial
 // values, so a built network starts from the definition's weights.
 //
 //   gpucmp::training_options o;           // batch 64, FP16 with loss scaling by default
@@ -81,19 +77,6 @@
 
 namespace gpucmp {
 
-/// Whether a convolution that reads the images runs on them padded with zero channels
-/// (padded_input_channels, training/training_memory.hpp).
-enum class image_padding {
-  timed,   ///< both searched; padded where the forward and weight passes are faster so
-  always,  ///< padded wherever padded_input_channels() pads
-  never,   ///< as they are
-};
-
-/// "timed", "always", "never".
-inline const char* to_string(image_padding p) noexcept {
-  return p == image_padding::timed ? "timed" : p == image_padding::always ? "always" : "never";
-}
-
 /// How a training step is set up.
 struct training_options {
   std::int64_t batch = 64;                 ///< images per step
@@ -118,8 +101,6 @@ struct training_options {
   /// itself (cuDNN beta = 1, searched and verified that way) instead of written to a scratch
   /// tensor and added by a separate kernel (ResNet-50: one addition per bottleneck block).
   bool accumulate_in_conv = true;
-  /// Whether the convolutions that read the images read them padded to 16-byte rows.
-  image_padding pad_images = image_padding::timed;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -138,23 +119,11 @@ struct training_layer_report {
   std::string forward;          ///< conv and linear: the algorithm
   std::string data_gradient;    ///< conv: the algorithm ("" for a layer that reads the images)
   std::string weight_gradient;  ///< conv: the algorithm
-  std::string input_padding;    ///< conv reading the images: whether they were padded, and the times that decided
   std::string batch_norm;       ///< conv: the batch norm's path
   std::vector<std::string> checks;  ///< every verification that ran for it, passed
 };
 
 namespace detail {
-
-// Rows of `in_channels` values copied into rows of `out_channels`, channels past in_channels
-// zero: the images and a filter padded for a convolution, and its filter gradient cut back.
-template <class T>
-__global__ void copy_channels_kernel(const T* in, std::int64_t in_channels, T* out, std::int64_t out_channels, std::int64_t rows) {
-  const std::int64_t count = rows * out_channels;
-  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t row = i / out_channels, c = i % out_channels;
-    out[i] = c < in_channels ? in[row * in_channels + c] : from_double<T>(0.0);
-  }
-}
 
 // out = a + b, element by element (out may be a).
 template <class T>
@@ -260,7 +229,7 @@ class training_network {
     if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
-    m_plan = plan_training_memory(m_definition, options.batch, options.dtype, options.accumulate_in_conv, options.layout);
+    m_plan = plan_training_memory(m_definition, options.batch, options.dtype, options.accumulate_in_conv);
     m_logits = detail::training_logits(m_definition);
     m_trained = std::size_t(m_logits.id);
     check_fits();
@@ -392,7 +361,6 @@ class training_network {
       }
     });
     GPUCMP_CUDA_CHECK_LAST("set_batch conversion kernel");
-    pad_images(stream);
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `staging` and `labels` are the caller's or local
   }
@@ -732,23 +700,7 @@ class training_network {
       labels[i] = std::int32_t(random_bits(m_options.data_seed + 1, i) % std::uint64_t(classes()));
     }
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_labels.data(), labels.data(), labels.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
-    pad_images(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `labels` is a local
-  }
-
-  // The images copied into the padded tensor the padded convolutions read (once per batch:
-  // the step itself never pads).
-  void pad_images(cudaStream_t stream) {
-    if (m_padded_input.bytes() == 0) return;
-    const image_shape& in = m_definition.shape(m_definition.input());
-    const std::int64_t rows = m_options.batch * in.h * in.w;
-    visit_storage(m_options.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      detail::copy_channels_kernel<T><<<detail::elementwise_grid(rows * m_padded_channels), 256, 0, stream>>>(
-          static_cast<const T*>(activation(m_definition.input())), in.c, reinterpret_cast<T*>(m_padded_input.data()),
-          m_padded_channels, rows);
-    });
-    GPUCMP_CUDA_CHECK_LAST("padding the images");
   }
 
   // Fills a device tensor of the precision's type with random values in [low, high).
@@ -781,78 +733,43 @@ class training_network {
   // then released; layers bind the chosen algorithm to theirs, on one shared workspace.
   void search_convolutions(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
-    const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
-    // The pass `d` of layer i on problem p: searched and verified once per key.
-    auto search_pass = [&](conv_direction d, std::size_t i, const conv_problem& p) -> const conv& {
-      const layer_definition& l = layers[i];
-      const bool accumulate = adds_in_place(d, i);
-      const std::string key = conv_key(d, i, p);
-      auto found = m_convs.find(key);
-      if (found == m_convs.end()) {
-        conv_options o;
-        o.direction = d;
-        o.accumulate = accumulate;
-        o.choice = algorithm_choice::search;
-        o.search = m_options.search;
-        o.search.max_candidates = m_options.candidates_per_pass;
-        o.workspace_limit = m_options.workspace_limit;
-        o.seed = 17 + i;
-        auto c = std::make_unique<conv>(p, o, stream);
-        gpucmp::search(*c, shared_engine(), o.search);
-        const verification v = c->verify(stream);
-        require_passed(name() + " layer '" + l.name + "' " + to_string(d), v);
-        m_conv_checks[key] = v.summary();
-        c->release_tensors();
-        found = m_convs.emplace(key, std::move(c)).first;
-      }
-      return *found->second;
-    };
-    m_input_channels.assign(m_trained, 0);
     std::size_t workspace = 0;
+    const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
     for (std::size_t i = 0; i < m_trained; ++i) {
       const layer_definition& l = layers[i];
       if (l.kind != layer_kind::conv) continue;
-      const bool reads_images = l.input.id == m_definition.input().id;
-      conv_problem p = conv_problem_of(l);
-      // A convolution that reads the images: also timed on them padded with zero channels
-      // (padded_input_channels), and padded where its forward and weight passes are faster so.
-      const std::int64_t padded = reads_images && m_options.pad_images != image_padding::never
-                                      ? padded_input_channels(p.c, p.dtype, p.layout) : 0;
-      if (padded != 0 && m_options.pad_images == image_padding::always) {
-        m_input_channels[i] = padded;
-        p.c = padded;
-        m_reports[i].input_padding = "images padded to " + std::to_string(padded) + " channels (always)";
-      } else if (padded != 0) {
-        conv_problem wide = p;
-        wide.c = padded;
-        const auto seconds = [&](const conv_problem& q) {
-          return search_pass(conv_direction::forward, i, q).algorithm().searched_seconds +
-                 search_pass(conv_direction::backward_filter, i, q).algorithm().searched_seconds;
-        };
-        const double as_is = seconds(p), widened = seconds(wide);
-        const bool pad = as_is > 0 && widened > 0 && widened < as_is;  // both timed, and faster padded
-        std::ostringstream why;
-        why << (pad ? "images padded from " : "images left at ") << p.c << " to " << padded << " channels: forward + weight gradient "
-            << widened * 1e6 << " us padded, " << as_is * 1e6 << " us as they are";
-        m_reports[i].input_padding = why.str();
-        if (pad) {
-          m_input_channels[i] = padded;
-          p = wide;
-        }
-      }
+      const conv_problem p = conv_problem_of(l);
       m_reports[i].shape = std::string(to_string(p.dtype)) + "_" + to_string(p.layout) + "/" + p.shape_name();
       for (conv_direction d : passes) {
-        if (d == conv_direction::backward_data && reads_images) continue;  // nobody needs the images' gradient
-        const conv& c = search_pass(d, i, p);
-        workspace = std::max(workspace, c.algorithm().workspace);
-        const std::string algorithm = c.algorithm().describe() + (adds_in_place(d, i) ? ", adding in place (beta 1)" : "");
+        if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
+        const bool accumulate = adds_in_place(d, i);
+        const std::string key = conv_key(d, i);
+        auto found = m_convs.find(key);
+        if (found == m_convs.end()) {
+          conv_options o;
+          o.direction = d;
+          o.accumulate = accumulate;
+          o.choice = algorithm_choice::search;
+          o.search = m_options.search;
+          o.search.max_candidates = m_options.candidates_per_pass;
+          o.workspace_limit = m_options.workspace_limit;
+          o.seed = 17 + i;
+          auto c = std::make_unique<conv>(p, o, stream);
+          gpucmp::search(*c, shared_engine(), o.search);
+          const verification v = c->verify(stream);
+          require_passed(name() + " layer '" + l.name + "' " + to_string(d), v);
+          m_conv_checks[key] = v.summary();
+          c->release_tensors();
+          workspace = std::max(workspace, c->algorithm().workspace);
+          found = m_convs.emplace(key, std::move(c)).first;
+        }
+        const std::string algorithm = found->second->algorithm().describe() + (accumulate ? ", adding in place (beta 1)" : "");
         (d == conv_direction::forward ? m_reports[i].forward
          : d == conv_direction::backward_data ? m_reports[i].data_gradient
                                               : m_reports[i].weight_gradient) = algorithm;
-        m_reports[i].checks.push_back(std::string(to_string(d)) + ": " + m_conv_checks[conv_key(d, i)]);
+        m_reports[i].checks.push_back(std::string(to_string(d)) + ": " + m_conv_checks[key]);
       }
     }
-    allocate_padded_images();
     m_conv_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
   }
@@ -861,39 +778,9 @@ class training_network {
   bool adds_in_place(conv_direction d, std::size_t layer) const {
     return d == conv_direction::backward_data && m_data_gradient_adds[layer];
   }
-  // "<pass>[+accumulate]/<shape>": one searched conv per pass, shape and beta; without a
-  // problem, the one the layer runs (its report's shape).
-  std::string conv_key(conv_direction d, std::size_t layer, const conv_problem& p) const {
-    return std::string(to_string(d)) + (adds_in_place(d, layer) ? "+accumulate" : "") + "/" + to_string(p.dtype) + "_" +
-           to_string(p.layout) + "/" + p.shape_name();
-  }
+  // "<pass>[+accumulate]/<shape>": one searched conv per pass, shape and beta.
   std::string conv_key(conv_direction d, std::size_t layer) const {
     return std::string(to_string(d)) + (adds_in_place(d, layer) ? "+accumulate" : "") + "/" + m_reports[layer].shape;
-  }
-
-  // The padded images and, per padded convolution, its padded filter and filter gradient.
-  void allocate_padded_images() {
-    m_padded_channels = 0;
-    m_padded_filters.clear();
-    m_padded_filter_gradients.clear();
-    m_padded_filters.resize(m_trained);
-    m_padded_filter_gradients.resize(m_trained);
-    const std::size_t e = element_bytes(m_options.dtype);
-    for (std::size_t i = 0; i < m_trained; ++i) {
-      if (m_input_channels[i] == 0) continue;
-      m_padded_channels = m_input_channels[i];  // one padding for the images (padded_input_channels)
-      const layer_definition& l = m_definition.layers()[i];
-      const std::size_t filter = std::size_t(l.conv.out_channels * l.conv.kernel * l.conv.kernel * m_padded_channels) * e;
-      m_padded_filters[i] = device_buffer<unsigned char>(filter, initial_fill::uninitialized());
-      m_padded_filter_gradients[i] = device_buffer<unsigned char>(filter, initial_fill::uninitialized());
-    }
-    if (m_padded_channels == 0) {
-      m_padded_input = device_buffer<unsigned char>();
-      return;
-    }
-    const image_shape& in = m_definition.shape(m_definition.input());
-    m_padded_input = device_buffer<unsigned char>(std::size_t(m_options.batch * in.h * in.w * m_padded_channels) * e,
-                                                  initial_fill::uninitialized());
   }
   const conv& searched(conv_direction d, std::size_t layer) const { return *m_convs.at(conv_key(d, layer)); }
 
@@ -1112,29 +999,14 @@ class training_network {
         void* y = activation(l.output);
         switch (l.kind) {
           case layer_kind::conv: {
-            const std::int64_t padded = m_input_channels[i];
-            void* filter = model(m_slots[i].filter, true);
-            void* conv_x = padded != 0 ? m_padded_input.data() : x;
-            void* conv_w = padded != 0 ? m_padded_filters[i].data() : filter;
             m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
-                {conv_x, conv_w, m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
             const conv::binding* pass = m_bindings.back().get();
             const batch_norm_training* bn = m_bns[i].get();
             const batch_norm_tensors t = bn_tensors(i);
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
-            if (padded != 0) {
-              // The filter padded each step (the optimizer rewrites it), then the convolution.
-              const std::int64_t rows = l.conv.out_channels * l.conv.kernel * l.conv.kernel, channels = in.c;
-              m_forward.push_back({"conv forward: " + l.name, [pass, filter, conv_w, rows, channels, padded](cudaStream_t s) {
-                detail::copy_channels_kernel<T><<<detail::elementwise_grid(rows * padded), 256, 0, s>>>(
-                    static_cast<const T*>(filter), channels, static_cast<T*>(conv_w), padded, rows);
-                GPUCMP_CUDA_CHECK_LAST("padding a filter");
-                (*pass)(s);
-              }});
-            } else {
-              m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
-            }
+            m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
             m_forward.push_back({"batch norm forward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->forward(t, ws, reserve, s); }});
             break;
           }
@@ -1207,26 +1079,11 @@ class training_network {
                       {false, m_slots[k].beta - m_filter_count, m_slots[k].channels}});
             if (residual.accumulate) m_backward.push_back({"gradient add: " + l.name, add_into(l.residual)});
             void* dconv = m_conv_scratch.data();
-            const std::int64_t padded = m_input_channels[k];
-            T* filter_gradient = reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter;
-            void* conv_x = padded != 0 ? m_padded_input.data() : activation(l.input);
-            void* conv_dw = padded != 0 ? m_padded_filter_gradients[k].data() : static_cast<void*>(filter_gradient);
             m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::backward_filter, k).bind(
-                {conv_x, conv_dw, dconv}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+                {activation(l.input), reinterpret_cast<T*>(m_filter_gradients.data()) + m_slots[k].filter, dconv}, m_conv_workspace.data(),
+                m_conv_workspace.bytes())));
             const conv::binding* weight_pass = m_bindings.back().get();
-            if (padded != 0) {
-              // The padded filter's gradient, then its real channels into the filter's (the
-              // padding's gradient is the images' zeros times anything: zero, and dropped).
-              const std::int64_t rows = l.conv.out_channels * l.conv.kernel * l.conv.kernel, channels = in.c;
-              m_backward.push_back({"weight gradient: " + l.name, [weight_pass, conv_dw, filter_gradient, rows, channels, padded](cudaStream_t s) {
-                (*weight_pass)(s);
-                detail::copy_channels_kernel<T><<<detail::elementwise_grid(rows * channels), 256, 0, s>>>(
-                    static_cast<const T*>(conv_dw), padded, filter_gradient, channels, rows);
-                GPUCMP_CUDA_CHECK_LAST("cutting a filter gradient back");
-              }});
-            } else {
-              m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
-            }
+            m_backward.push_back({"weight gradient: " + l.name, [weight_pass](cudaStream_t s) { (*weight_pass)(s); }});
             finishes({{true, m_slots[k].filter, m_slots[k].filter_count}});
             if (input_gradient) {
               // Added in place by the pass itself (beta = 1), or the first part, or to the scratch.
@@ -1411,11 +1268,6 @@ class training_network {
   std::vector<device_buffer<std::uint8_t>> m_pool_indexes;
   device_buffer<unsigned char> m_conv_scratch, m_accumulate_scratch, m_conv_workspace, m_linear_workspace, m_bn_workspace, m_bn_reserve;
   std::vector<std::size_t> m_bn_reserve_offset;
-  // Padded images (padded_input_channels): per layer its padded channel count (0: as they are).
-  std::vector<std::int64_t> m_input_channels;
-  std::int64_t m_padded_channels = 0;
-  device_buffer<unsigned char> m_padded_input;
-  std::vector<device_buffer<unsigned char>> m_padded_filters, m_padded_filter_gradients;  // per layer (empty: not padded)
   device_buffer<std::int32_t> m_labels;
   device_buffer<double> m_row_loss;
   std::map<std::string, std::unique_ptr<conv>> m_convs;  // "<pass>/<shape>": searched, tensors released
