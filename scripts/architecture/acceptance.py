@@ -69,7 +69,7 @@ def ops_rows(row, new_paths, old_path):
     new = {"sections": {}}
     for path in new_paths.split(","):  # one file per part, when the parts ran apart
         new["sections"].update(json.load(open(path))["sections"])
-    differing = []
+    differing, compared = [], 0  # compared: rows in both runs
     for name, section in old["sections"].items():
         fresh = new["sections"].get(name)
         if fresh is None:
@@ -80,9 +80,11 @@ def ops_rows(row, new_paths, old_path):
             round(deviation, 2), 2, "% apart", deviation <= 2)
         chosen = {r["key"]: r.get("algorithm", "") for r in fresh["rows"]}
         for r in section["rows"]:
-            if r["key"] in chosen and chosen[r["key"]] != r.get("algorithm", ""):
+            if r["key"] not in chosen:
+                continue
+            compared += 1
+            if chosen[r["key"]] != r.get("algorithm", ""):
                 differing.append((r["key"], r.get("algorithm", ""), chosen[r["key"]]))
-    compared = sum(len(s["rows"]) for s in old["sections"].values())
     row(f"ops searches: rows whose chosen algorithm differs from the committed run (of {compared})", len(differing), 0,
         "rows", not differing)
     for key, before, after in differing:

@@ -7,8 +7,11 @@ it; a file cut off mid-run, as a device call that hit its limit leaves it, is re
 last whole row) and writes, for every searched row (provider "cudnn", graph mode), its key
 as compare-ops.py names it, its median seconds and the algorithm its label names. With the
 run's search log (GPUCMP_SEARCH_LOG, search_log.jsonl) each row also gets "candidates":
-{algorithm: microseconds} of every candidate its search timed, so a changed choice can be
+{algorithm: microseconds} of every algorithm its search timed, so a changed choice can be
 told from a tie (the committed algorithm timed as fast as the new one in the same search).
+cuDNN offers one engine in several configurations (knobs it does not print): an algorithm's
+time is its fastest configuration's, as the row's algorithm names the engine alone. Algorithms
+more than 1.35x the fastest are left out (never a tie; they would triple the file).
 scripts/architecture/acceptance.py --conv OUT_JSON compares them with the committed run.
 """
 import json
@@ -50,8 +53,13 @@ def main():
             entry = json.loads(line)
             if "/graph" not in entry["benchmark"]:
                 continue
-            searched[row_key(entry["benchmark"])] = {algorithm_identity(c["algorithm"]): c["us"] for c in entry["candidates"]
-                                                     if not c["failure"]}
+            fastest = {}
+            for c in entry["candidates"]:
+                if not c["failure"]:
+                    key = algorithm_identity(c["algorithm"])
+                    fastest[key] = min(fastest.get(key, c["us"]), c["us"])
+            best = min(fastest.values(), default=0)
+            searched[row_key(entry["benchmark"])] = {k: us for k, us in fastest.items() if us <= 1.35 * best}
     rows = []
     for b in doc.get("benchmarks", []):
         parts = b["name"].split("/")
@@ -63,7 +71,7 @@ def main():
         if row["key"] in searched:
             row["candidates"] = searched[row["key"]]
         rows.append(row)
-    json.dump({"date": doc.get("context", {}).get("date"), "rows": rows}, open(sys.argv[2], "w"), indent=1)
+    json.dump({"date": doc.get("context", {}).get("date"), "rows": rows}, open(sys.argv[2], "w"), indent=0)
     print(f"conv-rows: {len(rows)} searched rows")
 
 

@@ -83,8 +83,9 @@ TEST_CASE("tensor-core convolutions get two FP32 units per addition, FP32's FMA 
 }
 
 TEST_CASE("an accumulating pass may round its own result before adding the prior, and no more", "[ops][verification]") {
-  // The failure seen on the H200 (backward-data, batch 2628, FP16): own = 2.0, prior = -1.98841,
-  // reference 0.0115900; an epilogue that rounds own to FP16 first gets 0.0112305.
+  // The kind of failure seen on the H200 (backward-data at batch 2628, FP16: 0.01123047 against
+  // 0.01158925): the pass's own result near 2 cancels a prior near -2, and an epilogue that
+  // rounds its own result to FP16 first misses by up to half an FP16 step of 2.
   const gpucmp::tolerance fp16 = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
   const double own = 2.0 + std::ldexp(1.0, -10);  // half an FP16 step of 2 away from the grid
   const double prior = -1.98841, reference = own + prior, l2 = 1e-3, terms = 64;
