@@ -233,6 +233,29 @@ __global__ void bn_finish_statistics(const double* partial, int splits, std::int
   b[ch] = float(double(beta[ch]) - mean * scale);
 }
 
+// Forward statistics from per-channel FP32 sums of x and x^2 (a convolution's epilogue:
+// conv_options::statistics), as bn_finish_statistics does from its own partial sums. The
+// variance is E[x^2] - E[x]^2 in FP64 from FP32 sums: exact enough where |mean| is not far
+// above the standard deviation (a convolution's output); verify() holds it to the FP64
+// reference like the other path. A thread per channel.
+template <int = 0>  // a template: header kernels stay one definition across translation units
+__global__ void bn_finish_from_sums(const float* sum, const float* squares, std::int64_t rows, std::int64_t c,
+                                    const float* gamma, const float* beta, double eps, double momentum, float* running_mean,
+                                    float* running_var, float* saved_mean, float* saved_inv_std, float* a, float* b) {
+  const std::int64_t ch = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  const double mean = double(sum[ch]) / double(rows);
+  const double biased = fmax(double(squares[ch]) / double(rows) - mean * mean, 0.0);
+  const double inv_std = 1.0 / sqrt(biased + eps);
+  saved_mean[ch] = float(mean);
+  saved_inv_std[ch] = float(inv_std);
+  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
+  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
+  const double scale = double(gamma[ch]) * inv_std;
+  a[ch] = float(scale);
+  b[ch] = float(double(beta[ch]) - mean * scale);
+}
+
 // Backward per-channel results: dbeta = sum(e), dgamma = sum(e (x - mean)) / std, and
 // dx = e c1 + x c2 + c3. A warp per channel.
 template <int = 0>  // a template: header kernels stay one definition across translation units
@@ -586,10 +609,7 @@ class batch_norm_training {
 
   /// Enqueues the training-mode forward pass: y, saved statistics, running statistics.
   void forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
-    require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
-                (!m_shape.residual || t.z),
-            "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
-    require(m_reserve == 0 || reserve != nullptr, "forward needs the reserve (reserve_bytes())");
+    require_forward(t, reserve);
     if (m_path == batch_norm_path::cudnn_persistent) {
       cudnn_forward(t, workspace, reserve, stream);
       return;
@@ -606,27 +626,27 @@ class batch_norm_training {
           partial, m_splits, m_shape.per_channel(), m_shape.c, x, inner(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
       GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
-      const T* z = m_shape.residual ? static_cast<const T*>(t.z) : nullptr;
-      T* y = static_cast<T*>(t.y);
-      std::uint8_t* mask = relu_mask_kept() ? static_cast<std::uint8_t*>(reserve) : nullptr;
-      if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
-        using P = packed<T>;
-        const std::int64_t packs = m_shape.elements() / P::width;
-        detail::bn_apply_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
-            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
-            m_shape.relu);
-      } else {
-        detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(x, z, y, a, b, m_shape.elements(), m_shape.c,
-                                                                                  inner(), m_shape.relu);
-        if (mask != nullptr) {
-          GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
-          const std::int64_t packs = m_shape.elements() / packed<T>::width;
-          detail::bn_mask_from_output<T><<<packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
-          GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
-          return;
-        }
-      }
-      GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+      this->template apply<T>(t, a, b, reserve, stream);
+    });
+  }
+
+  /// forward() from per-channel FP32 sums of x and x^2 that the convolution before it wrote
+  /// in its epilogue (conv_options::statistics): no pass over x for the statistics, one to
+  /// normalise. gpucmp's kernels only (cuDNN's persistent kernels take no statistics).
+  void forward_from_sums(const batch_norm_tensors& t, const float* sum, const float* squares, void* workspace, void* reserve,
+                         cudaStream_t stream) const {
+    require_forward(t, reserve);
+    require(sum != nullptr && squares != nullptr, "forward_from_sums needs the sums");
+    require(m_path == batch_norm_path::gpucmp_kernels, "forward_from_sums runs gpucmp's kernels, not " + std::string(to_string(m_path)));
+    visit_storage(m_shape.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      float* a = reinterpret_cast<float*>(static_cast<double*>(workspace) + 2 * m_splits * m_shape.c);
+      float* b = a + m_shape.c;
+      detail::bn_finish_from_sums<<<unsigned((m_shape.c + 255) / 256), 256, 0, stream>>>(
+          sum, squares, m_shape.per_channel(), m_shape.c, t.gamma, t.beta, m_options.eps, m_options.momentum, t.running_mean,
+          t.running_var, t.saved_mean, t.saved_inv_std, a, b);
+      GPUCMP_CUDA_CHECK_LAST("batch norm statistics from sums kernel");
+      this->template apply<T>(t, a, b, reserve, stream);
     });
   }
 
@@ -805,6 +825,40 @@ class batch_norm_training {
         m_handle, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, cudnn_ops(), m_activation.get(), m_x.get(), &reserve));
     m_workspace = std::max(forward_ws, backward_ws);
     m_reserve = reserve;
+  }
+
+  void require_forward(const batch_norm_tensors& t, void* reserve) const {
+    require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
+                (!m_shape.residual || t.z),
+            "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
+    require(m_reserve == 0 || reserve != nullptr, "forward needs the reserve (reserve_bytes())");
+  }
+
+  // y = act(x a + b (+ z)), and the ReLU's mask in the reserve where it is kept.
+  template <class T>
+  void apply(const batch_norm_tensors& t, const float* a, const float* b, void* reserve, cudaStream_t stream) const {
+    const T* x = static_cast<const T*>(t.x);
+    const T* z = m_shape.residual ? static_cast<const T*>(t.z) : nullptr;
+    T* y = static_cast<T*>(t.y);
+    std::uint8_t* mask = relu_mask_kept() ? static_cast<std::uint8_t*>(reserve) : nullptr;
+    if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
+      using P = packed<T>;
+      const std::int64_t packs = m_shape.elements() / P::width;
+      detail::bn_apply_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
+          reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
+          m_shape.relu);
+    } else {
+      detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(x, z, y, a, b, m_shape.elements(), m_shape.c,
+                                                                                inner(), m_shape.relu);
+      if (mask != nullptr) {
+        GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+        const std::int64_t packs = m_shape.elements() / packed<T>::width;
+        detail::bn_mask_from_output<T><<<packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
+        GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
+        return;
+      }
+    }
+    GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
   }
 
   void cudnn_forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
