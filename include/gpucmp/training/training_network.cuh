@@ -101,6 +101,12 @@ struct training_options {
   /// itself (cuDNN beta = 1, searched and verified that way) instead of written to a scratch
   /// tensor and added by a separate kernel (ResNet-50: one addition per bottleneck block).
   bool accumulate_in_conv = true;
+  /// Experimental, not yet run on a GPU: each convolution's forward pass also writes its
+  /// batch norm's statistics (conv_options::statistics: cuDNN's gen-stats in the epilogue),
+  /// where cuDNN fuses them, and the batch norm normalises from those sums
+  /// (batch_norm_training::forward_from_sums) instead of reading x once more for them. Every
+  /// batch norm then runs gpucmp's kernels (cuDNN's persistent ones take no statistics).
+  bool statistics_in_conv = false;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -226,6 +232,7 @@ class training_network {
     if (options.batch <= 1) throw invalid_argument(definition.name() + ": a training batch needs at least 2 images (batch norm)");
     if (options.candidates_per_pass < 1) throw invalid_argument(definition.name() + ": candidates_per_pass must be at least 1");
     if (options.batch_norm_paths.empty()) throw invalid_argument(definition.name() + ": no batch norm path may compete");
+    if (options.statistics_in_conv) m_options.batch_norm_paths = {batch_norm_path::gpucmp_kernels};
     if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
@@ -735,6 +742,7 @@ class training_network {
     const auto& layers = m_definition.layers();
     std::size_t workspace = 0;
     const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
+    m_fused_statistics.assign(m_trained, false);
     for (std::size_t i = 0; i < m_trained; ++i) {
       const layer_definition& l = layers[i];
       if (l.kind != layer_kind::conv) continue;
@@ -743,6 +751,40 @@ class training_network {
       for (conv_direction d : passes) {
         if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
         const bool accumulate = adds_in_place(d, i);
+        // The forward pass with the statistics in its epilogue, where cuDNN fuses them.
+        if (d == conv_direction::forward && m_options.statistics_in_conv && !m_fused_statistics[i] &&
+            !m_statistics_refused.count(m_reports[i].shape)) {
+          const std::string fused_key = "fwd+statistics/" + m_reports[i].shape;
+          if (!m_convs.count(fused_key)) {
+            conv_options o;
+            o.statistics = true;
+            o.choice = algorithm_choice::search;
+            o.search = m_options.search;
+            o.search.max_candidates = m_options.candidates_per_pass;
+            o.workspace_limit = m_options.workspace_limit;
+            o.seed = 17 + i;
+            try {
+              auto c = std::make_unique<conv>(p, o, stream);
+              gpucmp::search(*c, shared_engine(), o.search);
+              const verification v = c->verify(stream);
+              require_passed(name() + " layer '" + l.name + "' forward with statistics", v);
+              m_conv_checks[fused_key] = v.summary();
+              c->release_tensors();
+              workspace = std::max(workspace, c->algorithm().workspace);
+              m_convs.emplace(fused_key, std::move(c));
+            } catch (const unsupported& e) {
+              m_statistics_refused[m_reports[i].shape] = e.what();
+            }
+          }
+          if (m_convs.count(fused_key)) {
+            m_fused_statistics[i] = true;
+            const conv& c = *m_convs.at(fused_key);
+            m_reports[i].forward = c.algorithm().describe() + ", batch norm statistics in its epilogue";
+            m_reports[i].checks.push_back("forward with statistics: " + m_conv_checks[fused_key]);
+            continue;
+          }
+          m_reports[i].checks.push_back("statistics in the epilogue refused: " + m_statistics_refused[m_reports[i].shape]);
+        }
         const std::string key = conv_key(d, i);
         auto found = m_convs.find(key);
         if (found == m_convs.end()) {
@@ -772,6 +814,12 @@ class training_network {
     }
     m_conv_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
+    // Per fused layer: its channels' sum and sum of squares, the epilogue's output.
+    m_conv_sums.clear();
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const std::size_t k = m_fused_statistics[i] ? std::size_t(layers[i].conv.out_channels) : 0;
+      m_conv_sums.emplace_back(2 * k, initial_fill::uninitialized());
+    }
   }
 
   // Whether `layer`'s pass `d` adds its result in place (a data gradient's second part).
@@ -999,13 +1047,27 @@ class training_network {
         void* y = activation(l.output);
         switch (l.kind) {
           case layer_kind::conv: {
-            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
-                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
-            const conv::binding* pass = m_bindings.back().get();
             const batch_norm_training* bn = m_bns[i].get();
             const batch_norm_tensors t = bn_tensors(i);
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
+            if (m_fused_statistics[i]) {
+              // The convolution writes the statistics; the batch norm normalises from them.
+              float* sum = m_conv_sums[i].data();
+              float* squares = sum + l.conv.out_channels;
+              m_bindings.push_back(std::make_unique<conv::binding>(m_convs.at("fwd+statistics/" + m_reports[i].shape)->bind(
+                  {x, model(m_slots[i].filter, true), m_conv_outputs[i].data(), sum, squares}, m_conv_workspace.data(),
+                  m_conv_workspace.bytes())));
+              const conv::binding* pass = m_bindings.back().get();
+              m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
+              m_forward.push_back({"batch norm forward: " + l.name, [bn, t, sum, squares, ws, reserve](cudaStream_t s) {
+                                     bn->forward_from_sums(t, sum, squares, ws, reserve, s);
+                                   }});
+              break;
+            }
+            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
+                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+            const conv::binding* pass = m_bindings.back().get();
             m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
             m_forward.push_back({"batch norm forward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->forward(t, ws, reserve, s); }});
             break;
@@ -1276,6 +1338,11 @@ class training_network {
   std::vector<std::unique_ptr<batch_norm_training>> m_bns;
   std::vector<bool> m_second_gradient;     // layer -> its output gradient may arrive in two parts (plan_gradient_contributions)
   std::vector<bool> m_data_gradient_adds;  // conv layer -> its data-gradient pass adds to its input's gradient (the same)
+  // training_options::statistics_in_conv: per layer, whether its forward pass writes its batch
+  // norm's statistics (then m_conv_sums[layer] holds sum, then squares), and the shapes cuDNN refused.
+  std::vector<bool> m_fused_statistics;
+  std::vector<device_buffer<float>> m_conv_sums;
+  std::map<std::string, std::string> m_statistics_refused;
   std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
