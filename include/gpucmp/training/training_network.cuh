@@ -774,6 +774,10 @@ class training_network {
               m_convs.emplace(fused_key, std::move(c));
             } catch (const unsupported& e) {
               m_statistics_refused[m_reports[i].shape] = e.what();
+            } catch (const verification_failed& e) {
+              // Experimental: a fused pass that fails its check is reported and left out, so
+              // the A/B still runs (the plain pass is searched and verified below).
+              m_statistics_refused[m_reports[i].shape] = std::string("failed its check: ") + e.what();
             }
           }
           if (m_convs.count(fused_key)) {
