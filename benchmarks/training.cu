@@ -15,7 +15,7 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=0|1] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=searched|off|always] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
@@ -24,8 +24,9 @@
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 // --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
 // in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
-// --statistics_in_conv=1 has each forward convolution write its batch norm's statistics
-// (training_options::statistics_in_conv, experimental).
+// --statistics_in_conv says where the batch norms' forward statistics come from
+// (training_options::statistics_in_conv): searched per layer (the default), off (the batch
+// norm reads x for them) or always (every convolution cuDNN fuses them into).
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -81,7 +82,7 @@ struct settings {
   bool data_parallel = false;
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
   bool accumulate_in_conv = true;                     // training_options' default
-  bool statistics_in_conv = false;                    // training_options' default
+  gpucmp::conv_statistics statistics_in_conv = gpucmp::training_options{}.statistics_in_conv;
 };
 
 settings& config() {
@@ -296,9 +297,7 @@ void parse_flags(int& argc, char** argv) {
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
     } else if (const char* v = value("--statistics_in_conv=")) {
-      const std::string text = v;
-      if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --statistics_in_conv must be 0 or 1, got '" + text + "'");
-      config().statistics_in_conv = text == "1";
+      config().statistics_in_conv = gpucmp::parse_conv_statistics(v);
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {

@@ -11,9 +11,11 @@
 #               init and from the zero-init residual start
 #   example     examples/09_train_custom_cnn: a user's CNN learns a teacher's labels
 #   largest     the largest AMP FP16 batch that fits, built and verified
-#   statistics  experimental: benchmarks/conv_genstats_probe (does cuDNN fuse batch norm's
-#               statistics into the forward convolutions, how fast), then gpucmp's AMP FP16
-#               step with --statistics_in_conv=1, beside throughput's rows
+#   statistics  where the batch norms' statistics come from, A/B: gpucmp's AMP FP16 step with
+#               --statistics_in_conv=off and =always, beside throughput's rows (searched, the
+#               default), each with its layers and step parts
+#   probe       benchmarks/conv_genstats_probe: cuDNN's conv -> gen-stats fusion against the
+#               plain convolution on ResNet-50's forward shapes
 #   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
 #               gpucmp-report's projections onto the A100, L20 and L40S
 #   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
@@ -32,7 +34,7 @@ stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
 
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
 
-if has_part throughput || has_part statistics || has_part verify || has_part largest; then
+if has_part throughput || has_part statistics || has_part probe || has_part verify || has_part largest; then
   source "$root/scripts/peers/same-libraries.sh"
 fi
 
@@ -94,13 +96,20 @@ if has_part example; then
 fi
 
 if has_part statistics; then
-  stamp "conv -> gen-stats probe and the AMP FP16 step with the statistics in the convolutions"
+  for mode in off always; do
+    stamp "the AMP FP16 step with --statistics_in_conv=$mode"
+    "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="$batches" --statistics_in_conv=$mode \
+      --layers_out="$out_dir/layers_statistics_$mode.md" --benchmark_out="$out_dir/statistics_${mode}_amp_fp16.json" \
+      --benchmark_out_format=json > "$out_dir/statistics_${mode}_amp_fp16.txt" 2>&1 ||
+      { echo "run-training-comparison: the step with statistics $mode failed"; tail -20 "$out_dir/statistics_${mode}_amp_fp16.txt"; status=1; }
+    python3 "$here/step_parts.py" "$out_dir/layers_statistics_$mode.md" > "$out_dir/step_parts_statistics_$mode.md" || status=1
+  done
+fi
+
+if has_part probe; then
+  stamp "conv -> gen-stats probe"
   "$build_dir/benchmarks/conv_genstats_probe" --batch=256 > "$out_dir/conv_genstats_probe.md" 2>&1 ||
     { echo "run-training-comparison: the probe failed"; tail -5 "$out_dir/conv_genstats_probe.md"; status=1; }
-  "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="$batches" --statistics_in_conv=1 --layers_out="$out_dir/layers_statistics.md" \
-    --benchmark_out="$out_dir/statistics_amp_fp16.json" --benchmark_out_format=json > "$out_dir/statistics_amp_fp16.txt" 2>&1 ||
-    { echo "run-training-comparison: the step with statistics failed"; tail -20 "$out_dir/statistics_amp_fp16.txt"; status=1; }
-  python3 "$here/step_parts.py" "$out_dir/layers_statistics.md" > "$out_dir/step_parts_statistics.md" || status=1
 fi
 
 if has_part largest; then

@@ -13,7 +13,9 @@
 #   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh;
 #               GPUCMP_TRAINING_PRECISIONS=amp_fp16 etc. runs one precision per call)
 #   largest     the largest AMP FP16 batch
-#   statistics  experimental: the conv -> gen-stats probe and the step with --statistics_in_conv=1
+#   statistics  the step with the batch norms' statistics off and always from the convolutions
+#               (throughput's rows have the default, searched per layer)
+#   probe       the conv -> gen-stats probe
 #   acceptance  scripts/training/acceptance.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
 # returns what it finished).
@@ -38,7 +40,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temp
 programs=(training training_dump 09_train_custom_cnn gpucmp-report conv_genstats_probe)
 { gpucmp_configure && gpucmp_build --target "${programs[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 stamp build
-for p in throughput statistics verify example largest acceptance; do  # the timing first: a call cut short keeps it
+for p in throughput statistics probe verify example largest acceptance; do  # the timing first: a call cut short keeps it
   part "$p" || continue
   "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$work" "$p" > "$work/$p.log" 2>&1 || status=1
   stamp "$p"
@@ -74,8 +76,9 @@ fi
 part verify && { echo "== vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bounds|verdict" "$work/verify.log"; }
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
 part throughput && { echo "== throughput"; cat "$work"/gpucmp_training_*.txt | grep -E "^train/.*(graph|eager)" | cut -c1-150; cat "$work"/torch_training_*.log | grep "img/s"; }
-part statistics && { echo "== statistics in the convolutions"; cat "$work/conv_genstats_probe.md" | cut -c1-160;
-  grep -E "^train/.*graph" "$work/statistics_amp_fp16.txt" | cut -c1-110; }
+part statistics && { echo "== batch norm statistics off, then always from the convolutions";
+  cat "$work"/statistics_{off,always}_amp_fp16.txt | grep -E "^train/.*graph" | cut -c1-110; }
+part probe && { echo "== conv -> gen-stats probe"; cut -c1-100 "$work/conv_genstats_probe.md"; }
 part largest && grep "largest batch" "$work/largest_batch.txt"
 part acceptance && cat "$work/summary.md" 2>/dev/null
 echo "training-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"

@@ -701,13 +701,20 @@ class batch_norm_training {
   /// data) and checks both at full size against an FP64 reference computed on the GPU: y,
   /// dx and dz at 16,384 random elements (first and last included), the saved and running
   /// statistics, dgamma and dbeta at every channel. The running statistics are restored
-  /// afterwards. Synchronizes `stream`.
-  batch_norm_verification verify(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+  /// afterwards. Synchronizes `stream`. With `sum` and `squares` (the per-channel sums of x
+  /// a convolution's epilogue wrote) the forward pass is forward_from_sums(), so the check
+  /// also holds those sums to x's statistics.
+  batch_norm_verification verify(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream,
+                                 const float* sum = nullptr, const float* squares = nullptr) const {
     const std::size_t c = std::size_t(m_shape.c);
     const std::vector<float> old_mean = download(t.running_mean, c, stream), old_var = download(t.running_var, c, stream);
     const std::size_t bytes = std::size_t(m_shape.elements()) * element_bytes(m_shape.dtype);
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.y, 0xFF, bytes, stream));  // poisoned: NaN in every type
-    forward(t, workspace, reserve, stream);
+    if (sum != nullptr || squares != nullptr) {
+      forward_from_sums(t, sum, squares, workspace, reserve, stream);
+    } else {
+      forward(t, workspace, reserve, stream);
+    }
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dx, 0xFF, bytes, stream));
     if (m_shape.residual) GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dz, 0xFF, bytes, stream));
     // dx may be dy itself; the reference needs dy, so the check runs on a copy.
