@@ -13,7 +13,8 @@
 #   largest     the largest AMP FP16 batch that fits, built and verified
 #   statistics  where the batch norms' statistics come from, A/B: gpucmp's AMP FP16 step with
 #               --statistics_in_conv=off and =always, beside throughput's rows (searched, the
-#               default), each with its layers and step parts
+#               default), each with its layers and step parts (GPUCMP_STATISTICS_MODES, default
+#               "off always"; GPUCMP_STATISTICS_BATCHES, default 256)
 #   probe       benchmarks/conv_genstats_probe: cuDNN's conv -> gen-stats fusion against the
 #               plain convolution on ResNet-50's forward shapes
 #   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
@@ -96,9 +97,9 @@ if has_part example; then
 fi
 
 if has_part statistics; then
-  for mode in off always; do
+  for mode in ${GPUCMP_STATISTICS_MODES:-off always}; do
     stamp "the AMP FP16 step with --statistics_in_conv=$mode"
-    "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="$batches" --statistics_in_conv=$mode \
+    "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="${GPUCMP_STATISTICS_BATCHES:-256}" --statistics_in_conv=$mode \
       --layers_out="$out_dir/layers_statistics_$mode.md" --benchmark_out="$out_dir/statistics_${mode}_amp_fp16.json" \
       --benchmark_out_format=json > "$out_dir/statistics_${mode}_amp_fp16.txt" 2>&1 ||
       { echo "run-training-comparison: the step with statistics $mode failed"; tail -20 "$out_dir/statistics_${mode}_amp_fp16.txt"; status=1; }

@@ -77,7 +77,7 @@ part verify && { echo "== vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bound
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
 part throughput && { echo "== throughput"; cat "$work"/gpucmp_training_*.txt | grep -E "^train/.*(graph|eager)" | cut -c1-150; cat "$work"/torch_training_*.log | grep "img/s"; }
 part statistics && { echo "== batch norm statistics off, then always from the convolutions";
-  cat "$work"/statistics_{off,always}_amp_fp16.txt | grep -E "^train/.*graph" | cut -c1-110; }
+  for f in "$work"/statistics_*_amp_fp16.txt; do echo "$(basename "$f")"; grep -E "^train/.*graph|ERROR" "$f" | cut -c1-110; done; }
 part probe && { echo "== conv -> gen-stats probe"; cut -c1-100 "$work/conv_genstats_probe.md"; }
 part largest && grep "largest batch" "$work/largest_batch.txt"
 part acceptance && cat "$work/summary.md" 2>/dev/null

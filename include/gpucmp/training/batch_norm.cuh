@@ -725,7 +725,7 @@ class batch_norm_training {
     backward(b, workspace, reserve, stream);
     batch_norm_verification v = visit_storage(m_shape.dtype, [&](auto zero) {
       using T = decltype(zero);
-      return compare<T>(b, old_mean, old_var, stream);
+      return compare<T>(b, old_mean, old_var, sum != nullptr, stream);
     });
     upload(t.running_mean, old_mean, stream);
     upload(t.running_var, old_var, stream);
@@ -918,7 +918,7 @@ class batch_norm_training {
 
   template <class T>
   batch_norm_verification compare(const batch_norm_tensors& t, const std::vector<float>& old_mean,
-                                  const std::vector<float>& old_var, cudaStream_t stream) const {
+                                  const std::vector<float>& old_var, bool from_sums, cudaStream_t stream) const {
     const std::size_t c = std::size_t(m_shape.c);
     const std::int64_t count = m_shape.elements(), rows = m_shape.per_channel();
     // Per-channel reference statistics and backward sums (the ReLU mask from the layer's own y).
@@ -971,18 +971,31 @@ class batch_norm_training {
     v.backward.method = "GPU FP64 reference: dgamma and dbeta of every channel, dx" + std::string(m_shape.residual ? " and dz" : "") +
                         " at " + std::to_string(at.size()) + " elements";
     const double m = double(options().momentum);
+    // forward_from_sums(): the convolution summed y before rounding it to x's type, so the
+    // statistics may differ from x's by that rounding, at worst (every rounding one way)
+    // |d mean| <= u/2 sqrt(E[x^2]) and |d var| <= 2 u E[x^2]; per channel, as a relative
+    // error of 1/std (rho) and a shift of x-hat (shift), carried into y, dgamma and dx.
+    std::vector<double> rho(c, 0.0), shift(c, 0.0);
+    for (std::size_t ch = 0; from_sums && ch < c; ++ch) {
+      const double* r = &ref[6 * ch];
+      const double squares = r[1] + r[0] * r[0];
+      rho[ch] = out_eps * squares / (r[1] + m_options.eps);
+      shift[ch] = out_eps / 2 * std::sqrt(squares / (r[1] + m_options.eps));
+    }
     for (std::size_t ch = 0; ch < c; ++ch) {
       const double* r = &ref[6 * ch];
       const double ref_inv_std = 1.0 / std::sqrt(r[1] + m_options.eps);
+      const double d_mean = shift[ch] / ref_inv_std, d_var = 2 * rho[ch] * (r[1] + m_options.eps);
       const std::string tag = "channel " + std::to_string(ch);
-      v.forward.add(mean[ch], r[0], stats_eps * (std::fabs(r[0]) + std::sqrt(r[1])), tag + " saved mean");
-      v.forward.add(inv_std[ch], ref_inv_std, stats_eps * ref_inv_std, tag + " saved 1/std");
+      v.forward.add(mean[ch], r[0], stats_eps * (std::fabs(r[0]) + std::sqrt(r[1])) + d_mean, tag + " saved mean");
+      v.forward.add(inv_std[ch], ref_inv_std, (stats_eps + rho[ch]) * ref_inv_std, tag + " saved 1/std");
       v.forward.add(run_mean[ch], (1 - m) * old_mean[ch] + m * r[0],
-                    stats_eps * (std::fabs(old_mean[ch]) + std::fabs(r[0]) + std::sqrt(r[1])), tag + " running mean");
+                    stats_eps * (std::fabs(old_mean[ch]) + std::fabs(r[0]) + std::sqrt(r[1])) + m * d_mean, tag + " running mean");
       v.forward.add(run_var[ch], (1 - m) * old_var[ch] + m * r[1] * double(rows) / double(rows - 1),
-                    stats_eps * (std::fabs(old_var[ch]) + r[1] * 2), tag + " running variance");
+                    stats_eps * (std::fabs(old_var[ch]) + r[1] * 2) + m * d_var * double(rows) / double(rows - 1),
+                    tag + " running variance");
       v.backward.add(dbeta[ch], r[2], sum_eps * r[4] + 1e-30, tag + " dbeta");
-      v.backward.add(dgamma[ch], r[3], sum_eps * (r[5] + r[4]) + 1e-30, tag + " dgamma");
+      v.backward.add(dgamma[ch], r[3], sum_eps * (r[5] + r[4]) + rho[ch] * r[5] + shift[ch] * r[4] + 1e-30, tag + " dgamma");
     }
     for (std::size_t k = 0; k < at.size(); ++k) {
       const std::int64_t i = at[k];
@@ -994,7 +1007,9 @@ class batch_norm_training {
       double pre = gamma[ch] * xhat + beta[ch] + (m_shape.residual ? z : 0.0);
       const double y_ref = m_shape.relu ? std::max(pre, 0.0) : pre;
       // x a + b with a and b from the statistics: their error times |x| and |mean|.
+      const double xhat_error = rho[ch] * std::fabs(xhat) + shift[ch];  // 0 unless from the sums
       const double y_scale = std::fabs(gamma[ch]) * ref_inv_std * (std::fabs(x) + std::fabs(r[0])) * stats_eps +
+                             std::fabs(gamma[ch]) * xhat_error +
                              f32 * (std::fabs(gamma[ch]) * (std::fabs(xhat) + 1) + std::fabs(beta[ch]) + std::fabs(z));
       v.forward.add(y, y_ref, out_eps * std::fabs(y_ref) + y_scale + small, where(i) + " y");
       // The backward reference uses the layer's own y for the ReLU's mask (as torch does).
@@ -1003,7 +1018,11 @@ class batch_norm_training {
       const double dx_ref = k1 * (e - r[2] / double(rows) - xhat * r[3] / double(rows));
       // e c1 + x c2 + c3: c2 and c3 carry the sums' error, and x c2 + c3 cancels to (x - mean) c2.
       const double sums = (r[4] + (std::fabs(xhat) + (std::fabs(x) + std::fabs(r[0])) * ref_inv_std) * r[5]) / double(rows);
-      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums);
+      // From the sums: 1/std off by rho (k1 and x-hat), x-hat by xhat_error, and the
+      // gradient sum over x-hat by rho r5 + shift r4.
+      const double from_sums_error = rho[ch] * std::fabs(dx_ref / k1) + xhat_error * std::fabs(r[3]) / double(rows) +
+                                     std::fabs(xhat) * (rho[ch] * r[5] + shift[ch] * r[4]) / double(rows);
+      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums + from_sums_error);
       v.backward.add(dx, dx_ref, out_eps * std::fabs(dx_ref) + dx_scale + small, where(i) + " dx");
       if (m_shape.residual) v.backward.add(dz, e, out_eps * std::fabs(e) + small, where(i) + " dz");
     }
