@@ -68,8 +68,9 @@ if has_part verify; then
   # own accuracy: a deep network at random init amplifies rounding in any implementation), and
   # the well-conditioned zero-init residual start at learning rate 0.01 (held to the bounds;
   # the loss stays well above 0 over the 50 steps, where its relative error means something).
+  # GPUCMP_VERIFY_RUNS (default "random conditioned") picks runs, when device time is short.
   for precision in fp32 amp_fp16 tf32 bf16; do
-    for run in random conditioned; do
+    for run in ${GPUCMP_VERIFY_RUNS:-random conditioned}; do
       name=$precision; args=(); verdict=()
       if [ $run = conditioned ]; then
         name=${precision}_conditioned; args=(--residual_gamma=0 --learning_rate=0.01)

@@ -1019,10 +1019,11 @@ class batch_norm_training {
       // e c1 + x c2 + c3: c2 and c3 carry the sums' error, and x c2 + c3 cancels to (x - mean) c2.
       const double sums = (r[4] + (std::fabs(xhat) + (std::fabs(x) + std::fabs(r[0])) * ref_inv_std) * r[5]) / double(rows);
       // From the sums: 1/std off by rho (k1 and x-hat), x-hat by xhat_error, and the
-      // gradient sum over x-hat by rho r5 + shift r4.
-      const double from_sums_error = rho[ch] * std::fabs(dx_ref / k1) + xhat_error * std::fabs(r[3]) / double(rows) +
-                                     std::fabs(xhat) * (rho[ch] * r[5] + shift[ch] * r[4]) / double(rows);
-      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums + from_sums_error);
+      // gradient sum over x-hat by rho r5 + shift r4 (no division by k1: gamma may be 0).
+      const double from_sums_error = rho[ch] * std::fabs(dx_ref) +
+                                     std::fabs(k1) * (xhat_error * std::fabs(r[3]) + std::fabs(xhat) * (rho[ch] * r[5] + shift[ch] * r[4])) /
+                                         double(rows);
+      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums) + from_sums_error;
       v.backward.add(dx, dx_ref, out_eps * std::fabs(dx_ref) + dx_scale + small, where(i) + " dx");
       if (m_shape.residual) v.backward.add(dz, e, out_eps * std::fabs(e) + small, where(i) + " dz");
     }
