@@ -15,7 +15,7 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=searched|off|always] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
@@ -23,7 +23,10 @@
 // images each, gradients averaged with NCCL in buckets of --bucket_mb MiB (default 25, DDP's)
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 // --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
-// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves.
+// in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
+// --statistics_in_conv says where the batch norms' forward statistics come from
+// (training_options::statistics_in_conv): searched per layer (the default), off (the batch
+// norm reads x for them) or always (every convolution cuDNN fuses them into).
 #include "program_flags.hpp"
 #include "trace_cells.hpp"
 
@@ -79,6 +82,7 @@ struct settings {
   bool data_parallel = false;
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
   bool accumulate_in_conv = true;                     // training_options' default
+  gpucmp::conv_statistics statistics_in_conv = gpucmp::training_options{}.statistics_in_conv;
 };
 
 settings& config() {
@@ -104,6 +108,7 @@ gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_l
   o.loss_scaling = p.scaled;
   o.layout = layout;
   o.accumulate_in_conv = config().accumulate_in_conv;
+  o.statistics_in_conv = config().statistics_in_conv;
   return o;
 }
 
@@ -291,6 +296,8 @@ void parse_flags(int& argc, char** argv) {
       const std::string text = v;
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
+    } else if (const char* v = value("--statistics_in_conv=")) {
+      config().statistics_in_conv = gpucmp::parse_conv_statistics(v);
     } else if (arg == "--only_largest_batch") {
       config().largest_batch = config().only_largest_batch = true;
     } else {

@@ -11,6 +11,12 @@
 #               init and from the zero-init residual start
 #   example     examples/09_train_custom_cnn: a user's CNN learns a teacher's labels
 #   largest     the largest AMP FP16 batch that fits, built and verified
+#   statistics  where the batch norms' statistics come from, A/B: gpucmp's AMP FP16 step with
+#               --statistics_in_conv=off and =always, beside throughput's rows (searched, the
+#               default), each with its layers and step parts (GPUCMP_STATISTICS_MODES, default
+#               "off always"; GPUCMP_STATISTICS_BATCHES, default 256)
+#   probe       benchmarks/conv_genstats_probe: cuDNN's conv -> gen-stats fusion against the
+#               plain convolution on ResNet-50's forward shapes
 #   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
 #               gpucmp-report's projections onto the A100, L20 and L40S
 #   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
@@ -29,7 +35,7 @@ stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
 
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
 
-if has_part throughput || has_part verify || has_part largest; then
+if has_part throughput || has_part statistics || has_part probe || has_part verify || has_part largest; then
   source "$root/scripts/peers/same-libraries.sh"
 fi
 
@@ -62,8 +68,9 @@ if has_part verify; then
   # own accuracy: a deep network at random init amplifies rounding in any implementation), and
   # the well-conditioned zero-init residual start at learning rate 0.01 (held to the bounds;
   # the loss stays well above 0 over the 50 steps, where its relative error means something).
+  # GPUCMP_VERIFY_RUNS (default "random conditioned") picks runs, when device time is short.
   for precision in fp32 amp_fp16 tf32 bf16; do
-    for run in random conditioned; do
+    for run in ${GPUCMP_VERIFY_RUNS:-random conditioned}; do
       name=$precision; args=(); verdict=()
       if [ $run = conditioned ]; then
         name=${precision}_conditioned; args=(--residual_gamma=0 --learning_rate=0.01)
@@ -88,6 +95,23 @@ if has_part example; then
   stamp "user network example"
   "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" --benchmark_min_time=0 \
     > "$out_dir/example.txt" 2>&1 || { echo "run-training-comparison: the example failed"; tail -20 "$out_dir/example.txt"; status=1; }
+fi
+
+if has_part statistics; then
+  for mode in ${GPUCMP_STATISTICS_MODES:-off always}; do
+    stamp "the AMP FP16 step with --statistics_in_conv=$mode"
+    "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="${GPUCMP_STATISTICS_BATCHES:-256}" --statistics_in_conv=$mode \
+      --layers_out="$out_dir/layers_statistics_$mode.md" --benchmark_out="$out_dir/statistics_${mode}_amp_fp16.json" \
+      --benchmark_out_format=json > "$out_dir/statistics_${mode}_amp_fp16.txt" 2>&1 ||
+      { echo "run-training-comparison: the step with statistics $mode failed"; tail -20 "$out_dir/statistics_${mode}_amp_fp16.txt"; status=1; }
+    python3 "$here/step_parts.py" "$out_dir/layers_statistics_$mode.md" > "$out_dir/step_parts_statistics_$mode.md" || status=1
+  done
+fi
+
+if has_part probe; then
+  stamp "conv -> gen-stats probe"
+  "$build_dir/benchmarks/conv_genstats_probe" --batch=256 > "$out_dir/conv_genstats_probe.md" 2>&1 ||
+    { echo "run-training-comparison: the probe failed"; tail -5 "$out_dir/conv_genstats_probe.md"; status=1; }
 fi
 
 if has_part largest; then

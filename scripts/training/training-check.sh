@@ -13,6 +13,9 @@
 #   throughput  gpucmp's training benchmark and PyTorch's, side by side (run-training-comparison.sh;
 #               GPUCMP_TRAINING_PRECISIONS=amp_fp16 etc. runs one precision per call)
 #   largest     the largest AMP FP16 batch
+#   statistics  the step with the batch norms' statistics off and always from the convolutions
+#               (throughput's rows have the default, searched per layer)
+#   probe       the conv -> gen-stats probe
 #   acceptance  scripts/training/acceptance.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
 # returns what it finished).
@@ -34,10 +37,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temp
 "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
 # The programs first and the tests last, apart: on the H200 (2026-12-02) the test build once
 # ran past two calls while the programs were ready, so no part waits on the tests.
-programs=(training training_dump 09_train_custom_cnn gpucmp-report)
+programs=(training training_dump 09_train_custom_cnn gpucmp-report conv_genstats_probe)
 { gpucmp_configure && gpucmp_build --target "${programs[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 stamp build
-for p in throughput verify example largest acceptance; do  # the timing first: a call cut short keeps it
+for p in throughput statistics probe verify example largest acceptance; do  # the timing first: a call cut short keeps it
   part "$p" || continue
   "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$work" "$p" > "$work/$p.log" 2>&1 || status=1
   stamp "$p"
@@ -58,7 +61,7 @@ if part tests; then
   cp "$build_dir/.ninja_log" "$work/ninja_log.txt" 2>/dev/null
   stamp build_tests
   "$build_dir/tests/gpucmp_models_tests" "[training],[resnet18]" --durations yes > "$work/tests_training.log" 2>&1 || status=1
-  "$build_dir/tests/gpucmp_ops_tests" "a searched convolution bound to other tensors*,an accumulating pass*" > "$work/tests_conv_binding.log" 2>&1 || status=1
+  "$build_dir/tests/gpucmp_ops_tests" "a searched convolution bound to other tensors*,an accumulating pass*,a forward pass with batch norm's statistics*" > "$work/tests_conv_binding.log" 2>&1 || status=1
   if [ -x "$build_dir/tests/gpucmp_multigpu_tests" ]; then
     "$build_dir/tests/gpucmp_multigpu_tests" --durations yes > "$work/tests_multigpu.log" 2>&1 || status=1
   fi
@@ -73,6 +76,9 @@ fi
 part verify && { echo "== vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bounds|verdict" "$work/verify.log"; }
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
 part throughput && { echo "== throughput"; cat "$work"/gpucmp_training_*.txt | grep -E "^train/.*(graph|eager)" | cut -c1-150; cat "$work"/torch_training_*.log | grep "img/s"; }
+part statistics && { echo "== batch norm statistics off, then always from the convolutions";
+  for f in "$work"/statistics_*_amp_fp16.txt; do echo "$(basename "$f")"; grep -E "^train/.*graph|ERROR" "$f" | cut -c1-110; done; }
+part probe && { echo "== conv -> gen-stats probe"; cut -c1-100 "$work/conv_genstats_probe.md"; }
 part largest && grep "largest batch" "$work/largest_batch.txt"
 part acceptance && cat "$work/summary.md" 2>/dev/null
 echo "training-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"

@@ -17,8 +17,10 @@
 #include <gpucmp/training/batch_norm.cuh>
 #include <gpucmp/training/reference_layers.hpp>
 
+#include <cuda_fp16.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <cstdint>
@@ -263,4 +265,66 @@ TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for 
   const gpucmp::batch_norm_shape nchw{2, 64, 4, 4, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nchw, false, true};
   CHECK_THAT(gpucmp::batch_norm_training::support(nchw, gpucmp::batch_norm_path::cudnn_persistent), GPUCMP_CONTAINS("NHWC only"));
   CHECK_THROWS_AS(gpucmp::batch_norm_training(handle.get(), nchw, gpucmp::batch_norm_path::cudnn_persistent), gpucmp::unsupported);
+}
+
+TEST_CASE("batch norm's forward from a convolution's per-channel sums gives forward()'s statistics and output",
+          "[gpu][training][batch_norm]") {
+  gpucmp::stream s;
+  const handle_t handle = make_handle();
+  for (bool residual : {false, true}) {
+    const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, residual, true};
+    gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels, {});
+    bn_buffers own(bn, s.get()), from_sums(bn, s.get());  // the same random tensors (same seeds)
+    bn.forward(own.tensors(residual), own.workspace.data(), own.reserve.data(), s.get());
+    // The sums a convolution's epilogue would write: FP32, per channel, from x as stored.
+    const std::vector<unsigned char> raw = from_sums.x.to_host();
+    const __half* x = reinterpret_cast<const __half*>(raw.data());
+    std::vector<double> s1(64, 0.0), s2(64, 0.0);
+    for (std::int64_t i = 0; i < shape.elements(); ++i) {
+      const double v = __half2float(x[i]);
+      s1[std::size_t(i % 64)] += v;
+      s2[std::size_t(i % 64)] += v * v;
+    }
+    gpucmp::device_buffer<float> sum(64), squares(64);
+    sum.copy_from_host(std::vector<float>(s1.begin(), s1.end()));
+    squares.copy_from_host(std::vector<float>(s2.begin(), s2.end()));
+    bn.forward_from_sums(from_sums.tensors(residual), sum.data(), squares.data(), from_sums.workspace.data(),
+                         from_sums.reserve.data(), s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    // x sits at mean 2 with variance 1/3: E[x^2] - E[x]^2 from FP32 sums keeps about 6 digits.
+    const auto near = [](const std::vector<float>& a, const std::vector<float>& b, double relative) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!(std::fabs(double(a[i]) - double(b[i])) <= relative * std::fabs(double(b[i])) + 1e-7)) return false;
+      }
+      return true;
+    };
+    INFO((residual ? "bn+add+relu" : "bn+relu"));
+    CHECK(near(from_sums.saved_mean.to_host(), own.saved_mean.to_host(), 1e-6));
+    CHECK(near(from_sums.saved_inv_std.to_host(), own.saved_inv_std.to_host(), 1e-4));
+    CHECK(near(from_sums.running_mean.to_host(), own.running_mean.to_host(), 1e-6));
+    CHECK(near(from_sums.running_var.to_host(), own.running_var.to_host(), 1e-4));
+    // y within an FP16 step of forward()'s at its scale, 1 (the statistics differ in their
+    // last bits, which can move a value near 0 across the ReLU).
+    const std::vector<unsigned char> ya = from_sums.y.to_host(), yb = own.y.to_host();
+    const __half* a = reinterpret_cast<const __half*>(ya.data());
+    const __half* b = reinterpret_cast<const __half*>(yb.data());
+    double worst = 0;
+    for (std::int64_t i = 0; i < shape.elements(); ++i) {
+      const double va = __half2float(a[i]), vb = __half2float(b[i]);
+      worst = std::max(worst, std::fabs(va - vb) / (std::max(std::fabs(vb), 1.0) * std::ldexp(1.0, -10)));
+    }
+    INFO("worst difference of y: " << worst << " FP16 steps");
+    CHECK(worst <= 1.0);
+  }
+  // Refused: no sums, or cuDNN's path.
+  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, false, true};
+  gpucmp::batch_norm_training cudnn(handle.get(), shape, gpucmp::batch_norm_path::cudnn_persistent, {});
+  bn_buffers b(cudnn, s.get());
+  gpucmp::device_buffer<float> sum(64), squares(64);
+  CHECK_THROWS_AS(cudnn.forward_from_sums(b.tensors(false), sum.data(), squares.data(), b.workspace.data(), b.reserve.data(), s.get()),
+                  gpucmp::invalid_argument);
+  gpucmp::batch_norm_training mine(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels, {});
+  bn_buffers m(mine, s.get());
+  CHECK_THROWS_AS(mine.forward_from_sums(m.tensors(false), nullptr, squares.data(), m.workspace.data(), m.reserve.data(), s.get()),
+                  gpucmp::invalid_argument);
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <string>
@@ -206,6 +207,70 @@ TEST_CASE("an accumulating pass adds its result to what its output held (beta 1)
   INFO(acc.name() << ": " << acc.algorithm().describe() << ": " << v.summary());
   CHECK(v.passed());
   CHECK(v.method.find("GPU") != std::string::npos);
+}
+
+TEST_CASE("a forward pass with batch norm's statistics in its epilogue writes y and per-channel sums an FP64 check holds",
+          "[gpu][ops][conv]") {
+  gpucmp::stream s;
+  // Refused where cuDNN has no such epilogue: other passes, accumulation, the legacy API.
+  gpucmp::conv_options refused;
+  refused.statistics = true;
+  refused.direction = gpucmp::conv_direction::backward_data;
+  CHECK_THROWS_AS(gpucmp::conv(small_problem(), refused, s.get()), gpucmp::unsupported);
+  refused.direction = gpucmp::conv_direction::forward;
+  refused.api = gpucmp::conv_api::legacy;
+  CHECK_THROWS_AS(gpucmp::conv(small_problem(), refused, s.get()), gpucmp::unsupported);
+  // ResNet-50's 1x1 and 3x3 forward shapes at batch 8 in FP16 NHWC (the stem's 3 channels aside).
+  int fused = 0;
+  std::string refusals;
+  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
+    if (p.c % 8 != 0 || !(p.h == 56 || p.h == 14)) continue;  // layer1 and layer3: a 1x1 and a 3x3 of each
+    gpucmp::conv_options o;
+    o.statistics = true;
+    o.search = short_search();
+    std::unique_ptr<gpucmp::conv> c;
+    try {
+      c = std::make_unique<gpucmp::conv>(p, o, s.get());
+    } catch (const gpucmp::unsupported& e) {
+      refusals += std::string(e.what()) + "\n";
+      continue;
+    }
+    CHECK(c->name().find("+statistics/") != std::string::npos);
+    gpucmp::choose_algorithm(*c);
+    const gpucmp::verification v = c->verify(s.get());
+    INFO(c->name() << ": " << c->algorithm().describe() << ": " << v.summary());
+    CHECK(v.passed());
+    CHECK(v.method.find("statistics") != std::string::npos);
+    // Bound to other tensors and run twice: the sums are this call's, not added to the last's.
+    const std::size_t xs = std::size_t(p.x_elements()), ws = std::size_t(p.w_elements()), ys = std::size_t(p.y_elements());
+    gpucmp::device_buffer<__half> x(xs), w(ws), y(ys, gpucmp::initial_fill::poison());
+    gpucmp::device_buffer<float> sum(std::size_t(p.k), gpucmp::initial_fill::poison()),
+        squares(std::size_t(p.k), gpucmp::initial_fill::poison());
+    gpucmp::device_buffer<unsigned char> workspace(std::max<std::size_t>(c->algorithm().workspace, 256));
+    const auto bound = c->bind({x.data(), w.data(), y.data(), sum.data(), squares.data()}, workspace.data(), workspace.bytes());
+    bound(s.get());
+    bound(s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    const std::vector<__half> yh = y.to_host();
+    const std::vector<float> got = sum.to_host(), got_squares = squares.to_host();
+    const std::int64_t rows = p.n * p.p() * p.q();
+    for (std::int64_t k = 0; k < p.k; k += 7) {
+      double s1 = 0, s2 = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double v1 = __half2float(yh[std::size_t(r * p.k + k)]);
+        s1 += v1;
+        s2 += v1 * v1;
+      }
+      INFO("channel " << k << ": sum " << got[std::size_t(k)] << " vs " << s1 << ", squares " << got_squares[std::size_t(k)] << " vs " << s2);
+      CHECK(std::fabs(got[std::size_t(k)] - s1) <= 1e-3 * std::sqrt(double(rows) * s2));
+      CHECK(std::fabs(got_squares[std::size_t(k)] - s2) <= 1e-3 * s2);
+    }
+    ++fused;
+  }
+  // cuDNN fuses gen-stats into convolutions on sm_80 and later (its SBRCS sample): at least
+  // one of these shapes must run so.
+  INFO("refused:\n" << refusals);
+  CHECK(fused > 0);
 }
 
 TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {

@@ -252,6 +252,47 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
   }
 }
 
+TEST_CASE("with batch norm's statistics from the convolutions' epilogues, a step's gradients still match the FP64 reference",
+          "[gpu][training][training_network]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = every_layer_kind();
+  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+    gpucmp::training_options o = small_options(dtype);
+    o.statistics_in_conv = gpucmp::conv_statistics::always;
+    o.loss_scale.initial_scale = 1024;
+    gpucmp::training_network net(def, o, s.get());
+    int fused = 0;
+    std::string checks;
+    for (const auto& l : net.layers()) {
+      if (l.forward.find("statistics in its epilogue") != std::string::npos) ++fused;
+      if (l.kind == "conv") CHECK(l.batch_norm.rfind("gpucmp kernels", 0) == 0);  // cuDNN's persistent kernels take no statistics
+      const bool fused_forward = l.forward.find("statistics in its epilogue") != std::string::npos;
+      CHECK(fused_forward == (l.batch_norm.find("statistics from the convolution") != std::string::npos));
+      for (const auto& c : l.checks) checks += l.name + ": " + c + "\n";
+    }
+    INFO(net.name() << "\n" << checks);
+    CHECK(fused > 0);  // cuDNN fuses gen-stats on sm_80+ (at least one of the four convolutions)
+    const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
+    const std::vector<std::int32_t> labels{0, 3, 4, 1};
+    net.set_batch(images, labels, s.get());
+    const auto params = by_name(net.parameters(s.get()));
+    const auto stored = by_name(net.batch_tensors(s.get()));
+    const host_step want = reference_step(def, params, stored.at("images").values, labels, 4);
+    net.forward_backward(s.get());
+    const auto got = by_name(net.gradients(s.get()));
+    for (const auto& [name, values] : want.gradients) {
+      const double error = relative_error(got.at(name).values, values);
+      INFO(name << ": relative error " << error);
+      CHECK(error <= 6e-2);  // the bound of the whole-network test for FP16 and BF16
+    }
+    const auto after = by_name(net.parameters(s.get()));
+    for (const auto& [name, values] : want.running) {
+      INFO(name);
+      CHECK(relative_error(after.at(name).values, values) <= 6e-2);
+    }
+  }
+}
+
 TEST_CASE("the loss falls over 30 steps in every precision, and a graph of the step replays eager's results",
           "[gpu][training][training_network]") {
   gpucmp::stream s;

@@ -61,6 +61,11 @@ struct conv_options {
   /// overwriting it: a tensor's second gradient added by the data-gradient pass itself, with
   /// no separate addition. Searched, timed and verified that way (on a random prior output).
   bool accumulate = false;
+  /// Forward, backend API only: the pass also writes, per output channel, the sum and the sum
+  /// of squares of y in FP32 (cuDNN's gen-stats in the convolution's epilogue: batch norm's
+  /// statistics without reading y again). Searched, timed and verified that way (the sums
+  /// against an FP64 reduction of the y the pass wrote); conv_tensors::sum and squares.
+  bool statistics = false;
 };
 
 /// The cuDNN algorithm a conv runs, as recorded in its results.
@@ -233,6 +238,35 @@ __global__ void conv_reference_kernel(conv_direction d, conv_geometry g, const T
   }
 }
 
+// Per output channel of y (n x k x p*q values, NHWC or NCHW): the FP64 sums of y, y^2 and
+// y^4, the reference of conv_options::statistics. One block of 256 threads per channel.
+template <class T>
+__global__ void conv_channel_sums(const T* y, std::int64_t n, std::int64_t k, std::int64_t pixels, bool nhwc, double* out) {
+  const std::int64_t c = blockIdx.x;
+  double s1 = 0, s2 = 0, s4 = 0;
+  for (std::int64_t i = threadIdx.x; i < n * pixels; i += blockDim.x) {
+    const std::int64_t image = i / pixels, pixel = i % pixels;
+    const double v = to_double(y[nhwc ? (image * pixels + pixel) * k + c : (image * k + c) * pixels + pixel]);
+    s1 += v;
+    s2 += v * v;
+    s4 += v * v * v * v;
+  }
+  __shared__ double part[3][256];
+  part[0][threadIdx.x] = s1;
+  part[1][threadIdx.x] = s2;
+  part[2][threadIdx.x] = s4;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      for (int j = 0; j < 3; ++j) part[j][threadIdx.x] += part[j][threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < 3; ++j) out[3 * c + j] = part[j][0];
+  }
+}
+
 }  // namespace detail
 
 /// Device tensors a pass runs on, as the pass names them: x, w and y forward; dx, w and dy
@@ -241,6 +275,8 @@ struct conv_tensors {
   void* x = nullptr;  ///< x (dx backward-data)
   void* w = nullptr;  ///< w (dw backward-filter)
   void* y = nullptr;  ///< y (dy backward)
+  float* sum = nullptr;      ///< conv_options::statistics: per channel, sum of y (K values)
+  float* squares = nullptr;  ///< conv_options::statistics: per channel, sum of y^2 (K values)
 };
 
 /// One verified cuDNN convolution pass on the current device. An operation
@@ -276,9 +312,15 @@ class conv {
   }
 
   /// "" when `device` can run `problem` in its precision, else why not. Allocates nothing.
-  static std::string support(const conv_problem& problem, const conv_options& /*options*/, const device_info& device) {
+  static std::string support(const conv_problem& problem, const conv_options& options, const device_info& device) {
     if (problem.dtype == conv_dtype::bf16 && device.cc_major < 8) {
       return "bf16 convolutions need sm_80+, this GPU is sm_" + std::to_string(device.cc_major * 10 + device.cc_minor);
+    }
+    if (options.statistics) {
+      if (options.direction != conv_direction::forward || options.accumulate || options.api == conv_api::legacy) {
+        return "statistics in the epilogue: a forward pass on the backend API that does not accumulate";
+      }
+      if (device.cc_major < 8) return "statistics in the epilogue: cuDNN fuses them on sm_80+ only";
     }
     return {};
   }
@@ -287,7 +329,8 @@ class conv {
   /// options.workspace_limit, as large as the largest candidate needs. Allocates nothing.
   static double bytes_needed(const conv_problem& problem, const conv_options& options) {
     const double prior = options.accumulate ? double(output_elements(problem, options.direction)) : 0.0;
-    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements() + prior);
+    const double sums = options.statistics ? 2.0 * 4.0 * double(problem.k) : 0.0;
+    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements() + prior) + sums;
   }
 
   /// Enqueues the pass on `stream` with the selected algorithm.
@@ -352,7 +395,8 @@ class conv {
   /// "conv_fwd/cudnn/fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1".
   /// "conv_dgrad+accumulate/..." when it adds to its output.
   std::string name() const {
-    return std::string("conv_") + to_string(m_options.direction) + (m_options.accumulate ? "+accumulate" : "") + "/cudnn/" +
+    return std::string("conv_") + to_string(m_options.direction) + (m_options.accumulate ? "+accumulate" : "") +
+           (m_options.statistics ? "+statistics" : "") + "/cudnn/" +
            to_string(m_problem.dtype) + "_" +
            to_string(m_problem.layout) + "/" + m_problem.shape_name();
   }
@@ -411,6 +455,9 @@ class conv {
   /// algorithm().workspace). Throws invalid_argument for a null tensor or a small workspace.
   binding bind(const conv_tensors& t, void* workspace, std::size_t workspace_bytes) const {
     if (t.x == nullptr || t.w == nullptr || t.y == nullptr) throw invalid_argument(name() + ": bind needs x, w and y");
+    if (m_options.statistics && (t.sum == nullptr || t.squares == nullptr)) {
+      throw invalid_argument(name() + ": bind needs sum and squares (statistics in the epilogue)");
+    }
     if (workspace_bytes < m_chosen.workspace || (m_chosen.workspace != 0 && workspace == nullptr)) {
       throw invalid_argument(name() + ": bind got a " + std::to_string(workspace_bytes) + " B workspace, the algorithm needs " +
                              std::to_string(m_chosen.workspace) + " B");
@@ -425,6 +472,8 @@ class conv {
     m_w = device_buffer<unsigned char>();
     m_y = device_buffer<unsigned char>();
     m_prior = device_buffer<unsigned char>();
+    m_sum = device_buffer<float>();
+    m_squares = device_buffer<float>();
     m_workspace = device_buffer<unsigned char>();
     for (auto& c : m_all) c.pack.reset();
     m_released = true;
@@ -477,6 +526,10 @@ class conv {
       m_prior = device_buffer<unsigned char>(output().bytes(), initial_fill::uninitialized());
       fill(m_prior, 3 * m_options.seed + 3);
     }
+    if (m_options.statistics) {
+      m_sum = device_buffer<float>(std::size_t(p.k), initial_fill::poison());
+      m_squares = device_buffer<float>(std::size_t(p.k), initial_fill::poison());
+    }
     prepare_output(stream);
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -500,17 +553,23 @@ class conv {
   }
 
   void launch(candidate& c, cudaStream_t stream) {
+    const conv_tensors own{m_x.data(), m_w.data(), m_y.data(), m_sum.data(), m_squares.data()};
     if (c.info.api == conv_api::backend && !c.pack) {
-      c.pack = std::make_shared<detail::backend_descriptor>(
-          make_variant_pack({m_x.data(), m_w.data(), m_y.data()}, m_workspace.data()));
+      c.pack = std::make_shared<detail::backend_descriptor>(make_variant_pack(own, m_workspace.data()));
     }
-    run(c, {m_x.data(), m_w.data(), m_y.data()}, m_workspace.data(), m_workspace.bytes(), c.pack.get(), stream);
+    run(c, own, m_workspace.data(), m_workspace.bytes(), c.pack.get(), stream);
   }
 
   // Enqueues candidate `c` on tensors `t` (`pack` binds them for the backend API).
   void run(const candidate& c, const conv_tensors& t, void* ws, std::size_t ws_bytes, const detail::backend_descriptor* pack,
            cudaStream_t stream) const {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    if (m_options.statistics) {
+      // Zeroed first: whether an engine's epilogue adds into them is its own affair (two
+      // K-float memsets, within the pass's time).
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.sum, 0, std::size_t(m_problem.k) * sizeof(float), stream));
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.squares, 0, std::size_t(m_problem.k) * sizeof(float), stream));
+    }
     if (c.info.api == conv_api::backend) {
       GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), pack->get()));
       return;
@@ -642,9 +701,25 @@ class conv {
     m_bop.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
     m_bop.set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
     m_bop.finalize("convolution operation");
+    std::vector<cudnnBackendDescriptor_t> ops{m_bop.get()};
+    if (m_options.statistics) {
+      // gen-stats(y) -> sum (uid 4), sum of squares (uid 5): FP32, one value per channel.
+      const std::vector<std::int64_t> dims{1, p.k, 1, 1}, strides{p.k, 1, p.k, p.k};
+      m_bsum = detail::make_backend_tensor(4, CUDNN_DATA_FLOAT, dims, strides);
+      m_bsquares = detail::make_backend_tensor(5, CUDNN_DATA_FLOAT, dims, strides);
+      const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+      const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+      m_bstats = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, m_by);
+      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, m_bsum);
+      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, m_bsquares);
+      m_bstats.finalize("gen-stats operation");
+      ops.push_back(m_bstats.get());
+    }
     m_bgraph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    cudnnBackendDescriptor_t op = m_bop.get();
-    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
+    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data());
     cudnnHandle_t handle = m_handle.get();
     m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
     m_bgraph.finalize("operation graph");
@@ -673,10 +748,11 @@ class conv {
 
   detail::backend_descriptor make_variant_pack(const conv_tensors& t, void* workspace) const {
     detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* pointers[3] = {t.x, t.w, t.y};
-    const std::int64_t uids[3] = {1, 2, 3};
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    void* pointers[5] = {t.x, t.w, t.y, t.sum, t.squares};
+    const std::int64_t uids[5] = {1, 2, 3, 4, 5};
+    const std::int64_t count = m_options.statistics ? 5 : 3;
+    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, pointers);
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids);
     pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     pack.finalize("variant pack");
     return pack;
@@ -694,8 +770,9 @@ class conv {
       for (auto& c : list) m_all.push_back(std::move(c));
     };
     if (m_options.api != conv_api::legacy) take(backend_candidates());
-    if (m_options.api == conv_api::legacy || (m_options.api == conv_api::any && m_options.choice == algorithm_choice::search)) {
-      take(legacy_candidates());
+    if (!m_options.statistics &&
+        (m_options.api == conv_api::legacy || (m_options.api == conv_api::any && m_options.choice == algorithm_choice::search))) {
+      take(legacy_candidates());  // the legacy API has no statistics epilogue
     }
     if (m_all.empty()) {
       throw unsupported("no cuDNN algorithm for " + name() + " within a " +
@@ -775,7 +852,42 @@ class conv {
       const bool note = !(err <= bound) || v.checked == 0 || err / bound > v.worst_ratio;
       v.add(got[e], ref[e], bound, note ? "output " + std::to_string(picked[e]) + " (NCHW order)" : std::string());
     }
+    if (m_options.statistics) check_statistics<T>(v, tol, stream);
     return v;
+  }
+
+  // conv_options::statistics: the sums the pass wrote against an FP64 reduction of the y it
+  // wrote. The epilogue sums its FP32 values before y is rounded to the output type, in FP32
+  // (tensor-core accumulation: two units per addition, as tolerance_for() says), in an order
+  // of its own, then adds each tile's partial sums into the channel's total, a chain of FP32
+  // additions each off by up to u32 of the running total (at most rows / 64 of them: a tile
+  // holds 64 rows or more). Per channel, with S_j = sum y^j and A = sqrt(rows S2) >= sum |y|:
+  //   |sum - S1|     <= u32 |S1| + 8 (u_acc sqrt(rows) + u_out / 2) sqrt(S2) + 8 u32 sqrt(rows / 64) A
+  //   |squares - S2| <= u32 S2   + 8 (u_acc sqrt(rows) + u_out) sqrt(S4)     + 8 u32 sqrt(rows / 64) S2
+  // (on the H200 the 7x7 stem's 3.2 M rows per channel put its sum of squares 1e-5 off:
+  // a running total's rounding, which the element-wise terms alone held to 7e-6).
+  template <class T>
+  void check_statistics(verification& v, const tolerance& tol, cudaStream_t stream) const {
+    const conv_problem& p = m_problem;
+    const std::int64_t pixels = p.p() * p.q();
+    device_buffer<double> sums(std::size_t(3 * p.k), initial_fill::poison());
+    detail::conv_channel_sums<T><<<unsigned(p.k), 256, 0, stream>>>(reinterpret_cast<const T*>(m_y.data()), p.n, p.k, pixels,
+                                                                     p.layout == conv_layout::nhwc, sums.data());
+    GPUCMP_CUDA_CHECK_LAST("conv_channel_sums");
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<double> ref = sums.to_host();
+    const std::vector<float> sum = m_sum.to_host(), squares = m_squares.to_host();
+    const double rows = double(p.n * pixels), u32 = std::ldexp(1.0, -24), walk = tol.accumulate_eps * std::sqrt(rows);
+    const double chain = u32 * std::sqrt(std::max(1.0, rows / 64));
+    for (std::size_t c = 0; c < sum.size(); ++c) {
+      const double s1 = ref[3 * c], s2 = ref[3 * c + 1], s4 = ref[3 * c + 2];
+      v.add(sum[c], s1,
+            u32 * std::fabs(s1) + tol.sigmas * ((walk + tol.output_eps / 2) * std::sqrt(s2) + chain * std::sqrt(rows * s2)),
+            "channel " + std::to_string(c) + "'s sum");
+      v.add(squares[c], s2, u32 * s2 + tol.sigmas * ((walk + tol.output_eps) * std::sqrt(s4) + chain * s2),
+            "channel " + std::to_string(c) + "'s sum of squares");
+    }
+    v.method += ", and the statistics against an FP64 reduction of y";
   }
 
   conv_problem m_problem;
@@ -785,6 +897,8 @@ class conv {
   device_buffer<unsigned char> m_x, m_w, m_y, m_workspace;
   device_buffer<unsigned char> m_prior;  // what an accumulating pass adds to (options.accumulate)
   detail::backend_descriptor m_bx, m_bw, m_by, m_bconv, m_bop, m_bgraph;
+  detail::backend_descriptor m_bsum, m_bsquares, m_bstats;  // conv_options::statistics
+  device_buffer<float> m_sum, m_squares;                    // its own statistics (conv_options::statistics)
   std::vector<candidate> m_all;
   std::size_t m_current = 0;
   conv_algorithm m_chosen;

@@ -233,6 +233,29 @@ __global__ void bn_finish_statistics(const double* partial, int splits, std::int
   b[ch] = float(double(beta[ch]) - mean * scale);
 }
 
+// Forward statistics from per-channel FP32 sums of x and x^2 (a convolution's epilogue:
+// conv_options::statistics), as bn_finish_statistics does from its own partial sums. The
+// variance is E[x^2] - E[x]^2 in FP64 from FP32 sums: exact enough where |mean| is not far
+// above the standard deviation (a convolution's output); verify() holds it to the FP64
+// reference like the other path. A thread per channel.
+template <int = 0>  // a template: header kernels stay one definition across translation units
+__global__ void bn_finish_from_sums(const float* sum, const float* squares, std::int64_t rows, std::int64_t c,
+                                    const float* gamma, const float* beta, double eps, double momentum, float* running_mean,
+                                    float* running_var, float* saved_mean, float* saved_inv_std, float* a, float* b) {
+  const std::int64_t ch = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (ch >= c) return;
+  const double mean = double(sum[ch]) / double(rows);
+  const double biased = fmax(double(squares[ch]) / double(rows) - mean * mean, 0.0);
+  const double inv_std = 1.0 / sqrt(biased + eps);
+  saved_mean[ch] = float(mean);
+  saved_inv_std[ch] = float(inv_std);
+  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
+  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
+  const double scale = double(gamma[ch]) * inv_std;
+  a[ch] = float(scale);
+  b[ch] = float(double(beta[ch]) - mean * scale);
+}
+
 // Backward per-channel results: dbeta = sum(e), dgamma = sum(e (x - mean)) / std, and
 // dx = e c1 + x c2 + c3. A warp per channel.
 template <int = 0>  // a template: header kernels stay one definition across translation units
@@ -586,10 +609,7 @@ class batch_norm_training {
 
   /// Enqueues the training-mode forward pass: y, saved statistics, running statistics.
   void forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
-    require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
-                (!m_shape.residual || t.z),
-            "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
-    require(m_reserve == 0 || reserve != nullptr, "forward needs the reserve (reserve_bytes())");
+    require_forward(t, reserve);
     if (m_path == batch_norm_path::cudnn_persistent) {
       cudnn_forward(t, workspace, reserve, stream);
       return;
@@ -606,27 +626,27 @@ class batch_norm_training {
           partial, m_splits, m_shape.per_channel(), m_shape.c, x, inner(), t.gamma, t.beta, m_options.eps,
           m_options.momentum, t.running_mean, t.running_var, t.saved_mean, t.saved_inv_std, a, b);
       GPUCMP_CUDA_CHECK_LAST("batch norm statistics kernel");
-      const T* z = m_shape.residual ? static_cast<const T*>(t.z) : nullptr;
-      T* y = static_cast<T*>(t.y);
-      std::uint8_t* mask = relu_mask_kept() ? static_cast<std::uint8_t*>(reserve) : nullptr;
-      if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
-        using P = packed<T>;
-        const std::int64_t packs = m_shape.elements() / P::width;
-        detail::bn_apply_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
-            reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
-            m_shape.relu);
-      } else {
-        detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(x, z, y, a, b, m_shape.elements(), m_shape.c,
-                                                                                  inner(), m_shape.relu);
-        if (mask != nullptr) {
-          GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
-          const std::int64_t packs = m_shape.elements() / packed<T>::width;
-          detail::bn_mask_from_output<T><<<packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
-          GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
-          return;
-        }
-      }
-      GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+      this->template apply<T>(t, a, b, reserve, stream);
+    });
+  }
+
+  /// forward() from per-channel FP32 sums of x and x^2 that the convolution before it wrote
+  /// in its epilogue (conv_options::statistics): no pass over x for the statistics, one to
+  /// normalise. gpucmp's kernels only (cuDNN's persistent kernels take no statistics).
+  void forward_from_sums(const batch_norm_tensors& t, const float* sum, const float* squares, void* workspace, void* reserve,
+                         cudaStream_t stream) const {
+    require_forward(t, reserve);
+    require(sum != nullptr && squares != nullptr, "forward_from_sums needs the sums");
+    require(m_path == batch_norm_path::gpucmp_kernels, "forward_from_sums runs gpucmp's kernels, not " + std::string(to_string(m_path)));
+    visit_storage(m_shape.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      float* a = reinterpret_cast<float*>(static_cast<double*>(workspace) + 2 * m_splits * m_shape.c);
+      float* b = a + m_shape.c;
+      detail::bn_finish_from_sums<<<unsigned((m_shape.c + 255) / 256), 256, 0, stream>>>(
+          sum, squares, m_shape.per_channel(), m_shape.c, t.gamma, t.beta, m_options.eps, m_options.momentum, t.running_mean,
+          t.running_var, t.saved_mean, t.saved_inv_std, a, b);
+      GPUCMP_CUDA_CHECK_LAST("batch norm statistics from sums kernel");
+      this->template apply<T>(t, a, b, reserve, stream);
     });
   }
 
@@ -681,13 +701,20 @@ class batch_norm_training {
   /// data) and checks both at full size against an FP64 reference computed on the GPU: y,
   /// dx and dz at 16,384 random elements (first and last included), the saved and running
   /// statistics, dgamma and dbeta at every channel. The running statistics are restored
-  /// afterwards. Synchronizes `stream`.
-  batch_norm_verification verify(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
+  /// afterwards. Synchronizes `stream`. With `sum` and `squares` (the per-channel sums of x
+  /// a convolution's epilogue wrote) the forward pass is forward_from_sums(), so the check
+  /// also holds those sums to x's statistics.
+  batch_norm_verification verify(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream,
+                                 const float* sum = nullptr, const float* squares = nullptr) const {
     const std::size_t c = std::size_t(m_shape.c);
     const std::vector<float> old_mean = download(t.running_mean, c, stream), old_var = download(t.running_var, c, stream);
     const std::size_t bytes = std::size_t(m_shape.elements()) * element_bytes(m_shape.dtype);
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.y, 0xFF, bytes, stream));  // poisoned: NaN in every type
-    forward(t, workspace, reserve, stream);
+    if (sum != nullptr || squares != nullptr) {
+      forward_from_sums(t, sum, squares, workspace, reserve, stream);
+    } else {
+      forward(t, workspace, reserve, stream);
+    }
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dx, 0xFF, bytes, stream));
     if (m_shape.residual) GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.dz, 0xFF, bytes, stream));
     // dx may be dy itself; the reference needs dy, so the check runs on a copy.
@@ -698,7 +725,7 @@ class batch_norm_training {
     backward(b, workspace, reserve, stream);
     batch_norm_verification v = visit_storage(m_shape.dtype, [&](auto zero) {
       using T = decltype(zero);
-      return compare<T>(b, old_mean, old_var, stream);
+      return compare<T>(b, old_mean, old_var, sum != nullptr, stream);
     });
     upload(t.running_mean, old_mean, stream);
     upload(t.running_var, old_var, stream);
@@ -807,6 +834,40 @@ class batch_norm_training {
     m_reserve = reserve;
   }
 
+  void require_forward(const batch_norm_tensors& t, void* reserve) const {
+    require(t.x && t.y && t.gamma && t.beta && t.running_mean && t.running_var && t.saved_mean && t.saved_inv_std &&
+                (!m_shape.residual || t.z),
+            "forward needs x, y, gamma, beta, the running and saved statistics" + std::string(m_shape.residual ? " and z" : ""));
+    require(m_reserve == 0 || reserve != nullptr, "forward needs the reserve (reserve_bytes())");
+  }
+
+  // y = act(x a + b (+ z)), and the ReLU's mask in the reserve where it is kept.
+  template <class T>
+  void apply(const batch_norm_tensors& t, const float* a, const float* b, void* reserve, cudaStream_t stream) const {
+    const T* x = static_cast<const T*>(t.x);
+    const T* z = m_shape.residual ? static_cast<const T*>(t.z) : nullptr;
+    T* y = static_cast<T*>(t.y);
+    std::uint8_t* mask = relu_mask_kept() ? static_cast<std::uint8_t*>(reserve) : nullptr;
+    if (const int row_packs = packed_row(); row_packs > 0 && all_packable({x, z, y, a, b})) {
+      using P = packed<T>;
+      const std::int64_t packs = m_shape.elements() / P::width;
+      detail::bn_apply_packed<T><<<packed_blocks(packs), 256, 0, stream>>>(
+          reinterpret_cast<const P*>(x), reinterpret_cast<const P*>(z), reinterpret_cast<P*>(y), mask, a, b, int(packs), row_packs,
+          m_shape.relu);
+    } else {
+      detail::bn_apply<T><<<detail::bn_grid(m_shape.elements()), 256, 0, stream>>>(x, z, y, a, b, m_shape.elements(), m_shape.c,
+                                                                                inner(), m_shape.relu);
+      if (mask != nullptr) {
+        GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+        const std::int64_t packs = m_shape.elements() / packed<T>::width;
+        detail::bn_mask_from_output<T><<<packed_blocks(packs), 256, 0, stream>>>(y, mask, int(packs));
+        GPUCMP_CUDA_CHECK_LAST("batch norm ReLU mask kernel");
+        return;
+      }
+    }
+    GPUCMP_CUDA_CHECK_LAST("batch norm apply kernel");
+  }
+
   void cudnn_forward(const batch_norm_tensors& t, void* workspace, void* reserve, cudaStream_t stream) const {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
     const float one = 1.0f, zero = 0.0f;
@@ -857,7 +918,7 @@ class batch_norm_training {
 
   template <class T>
   batch_norm_verification compare(const batch_norm_tensors& t, const std::vector<float>& old_mean,
-                                  const std::vector<float>& old_var, cudaStream_t stream) const {
+                                  const std::vector<float>& old_var, bool from_sums, cudaStream_t stream) const {
     const std::size_t c = std::size_t(m_shape.c);
     const std::int64_t count = m_shape.elements(), rows = m_shape.per_channel();
     // Per-channel reference statistics and backward sums (the ReLU mask from the layer's own y).
@@ -910,18 +971,31 @@ class batch_norm_training {
     v.backward.method = "GPU FP64 reference: dgamma and dbeta of every channel, dx" + std::string(m_shape.residual ? " and dz" : "") +
                         " at " + std::to_string(at.size()) + " elements";
     const double m = double(options().momentum);
+    // forward_from_sums(): the convolution summed y before rounding it to x's type, so the
+    // statistics may differ from x's by that rounding, at worst (every rounding one way)
+    // |d mean| <= u/2 sqrt(E[x^2]) and |d var| <= 2 u E[x^2]; per channel, as a relative
+    // error of 1/std (rho) and a shift of x-hat (shift), carried into y, dgamma and dx.
+    std::vector<double> rho(c, 0.0), shift(c, 0.0);
+    for (std::size_t ch = 0; from_sums && ch < c; ++ch) {
+      const double* r = &ref[6 * ch];
+      const double squares = r[1] + r[0] * r[0];
+      rho[ch] = out_eps * squares / (r[1] + m_options.eps);
+      shift[ch] = out_eps / 2 * std::sqrt(squares / (r[1] + m_options.eps));
+    }
     for (std::size_t ch = 0; ch < c; ++ch) {
       const double* r = &ref[6 * ch];
       const double ref_inv_std = 1.0 / std::sqrt(r[1] + m_options.eps);
+      const double d_mean = shift[ch] / ref_inv_std, d_var = 2 * rho[ch] * (r[1] + m_options.eps);
       const std::string tag = "channel " + std::to_string(ch);
-      v.forward.add(mean[ch], r[0], stats_eps * (std::fabs(r[0]) + std::sqrt(r[1])), tag + " saved mean");
-      v.forward.add(inv_std[ch], ref_inv_std, stats_eps * ref_inv_std, tag + " saved 1/std");
+      v.forward.add(mean[ch], r[0], stats_eps * (std::fabs(r[0]) + std::sqrt(r[1])) + d_mean, tag + " saved mean");
+      v.forward.add(inv_std[ch], ref_inv_std, (stats_eps + rho[ch]) * ref_inv_std, tag + " saved 1/std");
       v.forward.add(run_mean[ch], (1 - m) * old_mean[ch] + m * r[0],
-                    stats_eps * (std::fabs(old_mean[ch]) + std::fabs(r[0]) + std::sqrt(r[1])), tag + " running mean");
+                    stats_eps * (std::fabs(old_mean[ch]) + std::fabs(r[0]) + std::sqrt(r[1])) + m * d_mean, tag + " running mean");
       v.forward.add(run_var[ch], (1 - m) * old_var[ch] + m * r[1] * double(rows) / double(rows - 1),
-                    stats_eps * (std::fabs(old_var[ch]) + r[1] * 2), tag + " running variance");
+                    stats_eps * (std::fabs(old_var[ch]) + r[1] * 2) + m * d_var * double(rows) / double(rows - 1),
+                    tag + " running variance");
       v.backward.add(dbeta[ch], r[2], sum_eps * r[4] + 1e-30, tag + " dbeta");
-      v.backward.add(dgamma[ch], r[3], sum_eps * (r[5] + r[4]) + 1e-30, tag + " dgamma");
+      v.backward.add(dgamma[ch], r[3], sum_eps * (r[5] + r[4]) + rho[ch] * r[5] + shift[ch] * r[4] + 1e-30, tag + " dgamma");
     }
     for (std::size_t k = 0; k < at.size(); ++k) {
       const std::int64_t i = at[k];
@@ -933,7 +1007,9 @@ class batch_norm_training {
       double pre = gamma[ch] * xhat + beta[ch] + (m_shape.residual ? z : 0.0);
       const double y_ref = m_shape.relu ? std::max(pre, 0.0) : pre;
       // x a + b with a and b from the statistics: their error times |x| and |mean|.
+      const double xhat_error = rho[ch] * std::fabs(xhat) + shift[ch];  // 0 unless from the sums
       const double y_scale = std::fabs(gamma[ch]) * ref_inv_std * (std::fabs(x) + std::fabs(r[0])) * stats_eps +
+                             std::fabs(gamma[ch]) * xhat_error +
                              f32 * (std::fabs(gamma[ch]) * (std::fabs(xhat) + 1) + std::fabs(beta[ch]) + std::fabs(z));
       v.forward.add(y, y_ref, out_eps * std::fabs(y_ref) + y_scale + small, where(i) + " y");
       // The backward reference uses the layer's own y for the ReLU's mask (as torch does).
@@ -942,7 +1018,12 @@ class batch_norm_training {
       const double dx_ref = k1 * (e - r[2] / double(rows) - xhat * r[3] / double(rows));
       // e c1 + x c2 + c3: c2 and c3 carry the sums' error, and x c2 + c3 cancels to (x - mean) c2.
       const double sums = (r[4] + (std::fabs(xhat) + (std::fabs(x) + std::fabs(r[0])) * ref_inv_std) * r[5]) / double(rows);
-      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums);
+      // From the sums: 1/std off by rho (k1 and x-hat), x-hat by xhat_error, and the
+      // gradient sum over x-hat by rho r5 + shift r4 (no division by k1: gamma may be 0).
+      const double from_sums_error = rho[ch] * std::fabs(dx_ref) +
+                                     std::fabs(k1) * (xhat_error * std::fabs(r[3]) + std::fabs(xhat) * (rho[ch] * r[5] + shift[ch] * r[4])) /
+                                         double(rows);
+      const double dx_scale = std::fabs(k1) * (f32 * std::fabs(e) + sum_eps * sums) + from_sums_error;
       v.backward.add(dx, dx_ref, out_eps * std::fabs(dx_ref) + dx_scale + small, where(i) + " dx");
       if (m_shape.residual) v.backward.add(dz, e, out_eps * std::fabs(e) + small, where(i) + " dz");
     }

@@ -77,6 +77,38 @@
 
 namespace gpucmp {
 
+/// Where a convolution's batch norm gets its per-channel statistics in the forward pass
+/// (training_options::statistics_in_conv).
+enum class conv_statistics {
+  off,       ///< the batch norm reads the convolution's output once more for them
+  /// Per layer, whichever the search times faster over the convolution and its batch norm
+  /// together: the plain pass with every batch norm path, or the pass that also writes the
+  /// statistics (cuDNN's gen-stats in its epilogue, FP16/BF16 NHWC) with gpucmp's kernels
+  /// normalising from them (batch_norm_training::forward_from_sums).
+  searched,
+  /// The statistics from the convolution wherever cuDNN fuses them; every batch norm runs
+  /// gpucmp's kernels (cuDNN's persistent ones take no statistics). For tests and A/B runs.
+  always,
+};
+
+/// "off", "searched", "always".
+inline const char* to_string(conv_statistics s) noexcept {
+  switch (s) {
+    case conv_statistics::off: return "off";
+    case conv_statistics::searched: return "searched";
+    case conv_statistics::always: return "always";
+  }
+  return "?";
+}
+
+/// The mode a to_string() name stands for; throws invalid_argument naming the text.
+inline conv_statistics parse_conv_statistics(const std::string& text) {
+  for (conv_statistics s : {conv_statistics::off, conv_statistics::searched, conv_statistics::always}) {
+    if (text == to_string(s)) return s;
+  }
+  throw invalid_argument("conv statistics must be off, searched or always, got '" + text + "'");
+}
+
 /// How a training step is set up.
 struct training_options {
   std::int64_t batch = 64;                 ///< images per step
@@ -101,6 +133,9 @@ struct training_options {
   /// itself (cuDNN beta = 1, searched and verified that way) instead of written to a scratch
   /// tensor and added by a separate kernel (ResNet-50: one addition per bottleneck block).
   bool accumulate_in_conv = true;
+  /// Where each batch norm's forward statistics come from (conv_statistics): by default the
+  /// search decides per layer between reading x for them and the convolution's epilogue.
+  conv_statistics statistics_in_conv = conv_statistics::searched;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
   bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
@@ -175,20 +210,29 @@ void launch_add(const T* a, const T* b, T* out, std::int64_t count, cudaStream_t
 // A batch norm layer's paths as a searchable operation (ops/operation.hpp): a candidate runs
 // the forward and the backward pass on the layer's tensors. When the output's gradient comes
 // in two parts (tensors.dy2), gpucmp's kernels sum them as they read; cuDNN's path pays for
-// the sum first (`sum` writes dy + dy2 to `summed`), as the step will.
+// the sum first (`sum` writes dy + dy2 to `summed`), as the step will. Where the layer's
+// convolution can also write the statistics (conv_statistics::searched), every candidate
+// runs its convolution too, so the plain pass with each path and the fused pass with the
+// statistics taken from it (from_sums) are timed alike.
 struct batch_norm_search {
   std::vector<std::unique_ptr<batch_norm_training>> paths;
+  std::vector<bool> from_sums;                   // per path: forward_from_sums() after fused_conv
   batch_norm_tensors tensors;
   void* workspace = nullptr;
   void* reserve = nullptr;
   void* summed = nullptr;                        // dy + dy2 for cuDNN's path
   std::function<void(cudaStream_t)> sum;         // writes it
+  std::function<void(cudaStream_t)> plain_conv;  // writes tensors.x (empty: x as it is)
+  std::function<void(cudaStream_t)> fused_conv;  // writes tensors.x and the sums below
+  const float* sums = nullptr;                   // per channel: sum, then squares
   std::size_t current = 0;
   search_choice chosen;
 
   std::string name() const { return paths.front()->name(); }
   std::size_t candidate_count() const noexcept { return paths.size(); }
-  std::string describe_candidate(std::size_t i) const { return to_string(paths.at(i)->path()); }
+  std::string describe_candidate(std::size_t i) const {
+    return std::string(to_string(paths.at(i)->path())) + (from_sums.at(i) ? ", statistics from the convolution" : "");
+  }
   void select(std::size_t i, cudaStream_t) { current = i; }
   batch_norm_tensors for_current() const {
     if (tensors.dy2 == nullptr || paths[current]->path() == batch_norm_path::gpucmp_kernels) return tensors;
@@ -197,16 +241,26 @@ struct batch_norm_search {
     t.dy2 = nullptr;
     return t;
   }
+  const float* squares() const noexcept { return sums + paths.front()->shape().c; }
   void operator()(cudaStream_t stream) {
     const batch_norm_tensors t = for_current();
-    paths[current]->forward(t, workspace, reserve, stream);
+    if (from_sums[current]) {
+      fused_conv(stream);
+      paths[current]->forward_from_sums(t, sums, squares(), workspace, reserve, stream);
+    } else {
+      if (plain_conv) plain_conv(stream);
+      paths[current]->forward(t, workspace, reserve, stream);
+    }
     if (t.dy != tensors.dy) sum(stream);
     paths[current]->backward(t, workspace, reserve, stream);
   }
   verification verify(cudaStream_t stream) {
     const batch_norm_tensors t = for_current();
     if (t.dy != tensors.dy) sum(stream);
-    const batch_norm_verification v = paths[current]->verify(t, workspace, reserve, stream);
+    if (from_sums[current]) fused_conv(stream);  // x and its sums, written together
+    const batch_norm_verification v = from_sums[current]
+                                          ? paths[current]->verify(t, workspace, reserve, stream, sums, squares())
+                                          : paths[current]->verify(t, workspace, reserve, stream);
     return v.forward.passed() ? v.backward : v.forward;
   }
   void adopt_search(const search_choice& c, std::vector<candidate_time>) { chosen = c; current = c.index; }
@@ -226,6 +280,7 @@ class training_network {
     if (options.batch <= 1) throw invalid_argument(definition.name() + ": a training batch needs at least 2 images (batch norm)");
     if (options.candidates_per_pass < 1) throw invalid_argument(definition.name() + ": candidates_per_pass must be at least 1");
     if (options.batch_norm_paths.empty()) throw invalid_argument(definition.name() + ": no batch norm path may compete");
+    if (options.statistics_in_conv == conv_statistics::always) m_options.batch_norm_paths = {batch_norm_path::gpucmp_kernels};
     if (!std::isfinite(options.residual_gamma)) throw invalid_argument(definition.name() + ": residual_gamma must be finite");
     options.sgd.validate();
     options.loss_scale.validate();
@@ -735,6 +790,8 @@ class training_network {
     const auto& layers = m_definition.layers();
     std::size_t workspace = 0;
     const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
+    m_fused_statistics.assign(m_trained, false);
+    m_statistics_candidate.assign(m_trained, false);
     for (std::size_t i = 0; i < m_trained; ++i) {
       const layer_definition& l = layers[i];
       if (l.kind != layer_kind::conv) continue;
@@ -743,6 +800,15 @@ class training_network {
       for (conv_direction d : passes) {
         if (d == conv_direction::backward_data && l.input.id == m_definition.input().id) continue;  // nobody needs the images' gradient
         const bool accumulate = adds_in_place(d, i);
+        // The forward pass with the statistics in its epilogue, where cuDNN fuses them.
+        if (d == conv_direction::forward && statistics_may_fuse()) {
+          search_fused_forward(i, stream, workspace);
+          if (m_statistics_candidate[i] && m_options.statistics_in_conv == conv_statistics::always) {
+            m_fused_statistics[i] = true;
+            m_reports[i].forward = m_convs.at(fused_key(i))->algorithm().describe() + ", batch norm statistics in its epilogue";
+            continue;  // no plain pass: the batch norm always normalises from these sums
+          }
+        }
         const std::string key = conv_key(d, i);
         auto found = m_convs.find(key);
         if (found == m_convs.end()) {
@@ -772,6 +838,61 @@ class training_network {
     }
     m_conv_workspace = device_buffer<unsigned char>(std::max<std::size_t>(workspace, 256), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemset(m_conv_workspace.data(), 0, m_conv_workspace.bytes()));
+    // Per layer that may fuse: its channels' sum and sum of squares, the epilogue's output.
+    m_conv_sums.clear();
+    for (std::size_t i = 0; i < m_trained; ++i) {
+      const std::size_t k = m_statistics_candidate[i] ? std::size_t(layers[i].conv.out_channels) : 0;
+      m_conv_sums.emplace_back(2 * k, initial_fill::uninitialized());
+    }
+  }
+
+  // Whether forward passes may write their batch norm's statistics: asked for, a type and
+  // layout cuDNN's gen-stats fusion takes, and gpucmp's batch norm kernels allowed (they
+  // normalise from the sums).
+  bool statistics_may_fuse() const {
+    const auto& paths = m_options.batch_norm_paths;
+    return m_options.statistics_in_conv != conv_statistics::off && m_options.layout == conv_layout::nhwc &&
+           (m_options.dtype == conv_dtype::fp16 || m_options.dtype == conv_dtype::bf16) &&
+           std::find(paths.begin(), paths.end(), batch_norm_path::gpucmp_kernels) != paths.end();
+  }
+  std::string fused_key(std::size_t layer) const { return "fwd+statistics/" + m_reports[layer].shape; }
+
+  // Layer `i`'s forward pass with the statistics in its epilogue: searched and verified once
+  // per shape (y against an FP64 reference, the sums against an FP64 reduction of y). A shape
+  // cuDNN refuses, or whose fused pass fails its check, keeps the plain pass (reported).
+  void search_fused_forward(std::size_t i, cudaStream_t stream, std::size_t& workspace) {
+    const layer_definition& l = m_definition.layers()[i];
+    const std::string& shape = m_reports[i].shape;
+    const std::string key = fused_key(i);
+    if (!m_convs.count(key) && !m_statistics_refused.count(shape)) {
+      conv_options o;
+      o.statistics = true;
+      o.choice = algorithm_choice::search;
+      o.search = m_options.search;
+      o.search.max_candidates = m_options.candidates_per_pass;
+      o.workspace_limit = m_options.workspace_limit;
+      o.seed = 17 + i;
+      try {
+        auto c = std::make_unique<conv>(conv_problem_of(l), o, stream);
+        gpucmp::search(*c, shared_engine(), o.search);
+        const verification v = c->verify(stream);
+        require_passed(name() + " layer '" + l.name + "' forward with statistics", v);
+        m_conv_checks[key] = v.summary();
+        c->release_tensors();
+        workspace = std::max(workspace, c->algorithm().workspace);
+        m_convs.emplace(key, std::move(c));
+      } catch (const unsupported& e) {
+        m_statistics_refused[shape] = e.what();
+      } catch (const verification_failed& e) {
+        m_statistics_refused[shape] = std::string("failed its check: ") + e.what();
+      }
+    }
+    if (m_convs.count(key)) {
+      m_statistics_candidate[i] = true;
+      m_reports[i].checks.push_back("forward with statistics: " + m_conv_checks[key]);
+    } else {
+      m_reports[i].checks.push_back("statistics in the epilogue refused: " + m_statistics_refused[shape]);
+    }
   }
 
   // Whether `layer`'s pass `d` adds its result in place (a data gradient's second part).
@@ -785,16 +906,20 @@ class training_network {
   const conv& searched(conv_direction d, std::size_t layer) const { return *m_convs.at(conv_key(d, layer)); }
 
   // Each batch norm: the paths options allow and cuDNN takes, timed (forward + backward) and
-  // verified at full size on the layer's own tensors filled with random values; layers of
-  // one shape reuse the first's choice and are verified themselves.
+  // verified at full size on the layer's own tensors filled with random values; where the
+  // convolution may write the statistics (search_fused_forward), also gpucmp's kernels
+  // normalising from them, every candidate timed with its convolution. Layers of one shape
+  // (and one convolution, where it takes part) reuse the first's choice and are verified
+  // themselves.
   void choose_batch_norms(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
     m_bns.clear();
     m_bns.resize(m_trained);
     std::size_t workspace = 0;
-    std::map<std::string, batch_norm_path> chosen;
+    std::map<std::string, std::pair<batch_norm_path, bool>> chosen;  // key -> path, from the sums
     // Shapes and paths first: the workspace must exist before anything runs.
     std::vector<std::vector<std::unique_ptr<batch_norm_training>>> candidates(m_trained);
+    std::vector<std::vector<bool>> from_sums(m_trained);
     for (std::size_t i = 0; i < m_trained; ++i) {
       const layer_definition& l = layers[i];
       if (l.kind != layer_kind::conv) continue;
@@ -802,12 +927,20 @@ class training_network {
       const batch_norm_shape shape{m_options.batch, out.c, out.h, out.w, m_options.dtype, m_options.layout, l.residual.valid(), l.conv.relu};
       for (batch_norm_path path : m_options.batch_norm_paths) {
         if (!batch_norm_training::support(shape, path).empty()) continue;
-        try {
-          candidates[i].push_back(std::make_unique<batch_norm_training>(m_cudnn.get(), shape, path, m_options.batch_norm));
-        } catch (const unsupported&) {
-          continue;  // cuDNN's size query refused the shape
+        // gpucmp's kernels from the convolution's sums: instead of reading x (always) or as
+        // one more candidate (searched).
+        const bool fused = path == batch_norm_path::gpucmp_kernels && m_statistics_candidate[i];
+        const bool always = fused && m_options.statistics_in_conv == conv_statistics::always;
+        for (bool sums : {false, true}) {
+          if ((sums && !fused) || (!sums && always)) continue;
+          try {
+            candidates[i].push_back(std::make_unique<batch_norm_training>(m_cudnn.get(), shape, path, m_options.batch_norm));
+          } catch (const unsupported&) {
+            break;  // cuDNN's size query refused the shape
+          }
+          from_sums[i].push_back(sums);
+          workspace = std::max(workspace, candidates[i].back()->workspace_bytes());
         }
-        workspace = std::max(workspace, candidates[i].back()->workspace_bytes());
       }
       if (candidates[i].empty()) throw unsupported(name() + ": no batch norm path runs layer '" + l.name + "' (" + shape.name() + ")");
     }
@@ -855,24 +988,53 @@ class training_network {
           };
         });
       }
-      const std::string key = candidates[i].front()->shape().name() + (m_second_gradient[i] ? "+dy2" : "");
+      // Where the convolution may write the statistics, each candidate runs its convolution
+      // on random input and the layer's filter (real parameters: reset() ran before).
+      std::string key = candidates[i].front()->shape().name() + (m_second_gradient[i] ? "+dy2" : "");
+      std::unique_ptr<conv::binding> plain_pass, fused_pass;
+      if (m_statistics_candidate[i] && !m_fused_statistics[i]) {
+        key += " after " + m_reports[i].shape;
+        fill(activation(l.input), m_plan.kept_bytes[std::size_t(l.input.id)], 500 + i, -1, 1, stream);
+        void* x = activation(l.input);
+        void* w = model(m_slots[i].filter, true);
+        float* sums = m_conv_sums[i].data();
+        fused_pass = std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
+            {x, w, m_conv_outputs[i].data(), sums, sums + l.conv.out_channels}, m_conv_workspace.data(), m_conv_workspace.bytes()));
+        plain_pass = std::make_unique<conv::binding>(
+            searched(conv_direction::forward, i).bind({x, w, m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes()));
+        search.plain_conv = [p = plain_pass.get()](cudaStream_t st) { (*p)(st); };
+        search.fused_conv = [p = fused_pass.get()](cudaStream_t st) { (*p)(st); };
+        search.sums = sums;
+      } else if (m_fused_statistics[i]) {
+        // conv_statistics::always: the fused pass only, no search between paths.
+        key += " after " + m_reports[i].shape;
+        fill(activation(l.input), m_plan.kept_bytes[std::size_t(l.input.id)], 500 + i, -1, 1, stream);
+        float* sums = m_conv_sums[i].data();
+        fused_pass = std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
+            {activation(l.input), model(m_slots[i].filter, true), m_conv_outputs[i].data(), sums, sums + l.conv.out_channels},
+            m_conv_workspace.data(), m_conv_workspace.bytes()));
+        search.fused_conv = [p = fused_pass.get()](cudaStream_t st) { (*p)(st); };
+        search.sums = sums;
+      }
       auto before = chosen.find(key);
-      if (before != chosen.end()) {
-        // A shape already timed: its path, verified on this layer's tensors.
-        for (auto& c : candidates[i]) {
-          if (c->path() == before->second) search.paths.push_back(std::move(c));
-        }
-      } else {
-        for (auto& c : candidates[i]) search.paths.push_back(std::move(c));
+      for (std::size_t c = 0; c < candidates[i].size(); ++c) {
+        // A shape already timed: its choice, verified on this layer's tensors.
+        if (before != chosen.end() && (candidates[i][c]->path() != before->second.first || from_sums[i][c] != before->second.second)) continue;
+        search.paths.push_back(std::move(candidates[i][c]));
+        search.from_sums.push_back(from_sums[i][c]);
       }
       if (search.paths.size() > 1) {
         gpucmp::search(search, shared_engine(), m_options.search);
       }
       const verification v = search.verify(stream);
-      require_passed(name() + " layer '" + l.name + "' batch norm (" + to_string(search.paths[search.current]->path()) + ")", v);
+      const bool fused = search.from_sums[search.current];
+      const std::string path = search.describe_candidate(search.current);
+      require_passed(name() + " layer '" + l.name + "' batch norm (" + path + ")", v);
       m_bns[i] = std::move(search.paths[search.current]);
-      chosen.emplace(key, m_bns[i]->path());
-      m_reports[i].batch_norm = to_string(m_bns[i]->path());
+      m_fused_statistics[i] = fused;
+      chosen.emplace(key, std::make_pair(m_bns[i]->path(), fused));
+      m_reports[i].batch_norm = path;
+      if (fused) m_reports[i].forward = m_convs.at(fused_key(i))->algorithm().describe() + ", batch norm statistics in its epilogue";
       m_reports[i].checks.push_back("batch norm: " + v.summary());
       GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // dz_check and summed are freed next
     }
@@ -999,13 +1161,27 @@ class training_network {
         void* y = activation(l.output);
         switch (l.kind) {
           case layer_kind::conv: {
-            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
-                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
-            const conv::binding* pass = m_bindings.back().get();
             const batch_norm_training* bn = m_bns[i].get();
             const batch_norm_tensors t = bn_tensors(i);
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
+            if (m_fused_statistics[i]) {
+              // The convolution writes the statistics; the batch norm normalises from them.
+              float* sum = m_conv_sums[i].data();
+              float* squares = sum + l.conv.out_channels;
+              m_bindings.push_back(std::make_unique<conv::binding>(m_convs.at("fwd+statistics/" + m_reports[i].shape)->bind(
+                  {x, model(m_slots[i].filter, true), m_conv_outputs[i].data(), sum, squares}, m_conv_workspace.data(),
+                  m_conv_workspace.bytes())));
+              const conv::binding* pass = m_bindings.back().get();
+              m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
+              m_forward.push_back({"batch norm forward: " + l.name, [bn, t, sum, squares, ws, reserve](cudaStream_t s) {
+                                     bn->forward_from_sums(t, sum, squares, ws, reserve, s);
+                                   }});
+              break;
+            }
+            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
+                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+            const conv::binding* pass = m_bindings.back().get();
             m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
             m_forward.push_back({"batch norm forward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->forward(t, ws, reserve, s); }});
             break;
@@ -1276,6 +1452,13 @@ class training_network {
   std::vector<std::unique_ptr<batch_norm_training>> m_bns;
   std::vector<bool> m_second_gradient;     // layer -> its output gradient may arrive in two parts (plan_gradient_contributions)
   std::vector<bool> m_data_gradient_adds;  // conv layer -> its data-gradient pass adds to its input's gradient (the same)
+  // training_options::statistics_in_conv: per layer, whether its forward pass writes its batch
+  // norm's statistics (then m_conv_sums[layer] holds sum, then squares), whether it could,
+  // and the shapes cuDNN refused (or whose fused pass failed its check).
+  std::vector<bool> m_fused_statistics;
+  std::vector<bool> m_statistics_candidate;  // layer -> its fused forward pass was searched and verified
+  std::vector<device_buffer<float>> m_conv_sums;
+  std::map<std::string, std::string> m_statistics_refused;
   std::vector<std::unique_ptr<linear_layer>> m_linear_forward;
   std::vector<std::unique_ptr<linear_backward>> m_linear_backward;
   std::unique_ptr<dynamic_loss_scale> m_scale;
