@@ -992,7 +992,7 @@ class training_network {
       // on random input and the layer's filter (real parameters: reset() ran before).
       std::string key = candidates[i].front()->shape().name() + (m_second_gradient[i] ? "+dy2" : "");
       std::unique_ptr<conv::binding> plain_pass, fused_pass;
-      if (m_statistics_candidate[i] && !m_fused_statistics[i]) {
+      if (m_statistics_candidate[i]) {
         key += " after " + m_reports[i].shape;
         fill(activation(l.input), m_plan.kept_bytes[std::size_t(l.input.id)], 500 + i, -1, 1, stream);
         void* x = activation(l.input);
@@ -1000,21 +1000,13 @@ class training_network {
         float* sums = m_conv_sums[i].data();
         fused_pass = std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
             {x, w, m_conv_outputs[i].data(), sums, sums + l.conv.out_channels}, m_conv_workspace.data(), m_conv_workspace.bytes()));
-        plain_pass = std::make_unique<conv::binding>(
-            searched(conv_direction::forward, i).bind({x, w, m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes()));
-        search.plain_conv = [p = plain_pass.get()](cudaStream_t st) { (*p)(st); };
         search.fused_conv = [p = fused_pass.get()](cudaStream_t st) { (*p)(st); };
         search.sums = sums;
-      } else if (m_fused_statistics[i]) {
-        // conv_statistics::always: the fused pass only, no search between paths.
-        key += " after " + m_reports[i].shape;
-        fill(activation(l.input), m_plan.kept_bytes[std::size_t(l.input.id)], 500 + i, -1, 1, stream);
-        float* sums = m_conv_sums[i].data();
-        fused_pass = std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
-            {activation(l.input), model(m_slots[i].filter, true), m_conv_outputs[i].data(), sums, sums + l.conv.out_channels},
-            m_conv_workspace.data(), m_conv_workspace.bytes()));
-        search.fused_conv = [p = fused_pass.get()](cudaStream_t st) { (*p)(st); };
-        search.sums = sums;
+        if (!m_fused_statistics[i]) {  // searched: the plain pass competes (conv_statistics::always has none)
+          plain_pass = std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
+              {x, w, m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes()));
+          search.plain_conv = [p = plain_pass.get()](cudaStream_t st) { (*p)(st); };
+        }
       }
       auto before = chosen.find(key);
       for (std::size_t c = 0; c < candidates[i].size(); ++c) {
