@@ -328,3 +328,59 @@ TEST_CASE("batch norm's forward from a convolution's per-channel sums gives forw
   CHECK_THROWS_AS(mine.forward_from_sums(m.tensors(false), nullptr, squares.data(), m.workspace.data(), m.reserve.data(), s.get()),
                   gpucmp::invalid_argument);
 }
+
+TEST_CASE("batch norm's check holds with gamma 0 on both paths and from the sums, and still catches sums 1 % off",
+          "[gpu][training][batch_norm]") {
+  // The zero-init residual start sets a residual layer's gamma to 0; a bound that divided by
+  // gamma was NaN and failed every dx (the H200, 2026-12-03).
+  gpucmp::stream s;
+  const handle_t handle = make_handle();
+  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, true, true};
+  for (auto path : {gpucmp::batch_norm_path::cudnn_persistent, gpucmp::batch_norm_path::gpucmp_kernels}) {
+    gpucmp::batch_norm_training bn(handle.get(), shape, path, {});
+    bn_buffers b(bn, s.get());
+    REQUIRE(cudaMemsetAsync(b.gamma.data(), 0, b.gamma.bytes(), s.get()) == cudaSuccess);
+    const gpucmp::batch_norm_verification v = bn.verify(b.tensors(true), b.workspace.data(), b.reserve.data(), s.get());
+    INFO(bn.name() << ": " << v.forward.summary() << "; " << v.backward.summary());
+    CHECK(v.forward.passed());
+    CHECK(v.backward.passed());
+  }
+  gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels, {});
+  bn_buffers b(bn, s.get());
+  // The sums of x as stored (a convolution's would be of y before rounding: within the bound).
+  const std::vector<unsigned char> raw = b.x.to_host();
+  const __half* x = reinterpret_cast<const __half*>(raw.data());
+  std::vector<float> s1(64, 0.0f), s2(64, 0.0f);
+  {
+    std::vector<double> d1(64, 0.0), d2(64, 0.0);
+    for (std::int64_t i = 0; i < shape.elements(); ++i) {
+      const double v = __half2float(x[i]);
+      d1[std::size_t(i % 64)] += v;
+      d2[std::size_t(i % 64)] += v * v;
+    }
+    for (std::size_t c = 0; c < 64; ++c) {
+      s1[c] = float(d1[c]);
+      s2[c] = float(d2[c]);
+    }
+  }
+  gpucmp::device_buffer<float> sum(64), squares(64);
+  for (float gamma : {1.0f, 0.0f}) {
+    gpucmp::fill_uniform(b.gamma.data(), 64, 14, double(gamma), double(gamma), s.get());
+    sum.copy_from_host(s1);
+    squares.copy_from_host(s2);
+    const gpucmp::batch_norm_verification v =
+        bn.verify(b.tensors(true), b.workspace.data(), b.reserve.data(), s.get(), sum.data(), squares.data());
+    INFO("gamma " << gamma << ": " << v.forward.summary() << "; " << v.backward.summary());
+    CHECK(v.forward.passed());
+    CHECK(v.backward.passed());
+  }
+  // One channel's sum 1 % off: its mean and output are wrong, and the check says so.
+  std::vector<float> wrong = s1;
+  wrong[5] *= 1.01f;
+  sum.copy_from_host(wrong);
+  squares.copy_from_host(s2);
+  const gpucmp::batch_norm_verification bad =
+      bn.verify(b.tensors(true), b.workspace.data(), b.reserve.data(), s.get(), sum.data(), squares.data());
+  INFO(bad.forward.summary());
+  CHECK_FALSE(bad.forward.passed());
+}
