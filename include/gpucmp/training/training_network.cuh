@@ -19,7 +19,8 @@
 // typed out_of_memory), allocates it, and for every convolution shape searches and verifies
 // the forward, data-gradient and weight-gradient algorithms on random tensors of the full
 // size (ops/conv.cuh), then binds each layer to its tensors; every batch norm's path (cuDNN's
-// persistent kernels or gpucmp's) is timed, verified at full size and chosen; the classifier
+// persistent kernels or gpucmp's, the latter also from statistics its convolution writes:
+// training_options::statistics_in_conv) is timed, verified at full size and chosen; the classifier
 // is searched and both its passes verified. Parameters are then reset to their initial
 // values, so a built network starts from the definition's weights.
 //
