@@ -259,9 +259,8 @@ struct batch_norm_search {
     const batch_norm_tensors t = for_current();
     if (t.dy != tensors.dy) sum(stream);
     if (from_sums[current]) fused_conv(stream);  // x and its sums, written together
-    const batch_norm_verification v = from_sums[current]
-                                          ? paths[current]->verify(t, workspace, reserve, stream, sums, squares())
-                                          : paths[current]->verify(t, workspace, reserve, stream);
+    const batch_norm_verification v = paths[current]->verify(t, workspace, reserve, stream, from_sums[current] ? sums : nullptr,
+                                                             from_sums[current] ? squares() : nullptr);
     return v.forward.passed() ? v.backward : v.forward;
   }
   void adopt_search(const search_choice& c, std::vector<candidate_time>) { chosen = c; current = c.index; }
@@ -813,22 +812,10 @@ class training_network {
         const std::string key = conv_key(d, i);
         auto found = m_convs.find(key);
         if (found == m_convs.end()) {
-          conv_options o;
+          conv_options o = conv_search_options(i);
           o.direction = d;
           o.accumulate = accumulate;
-          o.choice = algorithm_choice::search;
-          o.search = m_options.search;
-          o.search.max_candidates = m_options.candidates_per_pass;
-          o.workspace_limit = m_options.workspace_limit;
-          o.seed = 17 + i;
-          auto c = std::make_unique<conv>(p, o, stream);
-          gpucmp::search(*c, shared_engine(), o.search);
-          const verification v = c->verify(stream);
-          require_passed(name() + " layer '" + l.name + "' " + to_string(d), v);
-          m_conv_checks[key] = v.summary();
-          c->release_tensors();
-          workspace = std::max(workspace, c->algorithm().workspace);
-          found = m_convs.emplace(key, std::move(c)).first;
+          found = add_searched_conv(key, p, o, "layer '" + l.name + "' " + to_string(d), stream, workspace);
         }
         const std::string algorithm = found->second->algorithm().describe() + (accumulate ? ", adding in place (beta 1)" : "");
         (d == conv_direction::forward ? m_reports[i].forward
@@ -845,6 +832,33 @@ class training_network {
       const std::size_t k = m_statistics_candidate[i] ? std::size_t(layers[i].conv.out_channels) : 0;
       m_conv_sums.emplace_back(2 * k, initial_fill::uninitialized());
     }
+  }
+
+  // Layer `i`'s convolution options for the build's search (the direction and epilogue are
+  // the caller's).
+  conv_options conv_search_options(std::size_t i) const {
+    conv_options o;
+    o.choice = algorithm_choice::search;
+    o.search = m_options.search;
+    o.search.max_candidates = m_options.candidates_per_pass;
+    o.workspace_limit = m_options.workspace_limit;
+    o.seed = 17 + i;
+    return o;
+  }
+
+  // Searches, verifies (throwing verification_failed naming `what`) and keeps under `key` a
+  // convolution on its own tensors, then releases them; `workspace` grows to what it needs.
+  std::map<std::string, std::unique_ptr<conv>>::iterator add_searched_conv(const std::string& key, const conv_problem& p,
+                                                                          const conv_options& o, const std::string& what,
+                                                                          cudaStream_t stream, std::size_t& workspace) {
+    auto c = std::make_unique<conv>(p, o, stream);
+    gpucmp::search(*c, shared_engine(), o.search);
+    const verification v = c->verify(stream);
+    require_passed(name() + " " + what, v);
+    m_conv_checks[key] = v.summary();
+    c->release_tensors();
+    workspace = std::max(workspace, c->algorithm().workspace);
+    return m_convs.emplace(key, std::move(c)).first;
   }
 
   // Whether forward passes may write their batch norm's statistics: asked for, a type and
@@ -866,22 +880,10 @@ class training_network {
     const std::string& shape = m_reports[i].shape;
     const std::string key = fused_key(i);
     if (!m_convs.count(key) && !m_statistics_refused.count(shape)) {
-      conv_options o;
+      conv_options o = conv_search_options(i);
       o.statistics = true;
-      o.choice = algorithm_choice::search;
-      o.search = m_options.search;
-      o.search.max_candidates = m_options.candidates_per_pass;
-      o.workspace_limit = m_options.workspace_limit;
-      o.seed = 17 + i;
       try {
-        auto c = std::make_unique<conv>(conv_problem_of(l), o, stream);
-        gpucmp::search(*c, shared_engine(), o.search);
-        const verification v = c->verify(stream);
-        require_passed(name() + " layer '" + l.name + "' forward with statistics", v);
-        m_conv_checks[key] = v.summary();
-        c->release_tensors();
-        workspace = std::max(workspace, c->algorithm().workspace);
-        m_convs.emplace(key, std::move(c));
+        add_searched_conv(key, conv_problem_of(l), o, "layer '" + l.name + "' forward with statistics", stream, workspace);
       } catch (const unsupported& e) {
         m_statistics_refused[shape] = e.what();
       } catch (const verification_failed& e) {
