@@ -208,6 +208,21 @@ __device__ inline void bn_sum_splits(const double* partial, int splits, std::int
   }
 }
 
+// Channel `ch`'s forward statistics from its mean and biased variance: the saved and running
+// statistics (torch's momentum rule, the running variance unbiased) and y = x a + b's a and b.
+__device__ inline void bn_store_statistics(std::int64_t ch, double mean, double biased, std::int64_t rows, const float* gamma,
+                                           const float* beta, double eps, double momentum, float* running_mean,
+                                           float* running_var, float* saved_mean, float* saved_inv_std, float* a, float* b) {
+  const double inv_std = 1.0 / sqrt(biased + eps);
+  saved_mean[ch] = float(mean);
+  saved_inv_std[ch] = float(inv_std);
+  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
+  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
+  const double scale = double(gamma[ch]) * inv_std;
+  a[ch] = float(scale);
+  b[ch] = float(double(beta[ch]) - mean * scale);
+}
+
 // Forward statistics from the partial sums: saved mean and 1/std, running statistics, and
 // y = x a + b per channel (a = gamma / std, b = beta - mean a). A warp per channel.
 template <class T>
@@ -223,14 +238,7 @@ __global__ void bn_finish_statistics(const double* partial, int splits, std::int
   const double shifted_mean = s1 / double(rows);
   const double mean = double(float(to_double(x[ch * shift_stride]))) + shifted_mean;
   const double biased = fmax(s2 / double(rows) - shifted_mean * shifted_mean, 0.0);
-  const double inv_std = 1.0 / sqrt(biased + eps);
-  saved_mean[ch] = float(mean);
-  saved_inv_std[ch] = float(inv_std);
-  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
-  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
-  const double scale = double(gamma[ch]) * inv_std;
-  a[ch] = float(scale);
-  b[ch] = float(double(beta[ch]) - mean * scale);
+  bn_store_statistics(ch, mean, biased, rows, gamma, beta, eps, momentum, running_mean, running_var, saved_mean, saved_inv_std, a, b);
 }
 
 // Forward statistics from per-channel FP32 sums of x and x^2 (a convolution's epilogue:
@@ -246,14 +254,7 @@ __global__ void bn_finish_from_sums(const float* sum, const float* squares, std:
   if (ch >= c) return;
   const double mean = double(sum[ch]) / double(rows);
   const double biased = fmax(double(squares[ch]) / double(rows) - mean * mean, 0.0);
-  const double inv_std = 1.0 / sqrt(biased + eps);
-  saved_mean[ch] = float(mean);
-  saved_inv_std[ch] = float(inv_std);
-  running_mean[ch] = float((1 - momentum) * running_mean[ch] + momentum * mean);
-  running_var[ch] = float((1 - momentum) * running_var[ch] + momentum * biased * double(rows) / double(rows - 1));
-  const double scale = double(gamma[ch]) * inv_std;
-  a[ch] = float(scale);
-  b[ch] = float(double(beta[ch]) - mean * scale);
+  bn_store_statistics(ch, mean, biased, rows, gamma, beta, eps, momentum, running_mean, running_var, saved_mean, saved_inv_std, a, b);
 }
 
 // Backward per-channel results: dbeta = sum(e), dgamma = sum(e (x - mean)) / std, and
