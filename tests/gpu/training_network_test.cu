@@ -177,6 +177,24 @@ std::vector<float> random_images(std::size_t count, std::uint64_t seed) {
   return v;
 }
 
+// The four-image batch the whole-network tests run, set on `net`, and the FP64 reference of
+// one step from the network's own parameters and the images as it stores them (rounded to
+// its type).
+struct reference_case {
+  std::map<std::string, gpucmp::named_tensor> params;
+  host_step want;
+};
+reference_case set_batch_and_reference(gpucmp::training_network& net, const gpucmp::network_definition& def, cudaStream_t stream) {
+  const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
+  const std::vector<std::int32_t> labels{0, 3, 4, 1};
+  net.set_batch(images, labels, stream);
+  reference_case r;
+  r.params = by_name(net.parameters(stream));
+  const auto stored = by_name(net.batch_tensors(stream));
+  r.want = reference_step(def, r.params, stored.at("images").values, labels, 4);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("a training step's gradients, statistics and updated weights match an FP64 reference of the whole network",
@@ -200,13 +218,9 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
       if (l.name == "d") CHECK(l.data_gradient.find("adding in place") == std::string::npos);
     }
     INFO(net.name() << (in_conv ? "" : ", second parts added by a kernel") << "\n" << checks);
-    const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
-    const std::vector<std::int32_t> labels{0, 3, 4, 1};
-    net.set_batch(images, labels, s.get());
-    const auto params = by_name(net.parameters(s.get()));
-    // The reference sees the images as the network stores them (rounded to its type).
-    const auto stored = by_name(net.batch_tensors(s.get()));
-    const host_step want = reference_step(def, params, stored.at("images").values, labels, 4);
+    const reference_case r = set_batch_and_reference(net, def, s.get());
+    const auto& params = r.params;
+    const host_step& want = r.want;
 
     net.forward_backward(s.get());
     CHECK(net.loss(s.get()) == Approx(want.loss).epsilon(dtype == gpucmp::conv_dtype::fp32 ? 1e-5 : 2e-2));
@@ -272,12 +286,7 @@ TEST_CASE("with batch norm's statistics from the convolutions' epilogues, a step
     }
     INFO(net.name() << "\n" << checks);
     CHECK(fused > 0);  // cuDNN fuses gen-stats on sm_80+ (at least one of the four convolutions)
-    const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
-    const std::vector<std::int32_t> labels{0, 3, 4, 1};
-    net.set_batch(images, labels, s.get());
-    const auto params = by_name(net.parameters(s.get()));
-    const auto stored = by_name(net.batch_tensors(s.get()));
-    const host_step want = reference_step(def, params, stored.at("images").values, labels, 4);
+    const host_step want = set_batch_and_reference(net, def, s.get()).want;
     net.forward_backward(s.get());
     const auto got = by_name(net.gradients(s.get()));
     for (const auto& [name, values] : want.gradients) {
