@@ -791,7 +791,7 @@ class conv {
     const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
                                   p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups,
                                   p.layout == conv_layout::nhwc};
-    const double outputs = d == conv_direction::forward ? p.y_elements() : d == conv_direction::backward_data ? p.x_elements() : p.w_elements();
+    const double outputs = double(output_elements(p, d));
     const double length = p.reduction_length(d);
     const bool on_cpu = outputs * length <= double(1 << 26);
     const bool everything = on_cpu || outputs <= 16384;
