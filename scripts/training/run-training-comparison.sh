@@ -17,6 +17,10 @@
 #               "off always"; GPUCMP_STATISTICS_BATCHES, default 256)
 #   probe       benchmarks/conv_genstats_probe: cuDNN's conv -> gen-stats fusion against the
 #               plain convolution on ResNet-50's forward shapes
+#   alternate   AMP FP16, gpucmp and PyTorch AMP eager in GPUCMP_ALTERNATE_PAIRS pairs (default
+#               3), one process each, the side that goes first alternating from pair to pair:
+#               PyTorch's rate moved 5,600-5,991 img/s between calls on the H200, so one pair
+#               is one sample; acceptance.py takes the median pair's ratio (OUT_DIR/alternate/)
 #   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
 #               gpucmp-report's projections onto the A100, L20 and L40S
 #   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
@@ -24,7 +28,7 @@
 set -uo pipefail
 build_dir=${1:?usage: run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS]}
 out_dir=${2:?usage: run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS]}
-parts=${3:-throughput,verify,example,largest,acceptance}
+parts=${3:-throughput,alternate,verify,example,largest,acceptance}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$out_dir"
@@ -35,7 +39,7 @@ stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
 
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
 
-if has_part throughput || has_part statistics || has_part probe || has_part verify || has_part largest; then
+if has_part throughput || has_part alternate || has_part statistics || has_part probe || has_part verify || has_part largest; then
   source "$root/scripts/peers/same-libraries.sh"
 fi
 
@@ -95,6 +99,27 @@ if has_part example; then
   stamp "user network example"
   "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" --benchmark_min_time=0 \
     > "$out_dir/example.txt" 2>&1 || { echo "run-training-comparison: the example failed"; tail -20 "$out_dir/example.txt"; status=1; }
+fi
+
+if has_part alternate; then
+  for pair in $(seq "${GPUCMP_ALTERNATE_PAIRS:-3}"); do
+    dir="$out_dir/alternate/pair$pair"
+    mkdir -p "$dir"
+    sides=(gpucmp torch)
+    [ $((pair % 2)) = 0 ] && sides=(torch gpucmp)  # who goes first alternates: no side always runs on a warmer GPU
+    for side in "${sides[@]}"; do
+      stamp "pair $pair: $side AMP FP16 at $batches"
+      if [ $side = gpucmp ]; then
+        "$build_dir/benchmarks/training" --precisions=amp_fp16 --batches="$batches" --benchmark_out="$dir/gpucmp_training_amp_fp16.json" \
+          --benchmark_out_format=json > "$dir/gpucmp_training_amp_fp16.txt" 2>&1 ||
+          { echo "run-training-comparison: pair $pair, gpucmp failed"; tail -20 "$dir/gpucmp_training_amp_fp16.txt"; status=1; }
+      else
+        (cd "$here" && python3 torch_training.py --out "$dir/torch_training_amp_fp16.json" --batches "$batches" --modes amp_fp16/eager) \
+          > "$dir/torch_training_amp_fp16.log" 2>&1 ||
+          { echo "run-training-comparison: pair $pair, torch_training.py failed"; tail -20 "$dir/torch_training_amp_fp16.log"; status=1; }
+      fi
+    done
+  done
 fi
 
 if has_part statistics; then

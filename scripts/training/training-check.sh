@@ -16,14 +16,15 @@
 #   statistics  the step with the batch norms' statistics off and always from the convolutions
 #               (throughput's rows have the default, searched per layer)
 #   probe       the conv -> gen-stats probe
+#   alternate   AMP FP16 gpucmp / PyTorch in alternating pairs (GPUCMP_ALTERNATE_PAIRS)
 #   acceptance  scripts/training/acceptance.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
 # returns what it finished).
 #   scripts/training/training-check.sh OUT_DIR [PARTS]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
-out_dir=${1:?usage: training-check.sh OUT_DIR [tests,verify,example,throughput,largest,acceptance]}
-parts=${2:-tests,verify,example,throughput,largest,acceptance}
+out_dir=${1:?usage: training-check.sh OUT_DIR [tests,verify,example,throughput,alternate,largest,acceptance]}
+parts=${2:-tests,verify,example,throughput,alternate,largest,acceptance}
 work="$out_dir/training"
 mkdir -p "$work"
 part() { [[ ",$parts," == *",$1,"* ]]; }
@@ -40,7 +41,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temp
 programs=(training training_dump 09_train_custom_cnn gpucmp-report conv_genstats_probe)
 { gpucmp_configure && gpucmp_build --target "${programs[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 stamp build
-for p in throughput statistics probe verify example largest acceptance; do  # the timing first: a call cut short keeps it
+for p in throughput alternate statistics probe verify example largest acceptance; do  # the timing first: a call cut short keeps it
   part "$p" || continue
   "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$work" "$p" > "$work/$p.log" 2>&1 || status=1
   stamp "$p"
@@ -76,6 +77,8 @@ fi
 part verify && { echo "== vs PyTorch autograd"; grep -E "^resnet50|vs fp64|bounds|verdict" "$work/verify.log"; }
 part example && { echo "== example 09"; grep loss "$work/example.txt"; }
 part throughput && { echo "== throughput"; cat "$work"/gpucmp_training_*.txt | grep -E "^train/.*(graph|eager)" | cut -c1-150; cat "$work"/torch_training_*.log | grep "img/s"; }
+part alternate && { echo "== alternating pairs"; for d in "$work"/alternate/pair*; do echo "$(basename "$d")";
+  grep -E "^train/.*graph|ERROR" "$d/gpucmp_training_amp_fp16.txt" | cut -c1-90; grep "img/s" "$d/torch_training_amp_fp16.log"; done; }
 part statistics && { echo "== batch norm statistics off, then always from the convolutions";
   for f in "$work"/statistics_*_amp_fp16.txt; do echo "$(basename "$f")"; grep -E "^train/.*graph|ERROR" "$f" | cut -c1-110; done; }
 part probe && { echo "== conv -> gen-stats probe"; cut -c1-100 "$work/conv_genstats_probe.md"; }
