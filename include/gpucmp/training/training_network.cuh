@@ -805,7 +805,7 @@ class training_network {
           search_fused_forward(i, stream, workspace);
           if (m_statistics_candidate[i] && m_options.statistics_in_conv == conv_statistics::always) {
             m_fused_statistics[i] = true;
-            m_reports[i].forward = m_convs.at(fused_key(i))->algorithm().describe() + ", batch norm statistics in its epilogue";
+            report_fused_forward(i);
             continue;  // no plain pass: the batch norm always normalises from these sums
           }
         }
@@ -871,6 +871,10 @@ class training_network {
            std::find(paths.begin(), paths.end(), batch_norm_path::gpucmp_kernels) != paths.end();
   }
   std::string fused_key(std::size_t layer) const { return "fwd+statistics/" + m_reports[layer].shape; }
+  // Layer `layer`'s report: its forward pass is the one that writes the statistics.
+  void report_fused_forward(std::size_t layer) {
+    m_reports[layer].forward = m_convs.at(fused_key(layer))->algorithm().describe() + ", batch norm statistics in its epilogue";
+  }
 
   // Layer `i`'s forward pass with the statistics in its epilogue: searched and verified once
   // per shape (y against an FP64 reference, the sums against an FP64 reduction of y). A shape
@@ -1029,7 +1033,7 @@ class training_network {
       m_fused_statistics[i] = fused;
       chosen.emplace(key, std::make_pair(m_bns[i]->path(), fused));
       m_reports[i].batch_norm = path;
-      if (fused) m_reports[i].forward = m_convs.at(fused_key(i))->algorithm().describe() + ", batch norm statistics in its epilogue";
+      if (fused) report_fused_forward(i);
       m_reports[i].checks.push_back("batch norm: " + v.summary());
       GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // dz_check and summed are freed next
     }
@@ -1164,7 +1168,7 @@ class training_network {
               // The convolution writes the statistics; the batch norm normalises from them.
               float* sum = m_conv_sums[i].data();
               float* squares = sum + l.conv.out_channels;
-              m_bindings.push_back(std::make_unique<conv::binding>(m_convs.at("fwd+statistics/" + m_reports[i].shape)->bind(
+              m_bindings.push_back(std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
                   {x, model(m_slots[i].filter, true), m_conv_outputs[i].data(), sum, squares}, m_conv_workspace.data(),
                   m_conv_workspace.bytes())));
               const conv::binding* pass = m_bindings.back().get();
