@@ -23,13 +23,15 @@
 # One device call may not hold every tool over every program: GPUCMP_SANITIZE_TOOLS and
 # GPUCMP_SANITIZE_PROGRAMS (space-separated names) pick a part, and
 #   scripts/sanitize.sh --table OUT_DIR CELLS_DIR...
-# writes the whole table from the cells/ folders of several calls (a cell made again in a
-# later folder replaces the earlier one), running nothing.
+# writes the whole table from the cells of several calls (a cell made again in a later source
+# replaces the earlier one), running nothing. A source is a call's cells/ folder or its
+# cells.tsv (tool, binary, part, result, seconds per line: one small file to commit per call,
+# so the table can grow over several sessions' device time).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 table_only=0
 if [ "${1:-}" = --table ]; then table_only=1; shift; fi
-out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR] | sanitize.sh --table OUT_DIR CELLS_DIR...}
+out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR] | sanitize.sh --table OUT_DIR CELLS_DIR_OR_TSV...}
 shift
 mkdir -p "$out_dir"
 tests=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
@@ -39,11 +41,20 @@ tools=(memcheck racecheck synccheck initcheck)
 status=0
 cells="$out_dir/cells"
 if [ $table_only = 1 ]; then
-  [ $# -gt 0 ] || { echo "sanitize: --table needs at least one CELLS_DIR" >&2; exit 2; }
+  [ $# -gt 0 ] || { echo "sanitize: --table needs at least one cells folder or cells.tsv" >&2; exit 2; }
   rm -rf "$cells" && mkdir -p "$cells"
   for d in "$@"; do
-    [ -d "$d" ] || { echo "sanitize: $d is not a folder of cells" >&2; exit 2; }
-    cp "$d"/* "$cells"/ 2>/dev/null
+    if [ -d "$d" ]; then
+      cp "$d"/* "$cells"/ 2>/dev/null
+    elif [ -f "$d" ]; then
+      while IFS=$'\t' read -r tool name part result _; do
+        [[ "$tool" =~ ^(memcheck|racecheck|synccheck|initcheck)$ && "$name" =~ ^[A-Za-z0-9_]+$ && "$part" =~ ^[A-Za-z0-9]+$ && -n "$result" ]] ||
+          { echo "sanitize: $d: not a cells.tsv line: $tool $name $part $result" >&2; exit 2; }
+        echo "$result" > "$cells/$tool.$name.$part"
+      done < "$d"
+    else
+      echo "sanitize: $d is neither a folder of cells nor a cells.tsv" >&2; exit 2
+    fi
   done
 else
   build_dir=${1:-$build_dir}
@@ -85,7 +96,9 @@ run_one() {  # tool cell_file log api_errors program args...
   elif [ -z "$n" ]; then n="crash (exit $rc)"
   elif [ $rc -ne 0 ] && [ $rc -ne 99 ]; then n="$n, exit $rc"; fi
   echo "$n" > "$cell"
-  printf '%s\t%s\t%s\t%s\n' "$tool" "$(basename "$log" .log)" "$n" "$(( $(date +%s) - t0 ))" >> "$out_dir/timings.tsv"
+  local parts=${cell##*/}
+  parts=${parts#"$tool".}
+  printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" >> "$out_dir/cells.tsv"
 }
 # Every invocation (tool|binary|part|API errors|program|arguments separated by ';'), the
 # longest first so that the pool ends together.
@@ -123,7 +136,7 @@ for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_servi
     picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" && queue+=("$tool|$e|1|explicit|$bin|$arg")
   done
 done
-[ $table_only = 1 ] || : > "$out_dir/timings.tsv"
+[ $table_only = 1 ] || : > "$out_dir/cells.tsv"
 for item in ${queue[@]+"${queue[@]}"}; do
   IFS='|' read -r tool name part api bin arg <<< "$item"
   if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
