@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// What the cuDNN fusion probes share (conv_genstats_probe, conv_prologue_probe): a backend
+// operation graph with the descriptors it refers to kept alive, its plans, variant packs,
+// each plan timed in graph mode on the measurement engine, and an FP64 per-channel
+// reduction of an NHWC tensor for checking gen-stats' sums.
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
+#include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/cudnn_status.hpp>
+
+#include <cuda_fp16.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpucmp::probe {
+
+// Per channel of an NHWC tensor: FP64 sum and sum of squares (one block of 256 per channel).
+__global__ void channel_sums(const __half* y, std::int64_t rows, std::int64_t channels, double* sum, double* squares) {
+  const std::int64_t c = blockIdx.x;
+  double s = 0, q = 0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const double v = __half2float(y[r * channels + c]);
+    s += v;
+    q += v * v;
+  }
+  __shared__ double ss[256], qq[256];
+  ss[threadIdx.x] = s;
+  qq[threadIdx.x] = q;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      ss[threadIdx.x] += ss[threadIdx.x + half];
+      qq[threadIdx.x] += qq[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    sum[c] = ss[0];
+    squares[c] = qq[0];
+  }
+}
+
+/// An operation graph, the tensors and operations it refers to (kept alive with it) and
+/// its finalized plans.
+struct graph_plans {
+  std::deque<detail::backend_descriptor> parts;  // a deque: references to its elements stay valid
+  detail::backend_descriptor graph;
+  std::vector<detail::backend_plan> plans;
+
+  /// Keeps `d` alive with the graph; returns it.
+  detail::backend_descriptor& keep(detail::backend_descriptor d) {
+    parts.push_back(std::move(d));
+    return parts.back();
+  }
+};
+
+/// Finalizes `g.graph` from `operations` and its plans (heuristic mode A, then the fallback
+/// list, the first `cap`), leaving out reduced-precision reductions.
+inline void finish(graph_plans& g, cudnnHandle_t handle, const std::vector<cudnnBackendDescriptor_t>& operations, std::size_t cap) {
+  g.graph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  g.graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(operations.size()), operations.data());
+  g.graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  g.graph.finalize("operation graph");
+  g.plans = detail::heuristic_plans(
+      handle, g.graph,
+      [](const std::vector<cudnnBackendNumericalNote_t>& notes) {
+        return std::find(notes.begin(), notes.end(), CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) == notes.end();
+      },
+      std::size_t{1} << 30, cap);
+}
+
+/// A finalized variant pack.
+inline detail::backend_descriptor pack(void* const* pointers, const std::int64_t* uids, std::int64_t count, void* workspace) {
+  detail::backend_descriptor v(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  v.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, pointers);
+  v.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids);
+  v.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  v.finalize("variant pack");
+  return v;
+}
+
+/// A graph's data: pointers and their uids, in the same order.
+struct bindings {
+  std::vector<void*> pointers;
+  std::vector<std::int64_t> uids;
+};
+
+struct timed {
+  double seconds = std::numeric_limits<double>::infinity();
+  std::size_t index = 0;
+  std::string engines;  ///< every plan's engine, "!" after one that failed to run
+};
+
+/// Graph-mode median per call of each plan, and the fastest one's index. A plan that fails
+/// to run is left out.
+inline timed time_plans(cudnnHandle_t handle, graph_plans& g, const bindings& b, device_buffer<unsigned char>& workspace) {
+  timed best;
+  measure_options o;
+  o.min_samples = 5;
+  o.max_samples = 20;
+  for (std::size_t i = 0; i < g.plans.size(); ++i) {
+    auto& plan = g.plans[i];
+    if (plan.workspace > workspace.bytes()) workspace = device_buffer<unsigned char>(plan.workspace, initial_fill::uninitialized());
+    const auto variant = pack(b.pointers.data(), b.uids.data(), std::int64_t(b.pointers.size()), workspace.data());
+    const auto launch = [&](cudaStream_t s) {
+      GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, s));
+      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(handle, plan.plan->get(), variant.get()));
+    };
+    const measurement m = shared_engine().try_measure(launch, mode::graph, o);
+    const bool ok = m.status == result_status::ok;
+    best.engines += (best.engines.empty() ? "" : " ") + std::to_string(plan.engine) + (ok ? "" : "!");
+    if (ok && m.gpu.median < best.seconds) {
+      best.seconds = m.gpu.median;
+      best.index = i;
+    }
+  }
+  return best;
+}
+
+/// Runs plan `index` of `g` once on `stream`.
+inline void run_plan(cudnnHandle_t handle, graph_plans& g, std::size_t index, const bindings& b,
+                     device_buffer<unsigned char>& workspace, cudaStream_t stream) {
+  const auto variant = pack(b.pointers.data(), b.uids.data(), std::int64_t(b.pointers.size()), workspace.data());
+  GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, stream));
+  GPUCMP_CUDNN_CHECK(cudnnBackendExecute(handle, g.plans[index].plan->get(), variant.get()));
+}
+
+/// NHWC strides of an [n, c, h, w] tensor, dimensions in NCHW order.
+inline std::vector<std::int64_t> nhwc_strides(std::int64_t c, std::int64_t h, std::int64_t w) { return {c * h * w, 1, w * c, c}; }
+
+}  // namespace gpucmp::probe
