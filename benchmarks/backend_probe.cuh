@@ -17,7 +17,9 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -135,6 +137,58 @@ inline void run_plan(cudnnHandle_t handle, graph_plans& g, std::size_t index, co
   const auto variant = pack(b.pointers.data(), b.uids.data(), std::int64_t(b.pointers.size()), workspace.data());
   GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, stream));
   GPUCMP_CUDNN_CHECK(cudnnBackendExecute(handle, g.plans[index].plan->get(), variant.get()));
+}
+
+/// A finalized pointwise descriptor computing in FP32.
+inline detail::backend_descriptor pointwise(cudnnPointwiseMode_t mode) {
+  detail::backend_descriptor d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  d.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  d.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  d.finalize("pointwise");
+  return d;
+}
+
+/// A finalized pointwise operation: in (op b) -> out, or op(in) -> out without b.
+inline detail::backend_descriptor pointwise_operation(const detail::backend_descriptor& mode, const detail::backend_descriptor& in,
+                                                      const detail::backend_descriptor* b, const detail::backend_descriptor& out) {
+  detail::backend_descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, mode);
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, in);
+  if (b != nullptr) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, out);
+  op.finalize("pointwise operation");
+  return op;
+}
+
+// max |a - b| and max |b| over n values, as the bits of non-negative floats (which order as
+// unsigned integers); a NaN difference counts as the largest.
+template <class A, class B>
+__global__ void max_abs_difference(const A* a, const B* b, std::size_t n, unsigned* difference, unsigned* magnitude) {
+  float d = 0, m = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const float va = float(a[i]), vb = float(b[i]);
+    const float e = fabsf(va - vb);
+    d = (e != e) ? INFINITY : fmaxf(d, e);
+    m = fmaxf(m, fabsf(vb));
+  }
+  atomicMax(difference, __float_as_uint(d));
+  atomicMax(magnitude, __float_as_uint(m));
+}
+
+/// max |a - b| / max |b| over two device arrays of n values, computed on the GPU.
+template <class A, class B>
+double relative_difference(const A* a, const B* b, std::size_t n, cudaStream_t stream) {
+  device_buffer<unsigned> out(2);
+  GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0, 2 * sizeof(unsigned), stream));
+  max_abs_difference<<<1024, 256, 0, stream>>>(a, b, n, out.data(), out.data() + 1);
+  GPUCMP_CUDA_CHECK_LAST("max_abs_difference");
+  GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto bits = out.to_host();
+  float d = 0, m = 0;
+  std::memcpy(&d, &bits[0], sizeof d);
+  std::memcpy(&m, &bits[1], sizeof m);
+  return double(d) / (double(m) + 1e-30);
 }
 
 /// NHWC strides of an [n, c, h, w] tensor, dimensions in NCHW order.

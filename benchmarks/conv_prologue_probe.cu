@@ -53,6 +53,8 @@ using gpucmp::detail::make_backend_tensor;
 using gpucmp::probe::bindings;
 using gpucmp::probe::graph_plans;
 using gpucmp::probe::nhwc_strides;
+using gpucmp::probe::pointwise;
+using gpucmp::probe::pointwise_operation;
 
 // uids: x 1, w / dw 2, y / dy 3, sum 4, squares 5, s 6, b 7; the virtual tensors 101-103.
 enum : std::int64_t { x_uid = 1, w_uid = 2, y_uid = 3, sum_uid = 4, squares_uid = 5, s_uid = 6, b_uid = 7 };
@@ -65,27 +67,6 @@ __global__ void apply_scale_bias_relu(const __half* x, const __half* s, const __
     const float v = __half2float(s[c]) * __half2float(x[i]) + __half2float(b[c]);
     z[i] = __float2half_rn(v > 0.0f ? v : 0.0f);
   }
-}
-
-backend_descriptor pointwise(cudnnPointwiseMode_t mode) {
-  backend_descriptor d(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-  d.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-  d.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-  d.finalize("pointwise");
-  return d;
-}
-
-// in (op b) -> out, or ReLU(in) -> out without b.
-backend_descriptor pointwise_operation(const backend_descriptor& mode, const backend_descriptor& in, const backend_descriptor* b,
-                                       const backend_descriptor& out) {
-  backend_descriptor op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, mode);
-  op.set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, in);
-  if (b != nullptr) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  op.set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, out);
-  op.finalize("pointwise operation");
-  return op;
 }
 
 enum class pass { fprop, wgrad };
