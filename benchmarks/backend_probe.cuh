@@ -12,6 +12,8 @@
 #include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/ops/cudnn_backend.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/workload_shapes.hpp>
 
 #include <cuda_fp16.h>
 #include <cudnn.h>
@@ -19,24 +21,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace gpucmp::probe {
 
-// Per channel of an NHWC tensor: FP64 sum and sum of squares (one block of 256 per channel).
-__global__ void channel_sums(const __half* y, std::int64_t rows, std::int64_t channels, double* sum, double* squares) {
-  const std::int64_t c = blockIdx.x;
-  double s = 0, q = 0;
-  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    const double v = __half2float(y[r * channels + c]);
-    s += v;
-    q += v * v;
-  }
+/// Sums s and q over a block of 256 threads; thread 0 returns with the totals.
+__device__ inline void block_sum_pair(double& s, double& q) {
   __shared__ double ss[256], qq[256];
   ss[threadIdx.x] = s;
   qq[threadIdx.x] = q;
@@ -48,10 +46,65 @@ __global__ void channel_sums(const __half* y, std::int64_t rows, std::int64_t ch
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    sum[c] = ss[0];
-    squares[c] = qq[0];
+  s = ss[0];
+  q = qq[0];
+}
+
+// Per channel of an NHWC tensor: FP64 sum and sum of squares (one block of 256 per channel).
+__global__ void channel_sums(const __half* y, std::int64_t rows, std::int64_t channels, double* sum, double* squares) {
+  const std::int64_t c = blockIdx.x;
+  double s = 0, q = 0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    const double v = __half2float(y[r * channels + c]);
+    s += v;
+    q += v * v;
   }
+  block_sum_pair(s, q);
+  if (threadIdx.x == 0) {
+    sum[c] = s;
+    squares[c] = q;
+  }
+}
+
+/// The probes' command line: --batch=N (default 256) and --plans=N, how many plans of each
+/// graph are finalized and timed (default 4).
+struct arguments {
+  std::int64_t batch = 256;
+  std::size_t plans = 4;
+  bool ok = true;  ///< false after an unknown argument (named on stderr)
+};
+
+inline arguments parse_arguments(int argc, char** argv, const char* program) {
+  arguments a;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--batch=", 8) == 0) a.batch = std::atoll(argv[i] + 8);
+    else if (std::strncmp(argv[i], "--plans=", 8) == 0) a.plans = std::size_t(std::atoll(argv[i] + 8));
+    else {
+      std::fprintf(stderr, "%s: unknown argument %s (--batch=N --plans=N)\n", program, argv[i]);
+      a.ok = false;
+    }
+  }
+  return a;
+}
+
+/// An owned cuDNN handle.
+using cudnn_handle = std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)>;
+
+inline cudnn_handle make_handle() {
+  cudnnHandle_t raw = nullptr;
+  GPUCMP_CUDNN_CHECK(cudnnCreate(&raw));
+  return cudnn_handle(raw, &cudnnDestroy);
+}
+
+/// ResNet-50's forward convolution shapes at `batch`, FP16 NHWC, each once; the stem (3
+/// channels) left out.
+inline std::vector<conv_problem> resnet50_shapes(std::int64_t batch) {
+  std::vector<conv_problem> out;
+  std::set<std::string> seen;
+  for (const conv_problem& p : resnet50_conv_shapes(batch, conv_dtype::fp16, conv_layout::nhwc)) {
+    if (seen.insert(p.shape_name()).second && p.c % 8 == 0) out.push_back(p);
+  }
+  return out;
 }
 
 /// An operation graph, the tensors and operations it refers to (kept alive with it) and
@@ -81,6 +134,24 @@ inline void finish(graph_plans& g, cudnnHandle_t handle, const std::vector<cudnn
         return std::find(notes.begin(), notes.end(), CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) == notes.end();
       },
       std::size_t{1} << 30, cap);
+}
+
+/// gen-stats(y) -> per-channel sum and sum of squares (FP32 [1, k, 1, 1], uids `sum_uid` and
+/// `squares_uid`), appended to `ops`.
+inline void add_genstats(graph_plans& g, const detail::backend_descriptor& y, std::int64_t k, std::int64_t sum_uid,
+                         std::int64_t squares_uid, std::vector<cudnnBackendDescriptor_t>& ops) {
+  const auto& sum = g.keep(detail::make_backend_tensor(sum_uid, CUDNN_DATA_FLOAT, {1, k, 1, 1}, {k, 1, k, k}));
+  const auto& squares = g.keep(detail::make_backend_tensor(squares_uid, CUDNN_DATA_FLOAT, {1, k, 1, 1}, {k, 1, k, k}));
+  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  auto& op = g.keep(detail::backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR));
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, squares);
+  op.finalize("gen-stats operation");
+  ops.push_back(op.get());
 }
 
 /// A finalized variant pack.

@@ -204,20 +204,10 @@ __global__ void reference_sums(const __half* dz, const __half* x, const float* m
     s += g;
     q += g * x_hat;
   }
-  __shared__ double ss[256], qq[256];
-  ss[threadIdx.x] = s;
-  qq[threadIdx.x] = q;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      ss[threadIdx.x] += ss[threadIdx.x + half];
-      qq[threadIdx.x] += qq[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  gpucmp::probe::block_sum_pair(s, q);
   if (threadIdx.x == 0) {
-    sum_dy[c] = ss[0];
-    sum_dy_xhat[c] = qq[0];
+    sum_dy[c] = s;
+    sum_dy_xhat[c] = q;
   }
 }
 
@@ -237,24 +227,13 @@ __global__ void reference_gradients(const __half* dz, const __half* x, const flo
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 256;
-  std::size_t cap = 4;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
-    else if (std::strncmp(argv[i], "--plans=", 8) == 0) cap = std::size_t(std::atoll(argv[i] + 8));
-    else {
-      std::fprintf(stderr, "conv_backward_probe: unknown argument %s (--batch=N --plans=N)\n", argv[i]);
-      return 2;
-    }
-  }
+  const gpucmp::probe::arguments args = gpucmp::probe::parse_arguments(argc, argv, "conv_backward_probe");
+  if (!args.ok) return 2;
+  const std::size_t cap = args.plans;
   try {
-    cudnnHandle_t raw = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreate(&raw));
-    std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> handle(raw, &cudnnDestroy);
+    const gpucmp::probe::cudnn_handle handle = gpucmp::probe::make_handle();
     std::printf("| shape | dgrad us | fused dgrad+drelu+dBN us | dx apply us | engines | check |\n|---|---|---|---|---|---|\n");
-    std::set<std::string> seen;
-    for (const gpucmp::conv_problem& p : gpucmp::resnet50_conv_shapes(batch, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
-      if (!seen.insert(p.shape_name()).second || p.c % 8 != 0) continue;  // once per shape; the stem's 3 channels aside
+    for (const gpucmp::conv_problem& p : gpucmp::probe::resnet50_shapes(args.batch)) {
       const cudaStream_t stream = gpucmp::shared_engine().stream();
       const std::size_t xs = std::size_t(p.x_elements()), ws = std::size_t(p.w_elements()), ys = std::size_t(p.y_elements());
       const std::size_t cs = std::size_t(p.c);

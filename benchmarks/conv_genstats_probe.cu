@@ -64,20 +64,7 @@ std::unique_ptr<graph_plans> build(cudnnHandle_t handle, const gpucmp::conv_prob
   conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
   conv_op.finalize("convolution operation");
   std::vector<cudnnBackendDescriptor_t> ops{conv_op.get()};
-  if (stats) {
-    const auto& sum = g->keep(gpucmp::detail::make_backend_tensor(4, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}));
-    const auto& squares = g->keep(gpucmp::detail::make_backend_tensor(5, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}));
-    const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-    const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-    auto& stats_op = g->keep(backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR));
-    stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
-    stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-    stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y);
-    stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
-    stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, squares);
-    stats_op.finalize("gen-stats operation");
-    ops.push_back(stats_op.get());
-  }
+  if (stats) gpucmp::probe::add_genstats(*g, y, p.k, 4, 5, ops);
   gpucmp::probe::finish(*g, handle, ops, cap);
   return g;
 }
@@ -85,24 +72,13 @@ std::unique_ptr<graph_plans> build(cudnnHandle_t handle, const gpucmp::conv_prob
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 256;
-  std::size_t cap = 4;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
-    else if (std::strncmp(argv[i], "--plans=", 8) == 0) cap = std::size_t(std::atoll(argv[i] + 8));
-    else {
-      std::fprintf(stderr, "conv_genstats_probe: unknown argument %s (--batch=N --plans=N)\n", argv[i]);
-      return 2;
-    }
-  }
+  const gpucmp::probe::arguments args = gpucmp::probe::parse_arguments(argc, argv, "conv_genstats_probe");
+  if (!args.ok) return 2;
+  const std::size_t cap = args.plans;
   try {
-    cudnnHandle_t raw = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreate(&raw));
-    std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> handle(raw, &cudnnDestroy);
+    const gpucmp::probe::cudnn_handle handle = gpucmp::probe::make_handle();
     std::printf("| shape | plain us | fused us | fused / plain | fused engines | check |\n|---|---|---|---|---|---|\n");
-    std::set<std::string> seen;
-    for (const gpucmp::conv_problem& p : gpucmp::resnet50_conv_shapes(batch, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
-      if (!seen.insert(p.shape_name()).second || p.c % 8 != 0) continue;  // once per shape; the stem's 3 channels aside
+    for (const gpucmp::conv_problem& p : gpucmp::probe::resnet50_shapes(args.batch)) {
       const cudaStream_t stream = gpucmp::shared_engine().stream();
       gpucmp::device_buffer<__half> x(std::size_t(p.x_elements())), w(std::size_t(p.w_elements())),
           y_plain(std::size_t(p.y_elements())), y(std::size_t(p.y_elements()));

@@ -109,18 +109,7 @@ std::unique_ptr<graph_plans> build(cudnnHandle_t handle, const gpucmp::conv_prob
     op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
     op.finalize("convolution operation");
     ops.push_back(op.get());
-    const auto& sum = g->keep(make_backend_tensor(sum_uid, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}));
-    const auto& squares = g->keep(make_backend_tensor(squares_uid, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k}));
-    const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-    const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-    auto& stats = g->keep(backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR));
-    stats.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
-    stats.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-    stats.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y);
-    stats.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
-    stats.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, squares);
-    stats.finalize("gen-stats operation");
-    ops.push_back(stats.get());
+    gpucmp::probe::add_genstats(*g, y, p.k, sum_uid, squares_uid, ops);
   } else {
     auto& op = g->keep(backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR));
     op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, *z);
@@ -170,26 +159,15 @@ double relative_difference(const gpucmp::device_buffer<__half>& a, const gpucmp:
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 256;
-  std::size_t cap = 4;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
-    else if (std::strncmp(argv[i], "--plans=", 8) == 0) cap = std::size_t(std::atoll(argv[i] + 8));
-    else {
-      std::fprintf(stderr, "conv_prologue_probe: unknown argument %s (--batch=N --plans=N)\n", argv[i]);
-      return 2;
-    }
-  }
+  const gpucmp::probe::arguments args = gpucmp::probe::parse_arguments(argc, argv, "conv_prologue_probe");
+  if (!args.ok) return 2;
+  const std::size_t cap = args.plans;
   try {
-    cudnnHandle_t raw = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreate(&raw));
-    std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> handle(raw, &cudnnDestroy);
+    const gpucmp::probe::cudnn_handle handle = gpucmp::probe::make_handle();
     std::printf("| shape | fprop us | prologue fprop us | apply us | saved us | wgrad us | prologue wgrad us | engines | check |\n"
                 "|---|---|---|---|---|---|---|---|---|\n");
-    std::set<std::string> seen;
     double total_saved_fprop = 0, total_wgrad_cost = 0;
-    for (const gpucmp::conv_problem& p : gpucmp::resnet50_conv_shapes(batch, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
-      if (!seen.insert(p.shape_name()).second || p.c % 8 != 0) continue;  // once per shape; the stem's 3 channels aside
+    for (const gpucmp::conv_problem& p : gpucmp::probe::resnet50_shapes(args.batch)) {
       const cudaStream_t stream = gpucmp::shared_engine().stream();
       const std::size_t xs = std::size_t(p.x_elements()), ws = std::size_t(p.w_elements()), ys = std::size_t(p.y_elements());
       gpucmp::device_buffer<__half> x(xs), z(xs), w(ws), s(std::size_t(p.c)), b(std::size_t(p.c)), y_plain(ys), y(ys), dy(ys),
