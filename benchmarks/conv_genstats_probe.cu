@@ -12,6 +12,8 @@
 //   shape | plain us | fused us | fused / plain | engines | check
 // A shape no engine fuses prints "no engine". Nothing here is used by the library yet.
 //   conv_genstats_probe [--batch=256] [--plans=4]
+#include "backend_probe.cuh"
+
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/random.hpp>
@@ -39,148 +41,44 @@
 
 namespace {
 
-// Per channel of an NHWC tensor: FP64 sum and sum of squares (one block per channel).
-__global__ void channel_sums(const __half* y, std::int64_t rows, std::int64_t channels, double* sum, double* squares) {
-  const std::int64_t c = blockIdx.x;
-  double s = 0, q = 0;
-  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    const double v = __half2float(y[r * channels + c]);
-    s += v;
-    q += v * v;
-  }
-  __shared__ double ss[256], qq[256];
-  ss[threadIdx.x] = s;
-  qq[threadIdx.x] = q;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      ss[threadIdx.x] += ss[threadIdx.x + half];
-      qq[threadIdx.x] += qq[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    sum[c] = ss[0];
-    squares[c] = qq[0];
-  }
-}
-
-struct graph_plans {
-  gpucmp::detail::backend_descriptor x, w, y, sum, squares, conv, conv_op, stats_op, graph;
-  std::vector<gpucmp::detail::backend_plan> plans;
-};
+using gpucmp::probe::bindings;
+using gpucmp::probe::graph_plans;
 
 // conv(x, w) -> y, and with `stats` gen-stats(y) -> sum, squares; uids x 1, w 2, y 3, sum 4, squares 5.
 std::unique_ptr<graph_plans> build(cudnnHandle_t handle, const gpucmp::conv_problem& p, bool stats, std::size_t cap) {
   using gpucmp::detail::backend_descriptor;
+  using gpucmp::probe::nhwc_strides;
   auto g = std::make_unique<graph_plans>();
-  const auto strides = [](std::int64_t c, std::int64_t h, std::int64_t w) {
-    return std::vector<std::int64_t>{c * h * w, 1, w * c, c};  // NHWC, dimensions in NCHW order
-  };
-  g->x = gpucmp::detail::make_backend_tensor(1, CUDNN_DATA_HALF, {p.n, p.c, p.h, p.w}, strides(p.c, p.h, p.w));
-  g->w = gpucmp::detail::make_backend_tensor(2, CUDNN_DATA_HALF, {p.k, p.c, p.r, p.s}, strides(p.c, p.r, p.s));
-  g->y = gpucmp::detail::make_backend_tensor(3, CUDNN_DATA_HALF, {p.n, p.k, p.p(), p.q()}, strides(p.k, p.p(), p.q()));
-  g->conv = gpucmp::detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, 1, 1);
+  const auto& x = g->keep(gpucmp::detail::make_backend_tensor(1, CUDNN_DATA_HALF, {p.n, p.c, p.h, p.w}, nhwc_strides(p.c, p.h, p.w)));
+  const auto& w = g->keep(gpucmp::detail::make_backend_tensor(2, CUDNN_DATA_HALF, {p.k, p.c, p.r, p.s}, nhwc_strides(p.c, p.r, p.s)));
+  const auto& y =
+      g->keep(gpucmp::detail::make_backend_tensor(3, CUDNN_DATA_HALF, {p.n, p.k, p.p(), p.q()}, nhwc_strides(p.k, p.p(), p.q())));
+  const auto& conv = g->keep(gpucmp::detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, 1, 1));
   const float alpha = 1.0f, beta = 0.0f;
-  g->conv_op = backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, g->x);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, g->w);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, g->y);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, g->conv);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-  g->conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  g->conv_op.finalize("convolution operation");
-  std::vector<cudnnBackendDescriptor_t> ops{g->conv_op.get()};
-  if (stats) {
-    g->sum = gpucmp::detail::make_backend_tensor(4, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k});
-    g->squares = gpucmp::detail::make_backend_tensor(5, CUDNN_DATA_FLOAT, {1, p.k, 1, 1}, {p.k, 1, p.k, p.k});
-    const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-    const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-    g->stats_op = backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-    g->stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
-    g->stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-    g->stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, g->y);
-    g->stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, g->sum);
-    g->stats_op.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, g->squares);
-    g->stats_op.finalize("gen-stats operation");
-    ops.push_back(g->stats_op.get());
-  }
-  g->graph = backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  g->graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data());
-  g->graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-  g->graph.finalize("operation graph");
-  g->plans = gpucmp::detail::heuristic_plans(
-      handle, g->graph,
-      [](const std::vector<cudnnBackendNumericalNote_t>& notes) {
-        return std::find(notes.begin(), notes.end(), CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) == notes.end();
-      },
-      std::size_t{1} << 30, cap);
+  auto& conv_op = g->keep(backend_descriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR));
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+  conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  conv_op.finalize("convolution operation");
+  std::vector<cudnnBackendDescriptor_t> ops{conv_op.get()};
+  if (stats) gpucmp::probe::add_genstats(*g, y, p.k, 4, 5, ops);
+  gpucmp::probe::finish(*g, handle, ops, cap);
   return g;
-}
-
-gpucmp::detail::backend_descriptor pack(void* const* pointers, const std::int64_t* uids, std::int64_t count, void* workspace) {
-  gpucmp::detail::backend_descriptor v(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  v.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, pointers);
-  v.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids);
-  v.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  v.finalize("variant pack");
-  return v;
-}
-
-struct timed {
-  double seconds = std::numeric_limits<double>::infinity();
-  std::size_t index = 0;
-  std::string engines;
-};
-
-// Graph-mode median per call of each plan; the fastest one's index. A plan that fails to run
-// is left out (its engine is listed with "!").
-timed time_plans(cudnnHandle_t handle, graph_plans& g, void* const* pointers, const std::int64_t* uids, std::int64_t count,
-                 gpucmp::device_buffer<unsigned char>& workspace) {
-  timed best;
-  gpucmp::measure_options o;
-  o.min_samples = 5;
-  o.max_samples = 20;
-  for (std::size_t i = 0; i < g.plans.size(); ++i) {
-    auto& plan = g.plans[i];
-    if (plan.workspace > workspace.bytes()) workspace = gpucmp::device_buffer<unsigned char>(plan.workspace, gpucmp::initial_fill::uninitialized());
-    const auto variant = pack(pointers, uids, count, workspace.data());
-    const auto launch = [&](cudaStream_t s) {
-      GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, s));
-      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(handle, plan.plan->get(), variant.get()));
-    };
-    const gpucmp::measurement m = gpucmp::shared_engine().try_measure(launch, gpucmp::mode::graph, o);
-    const bool ok = m.status == gpucmp::result_status::ok;
-    best.engines += (best.engines.empty() ? "" : " ") + std::to_string(plan.engine) + (ok ? "" : "!");
-    if (ok && m.gpu.median < best.seconds) {
-      best.seconds = m.gpu.median;
-      best.index = i;
-    }
-  }
-  return best;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 256;
-  std::size_t cap = 4;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
-    else if (std::strncmp(argv[i], "--plans=", 8) == 0) cap = std::size_t(std::atoll(argv[i] + 8));
-    else {
-      std::fprintf(stderr, "conv_genstats_probe: unknown argument %s (--batch=N --plans=N)\n", argv[i]);
-      return 2;
-    }
-  }
+  const gpucmp::probe::arguments args = gpucmp::probe::parse_arguments(argc, argv, "conv_genstats_probe");
+  if (!args.ok) return 2;
+  const std::size_t cap = args.plans;
   try {
-    cudnnHandle_t raw = nullptr;
-    GPUCMP_CUDNN_CHECK(cudnnCreate(&raw));
-    std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> handle(raw, &cudnnDestroy);
+    const gpucmp::probe::cudnn_handle handle = gpucmp::probe::make_handle();
     std::printf("| shape | plain us | fused us | fused / plain | fused engines | check |\n|---|---|---|---|---|---|\n");
-    std::set<std::string> seen;
-    for (const gpucmp::conv_problem& p : gpucmp::resnet50_conv_shapes(batch, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
-      if (!seen.insert(p.shape_name()).second || p.c % 8 != 0) continue;  // once per shape; the stem's 3 channels aside
+    for (const gpucmp::conv_problem& p : gpucmp::probe::resnet50_shapes(args.batch)) {
       const cudaStream_t stream = gpucmp::shared_engine().stream();
       gpucmp::device_buffer<__half> x(std::size_t(p.x_elements())), w(std::size_t(p.w_elements())),
           y_plain(std::size_t(p.y_elements())), y(std::size_t(p.y_elements()));
@@ -190,9 +88,8 @@ int main(int argc, char** argv) {
       gpucmp::device_buffer<unsigned char> workspace(256, gpucmp::initial_fill::uninitialized());
       std::string row = "| " + p.shape_name() + " | ";
       auto plain = build(handle.get(), p, false, cap);
-      void* plain_ptrs[3] = {x.data(), w.data(), y_plain.data()};
-      const std::int64_t plain_uids[3] = {1, 2, 3};
-      const timed t_plain = time_plans(handle.get(), *plain, plain_ptrs, plain_uids, 3, workspace);
+      const bindings plain_data{{x.data(), w.data(), y_plain.data()}, {1, 2, 3}};
+      const gpucmp::probe::timed t_plain = gpucmp::probe::time_plans(handle.get(), *plain, plain_data, workspace);
       std::unique_ptr<graph_plans> fused;
       std::string why;
       try {
@@ -204,28 +101,22 @@ int main(int argc, char** argv) {
         std::printf("%s%.2f | no engine | | | %s |\n", row.c_str(), t_plain.seconds * 1e6, why.c_str());
         continue;
       }
-      void* fused_ptrs[5] = {x.data(), w.data(), y.data(), sum.data(), squares.data()};
-      const std::int64_t fused_uids[5] = {1, 2, 3, 4, 5};
-      const timed t_fused = time_plans(handle.get(), *fused, fused_ptrs, fused_uids, 5, workspace);
+      const bindings fused_data{{x.data(), w.data(), y.data(), sum.data(), squares.data()}, {1, 2, 3, 4, 5}};
+      const gpucmp::probe::timed t_fused = gpucmp::probe::time_plans(handle.get(), *fused, fused_data, workspace);
       // The check: the fastest fused plan's y against the fastest plain plan's, and its sums
       // against an FP64 reduction of its own y, once on poisoned sums (does the epilogue
       // overwrite them?) and once on zeroed ones (or must they start at zero?).
       std::string check = "not run";
       if (std::isfinite(t_fused.seconds) && std::isfinite(t_plain.seconds)) {
-        const auto run = [&](graph_plans& g, std::size_t index, void* const* pointers, const std::int64_t* uids, std::int64_t count) {
-          const auto variant = pack(pointers, uids, count, workspace.data());
-          GPUCMP_CUDNN_CHECK(cudnnSetStream(handle.get(), stream));
-          GPUCMP_CUDNN_CHECK(cudnnBackendExecute(handle.get(), g.plans[index].plan->get(), variant.get()));
-        };
-        run(*plain, t_plain.index, plain_ptrs, plain_uids, 3);
+        gpucmp::probe::run_plan(handle.get(), *plain, t_plain.index, plain_data, workspace, stream);
         const std::int64_t rows = p.n * p.p() * p.q();
         gpucmp::device_buffer<double> s64(std::size_t(p.k)), q64(std::size_t(p.k));
         // Worst error of the sums, relative to sqrt(rows * sum y^2) and to sum y^2.
         const auto sums_error = [&](unsigned char fill_byte) {
           GPUCMP_CUDA_CHECK(cudaMemsetAsync(sum.data(), fill_byte, sum.size() * sizeof(float), stream));
           GPUCMP_CUDA_CHECK(cudaMemsetAsync(squares.data(), fill_byte, squares.size() * sizeof(float), stream));
-          run(*fused, t_fused.index, fused_ptrs, fused_uids, 5);
-          channel_sums<<<unsigned(p.k), 256, 0, stream>>>(y.data(), rows, p.k, s64.data(), q64.data());
+          gpucmp::probe::run_plan(handle.get(), *fused, t_fused.index, fused_data, workspace, stream);
+          gpucmp::probe::channel_sums<<<unsigned(p.k), 256, 0, stream>>>(y.data(), rows, p.k, s64.data(), q64.data());
           GPUCMP_CUDA_CHECK_LAST("channel_sums");
           GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
           const auto fs = sum.to_host(), fq = squares.to_host();
