@@ -60,6 +60,11 @@ struct no_select_op {
   void adopt_search(const gpucmp::search_choice&, std::vector<gpucmp::candidate_time>) {}
 };
 
+// A complete operation whose candidates come in groups (a convolution's two APIs).
+struct grouped_op : complete_op {
+  int candidate_group(std::size_t i) const { return i == 0 ? 7 : 9; }
+};
+
 }  // namespace
 
 TEST_CASE("the operation contract names its phases and the checks tell which a type lacks", "[ops][operation]") {
@@ -71,4 +76,16 @@ TEST_CASE("the operation contract names its phases and the checks tell which a t
   STATIC_REQUIRE_FALSE(gpucmp::is_searchable<no_adopt_op>::value);
   STATIC_REQUIRE_FALSE(gpucmp::is_searchable<no_select_op>::value);
   STATIC_REQUIRE_FALSE(gpucmp::is_searchable<int>::value);
+}
+
+TEST_CASE("an operation may name its candidates' groups; one without is one group", "[ops][operation]") {
+  STATIC_REQUIRE(gpucmp::is_operation<grouped_op>::value);
+  STATIC_REQUIRE(gpucmp::detail::has_candidate_group<grouped_op>::value);
+  STATIC_REQUIRE_FALSE(gpucmp::detail::has_candidate_group<complete_op>::value);
+  const grouped_op grouped;
+  CHECK(gpucmp::detail::candidate_group_of(grouped, 0) == 7);
+  CHECK(gpucmp::detail::candidate_group_of(grouped, 1) == 9);
+  const complete_op plain;
+  CHECK(gpucmp::detail::candidate_group_of(plain, 0) == 0);
+  CHECK(gpucmp::detail::candidate_group_of(plain, 1) == 0);
 }

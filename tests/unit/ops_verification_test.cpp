@@ -313,6 +313,42 @@ TEST_CASE("refinement respects its limits and can be turned off", "[ops][search]
   CHECK(chosen.index == 0);
 }
 
+TEST_CASE("the fastest of each group is timed again even beyond the margin, and wins on its median", "[ops][search]") {
+  // Two groups (a convolution's two cuDNN APIs). Group 0: candidate 0 steady at 6.43, 1 at
+  // 6.60. Group 1: candidate 2's first timing is 31 % slow (8.42), its true time 6.30;
+  // candidate 3 is 9.00. Group 2: candidate 4 is 10.00, beyond the 50 % group margin.
+  std::map<std::size_t, std::vector<double>> planned = {
+      {0, {6.43, 6.43, 6.43}}, {1, {6.60, 6.60, 6.60}}, {2, {8.42, 6.30, 6.30}}, {3, {9.00}}, {4, {10.00}}};
+  std::vector<std::size_t> calls;
+  auto time = [&](std::size_t i) {
+    const double t = planned[i].at(std::count(calls.begin(), calls.end(), i));
+    calls.push_back(i);
+    return t;
+  };
+  auto describe = [](std::size_t i) { return "c" + std::to_string(i); };
+  auto ok = [](std::size_t) { return verified_ok(); };
+  auto group = [](std::size_t i) { return i < 2 ? 0 : i < 4 ? 1 : 2; };
+  gpucmp::search_options options;
+  options.duel_contenders = 0;  // the re-timing alone
+  std::vector<gpucmp::candidate_time> log;
+  const gpucmp::search_choice chosen = gpucmp::choose_fastest_verified(5, describe, time, ok, log, "op", options, group);
+  CHECK(chosen.index == 2);
+  CHECK(chosen.seconds == 6.30);
+  CHECK(log[2].timings == 3);
+  CHECK(log[3].timings == 1);  // not its group's fastest
+  CHECK(log[4].timings == 1);  // beyond the group margin
+  // Without groups (or with the group margin off) the first timing decides: candidate 0.
+  calls.clear();
+  log.clear();
+  CHECK(gpucmp::choose_fastest_verified(5, describe, time, ok, log, "op", options).index == 0);
+  CHECK(log[2].timings == 1);
+  calls.clear();
+  log.clear();
+  gpucmp::search_options no_groups = options;
+  no_groups.refine_group_margin = 0;
+  CHECK(gpucmp::choose_fastest_verified(5, describe, time, ok, log, "op", no_groups, group).index == 0);
+}
+
 TEST_CASE("the closest long candidates duel in sustained spells, and the one that holds its pace wins", "[ops][search]") {
   // Candidate 0 is a power-hungry configuration: fastest in short timings (0.90 ms), it
   // slows to 0.96 ms once the limiter catches up, from its fourth timing in a spell on.

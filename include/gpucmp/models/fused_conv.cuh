@@ -591,6 +591,9 @@ class fused_conv {
   std::size_t candidate_count() const noexcept { return m_usable.size(); }
   /// What search candidate `i` runs.
   std::string describe_candidate(std::size_t i) const { return m_set->info(m_usable.at(i)).describe(); }
+  /// Search candidate `i`'s cuDNN API: the search re-times the fastest of each
+  /// (search_options::refine_group_margin).
+  int candidate_group(std::size_t i) const { return int(m_set->info(m_usable.at(i)).conv.api); }
   /// Runs search candidate `i` from now on (its verification tolerance comes with it), on a
   /// workspace zeroed on `stream`: no candidate sees another's leftovers.
   void select(std::size_t i, cudaStream_t stream) {

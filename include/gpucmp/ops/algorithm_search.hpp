@@ -62,6 +62,12 @@ struct search_options {
   int refine_rounds = 2;
   double refine_margin = 0.10;  ///< relative to the fastest first timing
   int refine_contenders = 4;    ///< at most this many are re-timed (the fastest first)
+  /// Where the candidates come in groups (a convolution's two cuDNN APIs: the operation's
+  /// candidate_group()), the fastest of each group is a contender too, beyond
+  /// `refine_contenders`, when its first timing is within this of the fastest: a first timing
+  /// can be off for a whole group (on the H200 the legacy API's ran 6-29 % above its time in
+  /// the committed run at batch 32, and the choice followed that error, docs/architecture.md). 0: no group contenders.
+  double refine_group_margin = 0.5;
   /// Sustained duel: where the best call takes at least `duel_min_call_seconds`, the fastest
   /// `duel_contenders` within `duel_margin` of it are each timed again and again for a spell
   /// (up to `duel_timings` timings or `duel_spell_seconds` of wall time), twice, in the order
@@ -314,10 +320,12 @@ void sustained_duel(Time& time, std::vector<std::size_t>& order, std::vector<dou
 /// candidates from the fastest up with `verify(i)` and return the first whose output passes:
 /// a fast wrong answer is rejected, and its rejection recorded. Throws unsupported naming
 /// `what` when no candidate both ran and verified.
-template <class Describe, class Time, class Verify>
+/// `group_of(i)` names candidate i's group (search_options::refine_group_margin); the overload
+/// without it puts every candidate in one group.
+template <class Describe, class Time, class Verify, class GroupOf>
 search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Time&& time, Verify&& verify,
-                                      std::vector<candidate_time>& log, const std::string& what,
-                                      const search_options& options = {}) {
+                                      std::vector<candidate_time>& log, const std::string& what, const search_options& options,
+                                      GroupOf&& group_of) {
   const std::size_t first = log.size();
   std::vector<double> seconds(count, std::numeric_limits<double>::infinity());
   for (std::size_t i = 0; i < count; ++i) {
@@ -342,6 +350,18 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
       if (int(contenders.size()) >= options.refine_contenders) break;
       if (!(seconds[i] <= seconds[order[0]] * (1.0 + options.refine_margin))) break;
       contenders.push_back(i);
+    }
+    // The fastest of each group not yet among them, within refine_group_margin.
+    std::map<int, std::size_t> group_best;
+    for (std::size_t i : order) {
+      if (!std::isfinite(seconds[i])) break;
+      group_best.emplace(group_of(i), i);  // order is by first timing: the first seen is the group's fastest
+    }
+    for (const auto& [group, i] : group_best) {
+      if (std::find(contenders.begin(), contenders.end(), i) == contenders.end() &&
+          seconds[i] <= seconds[order[0]] * (1.0 + options.refine_group_margin)) {
+        contenders.push_back(i);
+      }
     }
   }
   if (contenders.size() > 1) {
@@ -384,6 +404,14 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
   std::string first_failure = count == 0 ? std::string("there were none") : log[first].failure;
   throw unsupported("none of the " + std::to_string(count) + " candidates for " + what + " ran and verified; first: " +
                     (first_failure.empty() ? std::string("slower than the rejected ones") : first_failure));
+}
+
+template <class Describe, class Time, class Verify>
+search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Time&& time, Verify&& verify,
+                                      std::vector<candidate_time>& log, const std::string& what,
+                                      const search_options& options = {}) {
+  return choose_fastest_verified(count, std::forward<Describe>(describe), std::forward<Time>(time), std::forward<Verify>(verify),
+                                 log, what, options, [](std::size_t) { return 0; });
 }
 
 }  // namespace gpucmp

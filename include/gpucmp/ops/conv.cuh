@@ -353,6 +353,9 @@ class conv {
   std::size_t candidate_count() const noexcept { return m_all.size(); }
   /// What candidate `i` runs, for the search log.
   std::string describe_candidate(std::size_t i) const { return m_all.at(i).info.describe(); }
+  /// Candidate `i`'s cuDNN API: the search re-times the fastest of each
+  /// (search_options::refine_group_margin).
+  int candidate_group(std::size_t i) const { return int(m_all.at(i).info.api); }
   /// Runs candidate `i` from now on (its verification tolerance comes with it).
   void select(std::size_t i, cudaStream_t /*stream*/) {
     if (i >= m_all.size()) throw invalid_argument("conv::select: no candidate " + std::to_string(i));

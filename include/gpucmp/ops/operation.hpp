@@ -12,6 +12,9 @@
 //   gpucmp::work work() const                   one call's declared FLOPs and bytes
 //   std::size_t candidate_count() const         candidates enumerated when it was prepared
 //   std::string describe_candidate(i) const     what candidate i runs, for the search log
+//   int candidate_group(i) const                (optional) candidate i's group, such as its
+//                                               library API: each group's fastest is re-timed
+//                                               (search_options::refine_group_margin)
 //   void select(i, stream)                      run candidate i from now on (may enqueue set-up
 //                                               work, such as zeroing a workspace, on stream;
 //                                               throws gpucmp::error when i cannot run)
@@ -77,6 +80,26 @@ struct has_operation_phases<
                     decltype(static_cast<const search_options&>(std::declval<const Op&>().search_settings()))>>
     : has_search_phases<Op> {};
 
+template <class Op, class = void>
+struct has_candidate_group : std::false_type {};
+
+template <class Op>
+struct has_candidate_group<Op, std::void_t<decltype(int(std::declval<const Op&>().candidate_group(std::size_t{})))>>
+    : std::true_type {};
+
+/// Candidate i's group (search_options::refine_group_margin): the operation's
+/// candidate_group(i) where it has one, else one group for all.
+template <class Op>
+int candidate_group_of(const Op& op, std::size_t i) {
+  if constexpr (has_candidate_group<Op>::value) {
+    return int(op.candidate_group(i));
+  } else {
+    (void)op;
+    (void)i;
+    return 0;
+  }
+}
+
 }  // namespace detail
 
 /// True when Op has the phases search() drives: name, candidates, select, run, verify and
@@ -115,7 +138,7 @@ search_choice search(Operation& op, engine& eng, const search_options& options,
         op.select(i, s);
         return op.verify(s);
       },
-      log, op.name(), options);
+      log, op.name(), options, [&](std::size_t i) { return detail::candidate_group_of(op, i); });
   op.select(chosen.index, s);
   GPUCMP_CUDA_CHECK(cudaStreamSynchronize(s));
   op.adopt_search(chosen, std::move(log));
