@@ -545,13 +545,19 @@ class conv {
     return m_options.direction == conv_direction::forward ? m_y : m_options.direction == conv_direction::backward_data ? m_x : m_w;
   }
   // Poisoned (NaN in every precision), so an output never written fails; an accumulating
-  // pass starts from its random prior instead, which the check adds to the reference.
+  // pass starts from its random prior instead, which the check adds to the reference. The
+  // statistics are poisoned too: an engine that adds into them rather than writing them
+  // fails its check, so run() need not zero them before each pass.
   void prepare_output(cudaStream_t stream) {
     auto& out = output();
     if (m_options.accumulate) {
       GPUCMP_CUDA_CHECK(cudaMemcpyAsync(out.data(), m_prior.data(), out.bytes(), cudaMemcpyDeviceToDevice, stream));
     } else {
       GPUCMP_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, out.bytes(), stream));
+    }
+    if (m_options.statistics) {
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_sum.data(), 0xFF, m_sum.bytes(), stream));
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_squares.data(), 0xFF, m_squares.bytes(), stream));
     }
   }
 
@@ -566,13 +572,8 @@ class conv {
   // Enqueues candidate `c` on tensors `t` (`pack` binds them for the backend API).
   void run(const candidate& c, const conv_tensors& t, void* ws, std::size_t ws_bytes, const detail::backend_descriptor* pack,
            cudaStream_t stream) const {
+    // The statistics are written, not zeroed first: verify() poisons them (prepare_output).
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
-    if (m_options.statistics) {
-      // Zeroed first: whether an engine's epilogue adds into them is its own affair (two
-      // K-float memsets, within the pass's time).
-      GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.sum, 0, std::size_t(m_problem.k) * sizeof(float), stream));
-      GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.squares, 0, std::size_t(m_problem.k) * sizeof(float), stream));
-    }
     if (c.info.api == conv_api::backend) {
       GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), pack->get()));
       return;

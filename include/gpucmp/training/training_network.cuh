@@ -1164,25 +1164,23 @@ class training_network {
             const batch_norm_tensors t = bn_tensors(i);
             void* ws = m_bn_workspace.data();
             void* reserve = m_bn_reserve.data() + m_bn_reserve_offset[i];
-            if (m_fused_statistics[i]) {
-              // The convolution writes the statistics; the batch norm normalises from them.
-              float* sum = m_conv_sums[i].data();
-              float* squares = sum + l.conv.out_channels;
-              m_bindings.push_back(std::make_unique<conv::binding>(m_convs.at(fused_key(i))->bind(
-                  {x, model(m_slots[i].filter, true), m_conv_outputs[i].data(), sum, squares}, m_conv_workspace.data(),
-                  m_conv_workspace.bytes())));
-              const conv::binding* pass = m_bindings.back().get();
-              m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
-              m_forward.push_back({"batch norm forward: " + l.name, [bn, t, sum, squares, ws, reserve](cudaStream_t s) {
-                                     bn->forward_from_sums(t, sum, squares, ws, reserve, s);
-                                   }});
-              break;
-            }
-            m_bindings.push_back(std::make_unique<conv::binding>(searched(conv_direction::forward, i).bind(
-                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data()}, m_conv_workspace.data(), m_conv_workspace.bytes())));
+            // A fused pass writes the statistics in its epilogue and the batch norm normalises
+            // from them; a plain pass leaves the batch norm to reduce its output itself.
+            const bool fused = m_fused_statistics[i];
+            float* sum = fused ? m_conv_sums[i].data() : nullptr;
+            float* squares = fused ? sum + l.conv.out_channels : nullptr;
+            const conv& pass_conv = fused ? *m_convs.at(fused_key(i)) : searched(conv_direction::forward, i);
+            m_bindings.push_back(std::make_unique<conv::binding>(pass_conv.bind(
+                {x, model(m_slots[i].filter, true), m_conv_outputs[i].data(), sum, squares}, m_conv_workspace.data(),
+                m_conv_workspace.bytes())));
             const conv::binding* pass = m_bindings.back().get();
             m_forward.push_back({"conv forward: " + l.name, [pass](cudaStream_t s) { (*pass)(s); }});
-            m_forward.push_back({"batch norm forward: " + l.name, [bn, t, ws, reserve](cudaStream_t s) { bn->forward(t, ws, reserve, s); }});
+            m_forward.push_back({"batch norm forward: " + l.name, [bn, t, sum, squares, ws, reserve](cudaStream_t s) {
+                                   if (sum)
+                                     bn->forward_from_sums(t, sum, squares, ws, reserve, s);
+                                   else
+                                     bn->forward(t, ws, reserve, s);
+                                 }});
             break;
           }
           case layer_kind::max_pool: {
