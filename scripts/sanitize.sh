@@ -22,7 +22,7 @@
 # launches (results/h200/reliability/sanitizers.md).
 # One device call may not hold every tool over every program: GPUCMP_SANITIZE_TOOLS and
 # GPUCMP_SANITIZE_PROGRAMS (space-separated names) pick a part, and
-#   scripts/sanitize.sh --table OUT_DIR CELLS_DIR...
+#   scripts/sanitize.sh --table OUT_DIR SOURCE...
 # writes the whole table from the cells of several calls (a cell made again in a later source
 # replaces the earlier one), running nothing. A source is a call's cells/ folder or its
 # cells.tsv (tool, binary, part, result, seconds per line: one small file to commit per call,

@@ -66,7 +66,8 @@ struct search_options {
   /// candidate_group()), the fastest of each group is a contender too, beyond
   /// `refine_contenders`, when its first timing is within this of the fastest: a first timing
   /// can be off for a whole group (on the H200 the legacy API's ran 6-29 % above its time in
-  /// the committed run at batch 32, and the choice followed that error, docs/architecture.md). 0: no group contenders.
+  /// the committed run at batch 32, and the choice followed that error;
+  /// docs/architecture.md). 0: no group contenders.
   double refine_group_margin = 0.5;
   /// Sustained duel: where the best call takes at least `duel_min_call_seconds`, the fastest
   /// `duel_contenders` within `duel_margin` of it are each timed again and again for a spell
