@@ -15,7 +15,8 @@
 //   training [--model=resnet50|resnet18] [--batches=64,128,256]
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
-//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=searched|off|always] [benchmark flags]
+//            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=searched|off|always]
+//            [--candidates_per_pass=4] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds
@@ -24,6 +25,9 @@
 // that overlap the backward pass; 0: one all-reduce after it (training/data_parallel.cuh).
 // --accumulate_in_conv=0 adds a tensor's second gradient with a separate kernel instead of
 // in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
+// --candidates_per_pass=N searches the heuristic's first N candidates of each cuDNN API per
+// pass and shape (training_options::candidates_per_pass, default 4): whether a longer search
+// finds the faster data gradients the backward probe saw (docs/training.md).
 // --statistics_in_conv says where the batch norms' forward statistics come from
 // (training_options::statistics_in_conv): searched per layer (the default), off (the batch
 // norm reads x for them) or always (every convolution cuDNN fuses them into).
@@ -83,6 +87,7 @@ struct settings {
   std::size_t bucket_bytes = std::size_t{25} << 20;  // data_parallel_training's default, DDP's
   bool accumulate_in_conv = true;                     // training_options' default
   gpucmp::conv_statistics statistics_in_conv = gpucmp::training_options{}.statistics_in_conv;
+  int candidates_per_pass = gpucmp::training_options{}.candidates_per_pass;
 };
 
 settings& config() {
@@ -109,6 +114,7 @@ gpucmp::training_options options_for(const training_precision& p, gpucmp::conv_l
   o.layout = layout;
   o.accumulate_in_conv = config().accumulate_in_conv;
   o.statistics_in_conv = config().statistics_in_conv;
+  o.candidates_per_pass = config().candidates_per_pass;
   return o;
 }
 
@@ -296,6 +302,14 @@ void parse_flags(int& argc, char** argv) {
       const std::string text = v;
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
+    } else if (const char* v = value("--candidates_per_pass=")) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (end == v || *end != '\0' || n < 1 || n > 64) {
+        throw gpucmp::invalid_argument("training: --candidates_per_pass must be a whole number from 1 to 64, got '" +
+                                       std::string(v) + "'");
+      }
+      config().candidates_per_pass = int(n);
     } else if (const char* v = value("--statistics_in_conv=")) {
       config().statistics_in_conv = gpucmp::parse_conv_statistics(v);
     } else if (arg == "--only_largest_batch") {
