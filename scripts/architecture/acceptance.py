@@ -2,7 +2,7 @@
 """The architecture issue's acceptance rows, computed from the tree and from run outputs.
 
 usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE] [--report GPUCMP_REPORT]
-                     [--ops FILE] [--conv FILE] [--resnet50 FILE] [--spin FILE]
+                     [--ops FILE] [--conv FILE] [--resnet50 FILE] [--spin FILE [--spin-before FILE]]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
 OUT_DIR/summary.md. Rows measured on the tree are always made; rows that need a run are
 made only from the files given, never filled in:
@@ -16,6 +16,10 @@ made only from the files given, never filled in:
                       the committed run's gpucmp times, and their choices
   --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
   --spin FILE         spin_table.json of benchmarks/spin_table
+  --spin-before FILE  the same table from the code before the refactor, run on the same GPU
+                      in the same call (scripts/architecture/spin-before-after.sh): --spin is
+                      compared with it instead of the committed table, which came from
+                      another machine (its GPU UUID differs: docs/architecture.md)
 Each is compared with the committed file of the same name under results/h200/: every ops
 section's geometric-mean ratio and every precision's CUDA-graph ResNet-50 ratio within 2 %,
 the same algorithm chosen in every compared GEMM and convolution row (the rows that differ
@@ -176,8 +180,21 @@ def resnet50_rows(row, new_path, old_path):
             math.isfinite(deviation) and deviation <= 2)
 
 
-def spin_rows(row, new_path, old_path):
+def gpu_uuid(table):
+    return table.get("gpu", {}).get("uuid", "")
+
+
+def spin_rows(row, new_path, old_path, same_machine=False):
+    """Every median of the committed (or, same_machine, the before-the-change) spin table
+    against the new one: within 2 % or twice the old cell's noise. The noise rule holds
+    within one machine only, so a before table must come from the new table's GPU."""
     new, old = json.load(open(new_path)), json.load(open(old_path))
+    if same_machine and (not gpu_uuid(new) or gpu_uuid(new) != gpu_uuid(old)):
+        sys.exit(f"acceptance: --spin-before {old_path} ran on GPU '{gpu_uuid(old)}', --spin {new_path} on "
+                 f"'{gpu_uuid(new)}': a before/after comparison needs the same GPU")
+    if not same_machine and gpu_uuid(new) != gpu_uuid(old):
+        print(f"acceptance: spin: the committed table ran on GPU {gpu_uuid(old) or '?'}, this one on "
+              f"{gpu_uuid(new) or '?'}; --spin-before compares on one machine")
     outside, cells = [], 0
     fresh = {r["nominal_s"]: r for r in new["rows"]}
     for r in old["rows"]:
@@ -189,8 +206,9 @@ def spin_rows(row, new_path, old_path):
             allowed = max(0.02, 2 * r[m]["gpu"].get("relative_noise", 0))
             if abs(b / a - 1) > allowed:
                 outside.append(f"{r['nominal_s'] * 1e6:g} us {m}: {a * 1e6:.2f} -> {b * 1e6:.2f}")
-    row(f"spin table: medians that moved by more than 2 % or twice their noise (of {cells})", len(outside), 0, "cells",
-        cells > 0 and not outside)
+    against = "the same GPU's table before the change" if same_machine else "the committed table"
+    row(f"spin table: medians that moved by more than 2 % or twice their noise against {against} (of {cells})",
+        len(outside), 0, "cells", cells > 0 and not outside)
     for line in outside:
         print("acceptance: spin " + line)
 
@@ -263,8 +281,11 @@ def main():
         conv_rows(row, options["--conv"], os.path.join(committed, "ops", "ops_vs_pytorch.json"))
     if "--resnet50" in options:
         resnet50_rows(row, options["--resnet50"], os.path.join(committed, "models", "resnet50_vs_pytorch.json"))
+    if "--spin-before" in options and "--spin" not in options:
+        sys.exit("acceptance: --spin-before needs --spin (the table after the change)")
     if "--spin" in options:
-        spin_rows(row, options["--spin"], os.path.join(committed, "spin_table.json"))
+        before = options.get("--spin-before")
+        spin_rows(row, options["--spin"], before or os.path.join(committed, "spin_table.json"), before is not None)
     rows.write(out)
 
 

@@ -8,12 +8,18 @@
 #             compared rows only (GPUCMP_COMPARISON_EXTRAS=1 adds round 1's other rows)
 #   resnet50  ResNet-50 inference against PyTorch (scripts/peers/run-resnet50-comparison.sh)
 #   spin      the spin-kernel table of the timing methods (benchmarks/spin_table)
+#   spin_before  the same table from the code before the change and from this tree, on this
+#             GPU, alternating (GPUCMP_SPIN_ROUNDS rounds, default 2; round N's files in
+#             spin_before_N/ and spin_after_N/): the committed table came from another H200,
+#             and the noise rule holds within one machine. GPUCMP_SPIN_BEFORE_TREE names the
+#             older sources (a folder the call carries), built in their own build/ there; then
+#             acceptance.py --spin spin_after_N/spin_table.json --spin-before spin_before_N/...
 # and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
 #   scripts/architecture/contract-check.sh OUT_DIR [PARTS]
 # scripts/architecture/acceptance.py then compares the ratios with the committed ones.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
-out_dir=${1:?usage: contract-check.sh OUT_DIR [tests,ops,resnet50,spin]}
+out_dir=${1:?usage: contract-check.sh OUT_DIR [tests,ops,resnet50,spin,spin_before]}
 parts=${2:-tests,ops,resnet50,spin}
 mkdir -p "$out_dir/contract"
 work="$out_dir/contract"
@@ -61,6 +67,26 @@ if part spin; then
   "$build_dir/benchmarks/spin_table" --out "$work/spin" > "$work/spin.log" 2>&1 || status=1
   stamp spin
 fi
+if part spin_before; then
+  before=${GPUCMP_SPIN_BEFORE_TREE:?contract-check: spin_before needs GPUCMP_SPIN_BEFORE_TREE, the older sources}
+  before=$(cd "$before" && pwd)
+  # The older tree's own scripts configure and build it (its options as they were then).
+  if (cd "$before" && BUILD_DIR="$before/build" bash -c 'source scripts/common.sh && gpucmp_configure && gpucmp_build --target spin_table') \
+      > "$work/spin_before_build.log" 2>&1; then
+    # Before, then after, each round: neither side always runs on a warmer GPU.
+    for round in $(seq "${GPUCMP_SPIN_ROUNDS:-2}"); do
+      for side in before after; do
+        mkdir -p "$work/spin_${side}_$round"
+        bin="$build_dir/benchmarks/spin_table"
+        [ $side = before ] && bin="$before/build/benchmarks/spin_table"
+        "$bin" --out "$work/spin_${side}_$round" > "$work/spin_${side}_$round.log" 2>&1 || status=1
+      done
+    done
+  else
+    echo "contract-check: the older tree's spin_table did not build"; tail -20 "$work/spin_before_build.log"; status=1
+  fi
+  stamp spin_before
+fi
 # A short table last.
 if part tests; then echo "== ctest"; grep -E "tests passed|\(Failed\)|Not Run|Timeout" "$work/ctest.log"; fi
 if part ops; then
@@ -70,4 +96,9 @@ if part ops; then
 fi
 if part resnet50; then echo "== ResNet-50 vs PyTorch (graph)"; grep -E "\| graph \|" "$work/resnet50/resnet50_vs_pytorch.md"; fi
 if part spin; then echo "== spin table"; cat "$work/spin/spin_table.md" 2>/dev/null | head -12; fi
+if part spin_before; then
+  for f in "$work"/spin_before_*/spin_table.md "$work"/spin_after_*/spin_table.md; do
+    [ -f "$f" ] && { echo "== ${f#"$work"/}"; grep -E "^\| (nominal us|2) \|" "$f" | head -2; }
+  done
+fi
 exit $status
