@@ -16,7 +16,7 @@
 //            [--precisions=amp_fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
 //            [--layers_out=layers.md] [--largest_batch | --only_largest_batch] [--data_parallel]
 //            [--bucket_mb=25] [--accumulate_in_conv=1|0] [--statistics_in_conv=searched|off|always]
-//            [--candidates_per_pass=4] [benchmark flags]
+//            [--candidates_per_pass=16] [benchmark flags]
 // --largest_batch prints, after the benchmarks, per precision, the largest batch the memory
 // plan fits in free memory and confirms it by building the network (falling back 10 % at a
 // time); --only_largest_batch does only that. --data_parallel (built with gpucmp::nccl) adds

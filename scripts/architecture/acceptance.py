@@ -17,7 +17,7 @@ made only from the files given, never filled in:
   --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
   --spin FILE         spin_table.json of benchmarks/spin_table
   --spin-before FILE  the same table from the code before the refactor, run on the same GPU
-                      in the same call (scripts/architecture/spin-before-after.sh): --spin is
+                      in the same call (contract-check.sh's spin_before part): --spin is
                       compared with it instead of the committed table, which came from
                       another machine (its GPU UUID differs: docs/architecture.md)
 Each is compared with the committed file of the same name under results/h200/: every ops
