@@ -129,6 +129,9 @@ void register_all() {
         }
 }
 
+// Message sizes up to 1 TiB: far past any GPU's memory, so the sweep's own checks decide.
+constexpr long long kMaxBytes = 1LL << 40;
+
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
@@ -141,17 +144,17 @@ void parse_flags(int& argc, char** argv) {
       config().types.clear();
       for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
     } else if (const char* v = value("--min_bytes=")) {
-      config().min_bytes = std::stoull(v);
+      config().min_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, kMaxBytes, "collectives", "--min_bytes"));
     } else if (const char* v = value("--max_bytes=")) {
-      config().max_bytes = std::stoull(v);
+      config().max_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, kMaxBytes, "collectives", "--max_bytes"));
     } else if (const char* v = value("--factor=")) {
-      config().factor = std::stoull(v);
+      config().factor = std::size_t(gpucmp_bench::whole_number(v, 2, 1 << 20, "collectives", "--factor"));
     } else if (arg == "--mpi") {
       config().mpi = true;
     } else if (const char* v = value("--mpi_samples=")) {
-      config().mpi_samples = std::stoull(v);
+      config().mpi_samples = std::size_t(gpucmp_bench::whole_number(v, 1, 1 << 20, "collectives", "--mpi_samples"));
     } else if (const char* v = value("--mpi_batch=")) {
-      config().mpi_batch = std::stoull(v);
+      config().mpi_batch = std::size_t(gpucmp_bench::whole_number(v, 1, 1 << 20, "collectives", "--mpi_batch"));
     } else if (const char* v = value("--placements=")) {
       config().in_place.clear();
       for (const auto& p : gpucmp_bench::split_list(v)) {

@@ -12,6 +12,7 @@
 #include <gpucmp/measure/kernel_trace.hpp>
 
 #include "cublas_gemm.hpp"
+#include "program_flags.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -25,18 +26,23 @@
 int main(int argc, char** argv) {
   int size = 8192, plain = 0;
   std::string out_dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--size" && i + 1 < argc) {
-      size = std::stoi(argv[++i]);
-    } else if (arg == "--plain" && i + 1 < argc) {
-      plain = std::stoi(argv[++i]);
-    } else if (arg == "--out" && i + 1 < argc) {
-      out_dir = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--size N] [--out DIR] | --plain COUNT [--size N]\n", argv[0]);
-      return 1;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--size" && i + 1 < argc) {
+        size = int(gpucmp_bench::whole_number(argv[++i], 1, 1 << 16, "gemm_kernel_mode", "--size"));
+      } else if (arg == "--plain" && i + 1 < argc) {
+        plain = int(gpucmp_bench::whole_number(argv[++i], 1, 1 << 20, "gemm_kernel_mode", "--plain"));
+      } else if (arg == "--out" && i + 1 < argc) {
+        out_dir = argv[++i];
+      } else {
+        std::fprintf(stderr, "usage: %s [--size N] [--out DIR] | --plain COUNT [--size N]\n", argv[0]);
+        return 1;
+      }
     }
+  } catch (const gpucmp::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
   }
   if (const std::string why = gpucmp::no_device_reason(); !why.empty()) {
     std::fprintf(stderr, "%s\n", why.c_str());

@@ -289,11 +289,7 @@ void parse_flags(int& argc, char** argv) {
 #endif
     } else if (const char* v = value("--bucket_mb=")) {
 #if GPUCMP_WITH_NCCL
-      char* end = nullptr;
-      const double mb = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(mb >= 0)) {
-        throw gpucmp::invalid_argument("training: --bucket_mb must be a number of MiB, 0 or more, got " + std::string(v));
-      }
+      const double mb = gpucmp_bench::real_number(v, 0, 1e6, "training", "--bucket_mb");  // MiB; 0: one all-reduce
       config().bucket_bytes = std::size_t(mb * 1024 * 1024);
 #else
       throw gpucmp::invalid_argument("training: --bucket_mb needs gpucmp::nccl, which this build lacks");
@@ -303,13 +299,7 @@ void parse_flags(int& argc, char** argv) {
       if (text != "0" && text != "1") throw gpucmp::invalid_argument("training: --accumulate_in_conv must be 0 or 1, got '" + text + "'");
       config().accumulate_in_conv = text == "1";
     } else if (const char* v = value("--candidates_per_pass=")) {
-      char* end = nullptr;
-      const long n = std::strtol(v, &end, 10);
-      if (end == v || *end != '\0' || n < 1 || n > 64) {
-        throw gpucmp::invalid_argument("training: --candidates_per_pass must be a whole number from 1 to 64, got '" +
-                                       std::string(v) + "'");
-      }
-      config().candidates_per_pass = int(n);
+      config().candidates_per_pass = int(gpucmp_bench::whole_number(v, 1, 64, "training", "--candidates_per_pass"));
     } else if (const char* v = value("--statistics_in_conv=")) {
       config().statistics_in_conv = gpucmp::parse_conv_statistics(v);
     } else if (arg == "--only_largest_batch") {

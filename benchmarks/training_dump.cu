@@ -50,14 +50,13 @@ settings parse(int argc, char** argv) {
     else if (const char* v = value("--model=")) s.model = v;
     else if (const char* v = value("--precision=")) s.precision = v;
     else if (const char* v = value("--layout=")) s.layout = v;
-    else if (const char* v = value("--batch=")) s.batch = std::stoll(v);
-    else if (const char* v = value("--steps=")) s.steps = std::stoll(v);
-    else if (const char* v = value("--learning_rate=")) s.learning_rate = std::stof(v);
-    else if (const char* v = value("--residual_gamma=")) s.residual_gamma = std::stof(v);
+    else if (const char* v = value("--batch=")) s.batch = gpucmp_bench::whole_number(v, 1, 1 << 20, "training_dump", "--batch");
+    else if (const char* v = value("--steps=")) s.steps = gpucmp_bench::whole_number(v, 1, 1 << 20, "training_dump", "--steps");
+    else if (const char* v = value("--learning_rate=")) s.learning_rate = float(gpucmp_bench::real_number(v, 0, 1e3, "training_dump", "--learning_rate"));
+    else if (const char* v = value("--residual_gamma=")) s.residual_gamma = float(gpucmp_bench::real_number(v, -1e3, 1e3, "training_dump", "--residual_gamma"));
     else throw gpucmp::invalid_argument("training_dump: unknown argument '" + arg + "'");
   }
   if (s.out.empty()) throw gpucmp::invalid_argument("training_dump: --out=DIR is required");
-  if (s.steps < 1) throw gpucmp::invalid_argument("training_dump: --steps must be at least 1");
   return s;
 }
 
