@@ -45,8 +45,11 @@ void add_price(std::map<std::string, double>& prices, const std::string& assignm
   const auto eq = assignment.find('=');
   double usd = NAN;
   if (eq != std::string::npos) {
+    const std::string text = assignment.substr(eq + 1);
     try {
-      usd = std::stod(assignment.substr(eq + 1));
+      std::size_t used = 0;
+      usd = std::stod(text, &used);
+      if (used != text.size()) usd = NAN;  // "1.2x" is not a price
     } catch (...) {
     }
   }
