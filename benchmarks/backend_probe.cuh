@@ -15,6 +15,8 @@
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/workload_shapes.hpp>
 
+#include "program_flags.hpp"
+
 #include <cuda_fp16.h>
 #include <cudnn.h>
 
@@ -76,13 +78,20 @@ struct arguments {
 
 inline arguments parse_arguments(int argc, char** argv, const char* program) {
   arguments a;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--batch=", 8) == 0) a.batch = std::atoll(argv[i] + 8);
-    else if (std::strncmp(argv[i], "--plans=", 8) == 0) a.plans = std::size_t(std::atoll(argv[i] + 8));
-    else {
-      std::fprintf(stderr, "%s: unknown argument %s (--batch=N --plans=N)\n", program, argv[i]);
-      a.ok = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      if (const char* v = gpucmp_bench::flag_value(argv[i], "--batch=")) {
+        a.batch = gpucmp_bench::whole_number(v, 1, 1 << 16, program, "--batch");
+      } else if (const char* v = gpucmp_bench::flag_value(argv[i], "--plans=")) {
+        a.plans = std::size_t(gpucmp_bench::whole_number(v, 1, 1024, program, "--plans"));
+      } else {
+        std::fprintf(stderr, "%s: unknown argument %s (--batch=N --plans=N)\n", program, argv[i]);
+        a.ok = false;
+      }
     }
+  } catch (const gpucmp::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    a.ok = false;
   }
   return a;
 }

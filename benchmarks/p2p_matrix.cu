@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
       if (const char* v = gpucmp_bench::flag_value(argv[i], "--sizes=")) {
         config().sizes.clear();
         for (const auto& s : gpucmp_bench::split_list(v)) {
-          const unsigned long long bytes = std::stoull(s);
-          if (bytes == 0 || bytes % 16 != 0) throw gpucmp::invalid_argument("p2p_matrix: sizes must be positive multiples of 16, got " + s);
+          const long long bytes = gpucmp_bench::whole_number(s, 16, 1LL << 40, "p2p_matrix", "--sizes");
+          if (bytes % 16 != 0) throw gpucmp::invalid_argument("p2p_matrix: sizes must be positive multiples of 16, got " + s);
           config().sizes.push_back(std::size_t(bytes));
         }
       } else if (const char* v = gpucmp_bench::flag_value(argv[i], "--matrix_out=")) {
