@@ -35,7 +35,7 @@ inline const char* flag_value(const char* arg, const char* flag) {
 
 /// `text` as a whole number from `minimum` to `maximum`, all of it; otherwise throws
 /// invalid_argument naming `program`, `flag` and the text. (std::stoll takes "64x" as 64,
-/// std::stoull takes "-1" as 2^64 - 1, and both throw a bare "stoll" for "abc".)
+/// std::stoull takes "-1" as 2^64 - 1, and for "abc" both throw with only their own name.)
 inline long long whole_number(const std::string& text, long long minimum, long long maximum, const std::string& program,
                               const std::string& flag) {
   errno = 0;
