@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
-"""scripts/sanitize.sh --table: the whole table from the cells of several calls.
+"""scripts/sanitize.sh --table: the whole table from the cells of several calls; and its
+sharding, on fake test binaries under a fake compute-sanitizer.
 
 The sanitizer table takes more device time than one session has, so each call's cells are
 committed as a cells.tsv and merged later. This runs the merge on synthetic sources: a cells
 folder and two cells.tsv files, a later source replacing a cell, a missing cell reading
-"not run" (and failing), and a malformed line refused with a message naming the file.
+"not run" (and failing), and a malformed line refused with a message naming the file. Then a
+binary with 3 test cases gets 3 shards, not GPUCMP_SANITIZE_SHARDS' 4 (an empty shard ends
+"No tests ran", exit 2, which read as a failure on the H200), and one with 10 gets 4.
   table_test.py SANITIZE_SH
 """
 import os
@@ -87,7 +90,39 @@ with tempfile.TemporaryDirectory() as tmp:
     r, _ = table(os.path.join(tmp, "e"), os.path.join(tmp, "missing.tsv"))
     check(r.returncode == 2 and "missing.tsv" in r.stderr, f"a missing source is refused naming it: {r.stderr}")
 
+# Sharding: fake Catch2 v3 binaries (they answer --help and --list-tests) and a fake tool that
+# runs nothing and reports 0 errors; no GPU needed.
+fake_binary = """#!/bin/sh
+case "$1" in
+  --help) echo "  --shard-count <shard count>" ;;
+  --list-tests) echo "CASES matching test cases" ;;
+  *) echo "All tests passed" ;;
+esac
+"""
+with tempfile.TemporaryDirectory() as tmp:
+    build = os.path.join(tmp, "build")
+    os.makedirs(os.path.join(build, "tests"))
+    for name, cases in (("gpucmp_gbench_tests", 3), ("gpucmp_gpu_tests", 10)):
+        path = os.path.join(build, "tests", name)
+        with open(path, "w") as f:
+            f.write(fake_binary.replace("CASES", str(cases)))
+        os.chmod(path, 0o755)
+    tool_dir = os.path.join(tmp, "bin")
+    os.mkdir(tool_dir)
+    with open(os.path.join(tool_dir, "compute-sanitizer"), "w") as f:
+        f.write("#!/bin/sh\necho '========= ERROR SUMMARY: 0 errors'\n")
+    os.chmod(os.path.join(tool_dir, "compute-sanitizer"), 0o755)
+    env = dict(os.environ, PATH=tool_dir + os.pathsep + os.environ["PATH"], GPUCMP_SANITIZE_TOOLS="memcheck",
+               GPUCMP_SANITIZE_PROGRAMS="gpucmp_gbench_tests gpucmp_gpu_tests", GPUCMP_SANITIZE_SHARDS="4")
+    out = os.path.join(tmp, "out")
+    r = subprocess.run(["bash", script, out, build], capture_output=True, text=True, env=env)
+    lines = [l.split("\t") for l in open(os.path.join(out, "cells.tsv"))] if os.path.exists(os.path.join(out, "cells.tsv")) else []
+    parts = {name: sorted(l[2] for l in lines if l[1] == name) for name in ("gpucmp_gbench_tests", "gpucmp_gpu_tests")}
+    check(parts["gpucmp_gbench_tests"] == ["1s0", "1s1", "1s2"], f"3 test cases, 3 shards: {parts} {r.stderr[-300:]}")
+    check(parts["gpucmp_gpu_tests"] == ["1s0", "1s1", "1s2", "1s3"], f"10 test cases, 4 shards: {parts}")
+    check(all(l[3] == "0" for l in lines), f"every shard's cell reads 0: {lines}")
+
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
-print("sanitize.sh --table: merges, replaces, reads not run and refuses bad sources as expected")
+print("sanitize.sh: --table merges, replaces, reads not run and refuses bad sources; shards follow the test cases")
