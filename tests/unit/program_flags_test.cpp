@@ -45,7 +45,7 @@ TEST_CASE("a real-number flag takes finite numbers within its range and refuses 
   CHECK_THROWS_WITH(gpucmp_bench::real_number("", 0, 1e3, "training_dump", "--learning_rate"), GPUCMP_CONTAINS("got ''"));
 }
 
-TEST_CASE("--batches takes a list of whole numbers and refuses an empty one or a bad entry", "[flags]") {
+TEST_CASE("a --batches list takes whole numbers and refuses an empty list or a bad entry", "[flags]") {
   CHECK(gpucmp_bench::parse_batches("64,128,256", 2, "training") == std::vector<std::int64_t>{64, 128, 256});
   CHECK_THROWS_WITH(gpucmp_bench::parse_batches("1", 2, "training"), GPUCMP_CONTAINS("training: --batches must be a whole number from 2"));
   CHECK_THROWS_WITH(gpucmp_bench::parse_batches("64,,128", 1, "resnet50"), GPUCMP_CONTAINS("got ''"));
