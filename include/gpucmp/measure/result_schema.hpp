@@ -189,9 +189,16 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
     if (!std::isfinite(v->number()) || v->number() < 0) fail(key, "is " + std::to_string(v->number()) + " (expected a finite number >= 0)");
     return v->number();
   };
+  // A count: a whole amount a double holds exactly (converting a larger double to an integer
+  // is undefined behaviour; found by fuzzing).
+  auto count = [&](const char* key, bool required) -> std::int64_t {
+    const double x = amount(key, required, 0);
+    if (x > 9007199254740992.0 || x != std::floor(x)) fail(key, "is " + std::to_string(x) + " (expected a whole number up to 2^53)");
+    return std::int64_t(x);
+  };
   row.name = text("name");
   row.benchmark = text("benchmark");
-  row.repetition_index = std::int64_t(amount("repetition_index", true, 0));
+  row.repetition_index = count("repetition_index", true);
   const std::string status = text("status");
   const auto s = status_from_name(status);
   if (!s) fail("status", "is '" + status + "' (expected ok, failed, unsupported, oom, skipped or timeout)");
@@ -214,8 +221,8 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
     row.seconds_min = amount("seconds_min", false, NAN);
     row.seconds_max = amount("seconds_max", false, NAN);
     row.noise = amount("noise", false, NAN);
-    row.samples = std::int64_t(amount("samples", false, 0));
-    row.batch = std::int64_t(amount("batch", false, 0));
+    row.samples = count("samples", false);
+    row.batch = count("batch", false);
   }
   row.has_flops = o.find("flops") != nullptr;
   row.declared.flops = amount("flops", false, 0);
