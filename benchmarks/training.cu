@@ -48,7 +48,6 @@
 #endif
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
