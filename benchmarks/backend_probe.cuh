@@ -150,16 +150,7 @@ inline void add_genstats(graph_plans& g, const detail::backend_descriptor& y, st
                          std::int64_t squares_uid, std::vector<cudnnBackendDescriptor_t>& ops) {
   const auto& sum = g.keep(detail::make_backend_tensor(sum_uid, CUDNN_DATA_FLOAT, {1, k, 1, 1}, {k, 1, k, k}));
   const auto& squares = g.keep(detail::make_backend_tensor(squares_uid, CUDNN_DATA_FLOAT, {1, k, 1, 1}, {k, 1, k, k}));
-  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-  auto& op = g.keep(detail::backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR));
-  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
-  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-  op.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y);
-  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
-  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, squares);
-  op.finalize("gen-stats operation");
-  ops.push_back(op.get());
+  ops.push_back(g.keep(detail::make_genstats_operation(y, sum, squares)).get());
 }
 
 /// A finalized variant pack.

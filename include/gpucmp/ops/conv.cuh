@@ -711,15 +711,7 @@ class conv {
       const std::vector<std::int64_t> dims{1, p.k, 1, 1}, strides{p.k, 1, p.k, p.k};
       m_bsum = detail::make_backend_tensor(4, CUDNN_DATA_FLOAT, dims, strides);
       m_bsquares = detail::make_backend_tensor(5, CUDNN_DATA_FLOAT, dims, strides);
-      const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
-      const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-      m_bstats = detail::backend_descriptor(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
-      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
-      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, m_by);
-      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, m_bsum);
-      m_bstats.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, m_bsquares);
-      m_bstats.finalize("gen-stats operation");
+      m_bstats = detail::make_genstats_operation(m_by, m_bsum, m_bsquares);
       ops.push_back(m_bstats.get());
     }
     m_bgraph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);

@@ -94,6 +94,23 @@ inline backend_descriptor make_backend_tensor(std::int64_t uid, cudnnDataType_t 
   return t;
 }
 
+/// Per-channel statistics of a convolution's output, fused into its operation graph: a
+/// finalized gen-stats operation reading `y` and writing its sum and sum of squares (FP32
+/// tensors of [1, k, 1, 1]), accumulated in FP32 whatever `y`'s type.
+inline backend_descriptor make_genstats_operation(const backend_descriptor& y, const backend_descriptor& sum,
+                                                  const backend_descriptor& squares) {
+  const cudnnGenStatsMode_t mode = CUDNN_GENSTATS_SUM_SQSUM;
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  backend_descriptor op(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MODE, CUDNN_TYPE_GENSTATS_MODE, 1, &mode);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_XDESC, y);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SUMDESC, sum);
+  op.set(CUDNN_ATTR_OPERATION_GENSTATS_SQSUMDESC, squares);
+  op.finalize("gen-stats operation");
+  return op;
+}
+
 /// A finalized execution plan for one engine configuration a heuristic offered.
 struct backend_plan {
   std::shared_ptr<backend_descriptor> plan;                  ///< finalized
