@@ -2,7 +2,7 @@
 """The architecture issue's acceptance rows, computed from the tree and from run outputs.
 
 usage: acceptance.py REPO_ROOT OUT_DIR [--compat FILE] [--h200-compat FILE] [--report GPUCMP_REPORT]
-                     [--ops FILE] [--conv FILE] [--resnet50 FILE] [--spin FILE [--spin-before FILE]]
+                     [--ops FILE] [--conv FILE] [--resnet50 FILE] [--spin FILE,... [--spin-before FILE,...]]
 Writes OUT_DIR/acceptance.json (a list of {row, measured, target, unit, pass}) and
 OUT_DIR/summary.md. Rows measured on the tree are always made; rows that need a run are
 made only from the files given, never filled in:
@@ -15,11 +15,12 @@ made only from the files given, never filled in:
                       side alone, when the comparison did not finish): their times against
                       the committed run's gpucmp times, and their choices
   --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
-  --spin FILE         spin_table.json of benchmarks/spin_table
-  --spin-before FILE  the same table from the code before the refactor, run on the same GPU
-                      in the same call (contract-check.sh's spin_before part): --spin is
-                      compared with it instead of the committed table, which came from
-                      another machine (its GPU UUID differs: docs/architecture.md)
+  --spin FILE[,FILE]  spin_table.json of benchmarks/spin_table (several: one per round, each
+                      cell the median of the rounds' medians)
+  --spin-before FILE[,FILE]  the same table from the code before the refactor, run on the same
+                      GPU in the same call (contract-check.sh's spin_before part, its rounds):
+                      --spin is compared with it instead of the committed table, which came
+                      from another machine (its GPU UUID differs: docs/architecture.md)
 Each is compared with the committed file of the same name under results/h200/: every ops
 section's geometric-mean ratio and every precision's CUDA-graph ResNet-50 ratio within 2 %,
 the same algorithm chosen in every compared GEMM and convolution row or the reason it is not
@@ -31,6 +32,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -206,31 +208,51 @@ def gpu_uuid(table):
     return table.get("gpu", {}).get("uuid", "")
 
 
-def spin_rows(row, new_path, old_path, same_machine=False):
+def spin_rows(row, new_paths, old_paths, same_machine=False):
     """Every median of the committed (or, same_machine, the before-the-change) spin table
     against the new one: within 2 % or twice the old cell's noise. The noise rule holds
-    within one machine only, so a before table must come from the new table's GPU."""
-    new, old = json.load(open(new_path)), json.load(open(old_path))
-    if same_machine and (not gpu_uuid(new) or gpu_uuid(new) != gpu_uuid(old)):
-        sys.exit(f"acceptance: --spin-before {old_path} ran on GPU '{gpu_uuid(old)}', --spin {new_path} on "
-                 f"'{gpu_uuid(new)}': a before/after comparison needs the same GPU")
-    if not same_machine and gpu_uuid(new) != gpu_uuid(old):
-        print(f"acceptance: spin: the committed table ran on GPU {gpu_uuid(old) or '?'}, this one on "
-              f"{gpu_uuid(new) or '?'}; --spin-before compares on one machine")
-    outside, cells = [], 0
-    fresh = {r["nominal_s"]: r for r in new["rows"]}
-    for r in old["rows"]:
-        for m in ("cold", "hot", "graph", "kernel"):
-            if m not in r or r["nominal_s"] not in fresh or m not in fresh[r["nominal_s"]]:
-                continue
-            cells += 1
-            a, b = r[m]["gpu"]["median_s"], fresh[r["nominal_s"]][m]["gpu"]["median_s"]
-            allowed = max(0.02, 2 * r[m]["gpu"].get("relative_noise", 0))
-            if abs(b / a - 1) > allowed:
-                outside.append(f"{r['nominal_s'] * 1e6:g} us {m}: {a * 1e6:.2f} -> {b * 1e6:.2f}")
+    within one machine only, so before tables must come from the new tables' GPU. Each side
+    may be several tables (comma-separated: contract-check.sh's alternating spin_before
+    rounds, one process each); a cell is then the median of its rounds' medians, since a 2 us
+    cell moves a few % from process to process while its noise within one run is far less."""
+    new = [json.load(open(p)) for p in new_paths.split(",")]
+    old = [json.load(open(p)) for p in old_paths.split(",")]
+    uuids_new, uuids_old = {gpu_uuid(t) for t in new}, {gpu_uuid(t) for t in old}
+    if same_machine and (len(uuids_new | uuids_old) != 1 or "" in uuids_new):
+        sys.exit(f"acceptance: --spin-before {old_paths} ran on GPU {sorted(uuids_old)}, --spin {new_paths} on "
+                 f"{sorted(uuids_new)}: a before/after comparison needs the same GPU")
+    if not same_machine and uuids_new != uuids_old:
+        print(f"acceptance: spin: the committed table ran on GPU {', '.join(sorted(uuids_old)) or '?'}, this one on "
+              f"{', '.join(sorted(uuids_new)) or '?'}; --spin-before compares on one machine")
+
+    def cells(tables):
+        """{(nominal_s, mode): ([median_s per table], largest relative noise)}"""
+        out = {}
+        for t in tables:
+            for r in t["rows"]:
+                for m in ("cold", "hot", "graph", "kernel"):
+                    if m in r:
+                        medians, noise = out.get((r["nominal_s"], m), ([], 0.0))
+                        out[(r["nominal_s"], m)] = (medians + [r[m]["gpu"]["median_s"]],
+                                                    max(noise, r[m]["gpu"].get("relative_noise", 0)))
+        return out
+
+    before, after = cells(old), cells(new)
+    outside, compared = [], 0
+    for key, (medians, noise) in before.items():
+        if key not in after or len(medians) != len(old) or len(after[key][0]) != len(new):
+            continue
+        compared += 1
+        a, b = statistics.median(medians), statistics.median(after[key][0])
+        if abs(b / a - 1) > max(0.02, 2 * noise):
+            rounds = "" if len(old) == len(new) == 1 else (
+                f" (rounds {' / '.join(f'{m * 1e6:.2f}' for m in medians)} -> {' / '.join(f'{m * 1e6:.2f}' for m in after[key][0])})")
+            outside.append(f"{key[0] * 1e6:g} us {key[1]}: {a * 1e6:.2f} -> {b * 1e6:.2f}{rounds}")
     against = "the same GPU's table before the change" if same_machine else "the committed table"
-    row(f"spin table: medians that moved by more than 2 % or twice their noise against {against} (of {cells})",
-        len(outside), 0, "cells", cells > 0 and not outside)
+    if len(old) > 1 or len(new) > 1:
+        against += f", each cell the median of {len(old)} and {len(new)} runs' medians"
+    row(f"spin table: medians that moved by more than 2 % or twice their noise against {against} (of {compared})",
+        len(outside), 0, "cells", compared > 0 and not outside)
     for line in outside:
         print("acceptance: spin " + line)
 

@@ -13,7 +13,8 @@
 #             spin_before_N/ and spin_after_N/): the committed table came from another H200,
 #             and the noise rule holds within one machine. GPUCMP_SPIN_BEFORE_TREE names the
 #             older sources (a folder the call carries), built in their own build/ there; then
-#             acceptance.py --spin spin_after_N/spin_table.json --spin-before spin_before_N/...
+#             acceptance.py --spin spin_after_1/spin_table.json,spin_after_2/... --spin-before
+#             spin_before_1/spin_table.json,spin_before_2/... (each cell the median of its rounds)
 # and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
 #   scripts/architecture/contract-check.sh OUT_DIR [PARTS]
 # scripts/architecture/acceptance.py then compares the ratios with the committed ones.

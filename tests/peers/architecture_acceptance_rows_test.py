@@ -7,9 +7,10 @@ missing row, and every row whose search chose another algorithm than the committ
 a reason: a tie where the committed algorithm timed within 3 % of the chosen one in the same
 search (read from the part's search_log.jsonl beside its ops_vs_pytorch.json; the
 heuristic-only control rows of the log are no search), or no slower, gpucmp's final time within
-2 % of the committed one's; the rows left are unexplained and fail. Spin: a median counts as moved past 2 %
-or twice the old cell's noise; against a table from before the change (--spin-before) both
-must come from one GPU, or the comparison is refused."""
+2 % of the committed one's; the rows left are unexplained and fail. Spin: a median counts as
+moved past 2 % or twice the old cell's noise; with several rounds per side, each cell is the
+median of the rounds' medians; against tables from before the change (--spin-before) every
+table must come from one GPU, or the comparison is refused."""
 import importlib.util
 import json
 import os
@@ -104,14 +105,18 @@ def table(uuid, cold_us, hot_us, noise=0.001):
 
 
 def rows_of(new, old, same_machine):
+    """`new`, `old`: a table, or a list of tables (rounds)."""
     got = []
     with tempfile.TemporaryDirectory() as d:
-        paths = []
-        for name, doc in (("new.json", new), ("old.json", old)):
-            paths.append(os.path.join(d, name))
-            with open(paths[-1], "w") as f:
-                json.dump(doc, f)
-        acceptance.spin_rows(lambda *r: got.append(r), paths[0], paths[1], same_machine)
+        paths = {}
+        for side, docs in (("new", new), ("old", old)):
+            names = []
+            for i, doc in enumerate(docs if isinstance(docs, list) else [docs]):
+                names.append(os.path.join(d, f"{side}{i}.json"))
+                with open(names[-1], "w") as f:
+                    json.dump(doc, f)
+            paths[side] = ",".join(names)
+        acceptance.spin_rows(lambda *r: got.append(r), paths["new"], paths["old"], same_machine)
     return got
 
 
@@ -130,6 +135,25 @@ check(got[0][1] == 0, f"twice a noisy cell's noise is allowed: {got}")
 try:
     rows_of(table("GPU-b", 4.61, 3.26), table("GPU-a", 4.90, 3.36), True)
     check(False, "a before table from another GPU was compared")
+except SystemExit as e:
+    check("same GPU" in str(e), f"the refusal says why: {e}")
+
+# Rounds (the H200's spin_before on 2026-12-03): alone, round 1 moved both 2 us cells 3-4 %;
+# the after code's own two rounds differ by that much, and each cell's median over the
+# rounds is within 2 % of the before code's.
+after, before = [table("GPU-b", 4.64, 3.29), table("GPU-b", 4.77, 3.46)], [table("GPU-b", 4.80, 3.43), table("GPU-b", 4.77, 3.42)]
+got = rows_of(after[0], before[0], True)
+check(got[0][1] == 2, f"round 1 alone moves two cells: {got}")
+got = rows_of(after, before, True)
+check(got[0][1] == 0 and got[0][4] is True and "median of 2 and 2 runs' medians" in got[0][0],
+      f"the medians over two rounds each are within 2 %: {got}")
+# A real move stays a move over rounds: every round of the after code 6 % slower.
+got = rows_of([table("GPU-b", 5.05, 3.42), table("GPU-b", 5.10, 3.43)], before, True)
+check(got[0][1] == 1 and got[0][4] is False, f"a cell 6 % slower in every round moved: {got}")
+# Rounds from two GPUs are refused on either side.
+try:
+    rows_of([table("GPU-b", 4.64, 3.29), table("GPU-c", 4.77, 3.46)], before, True)
+    check(False, "an after round from another GPU was compared")
 except SystemExit as e:
     check("same GPU" in str(e), f"the refusal says why: {e}")
 
