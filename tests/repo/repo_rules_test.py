@@ -2,8 +2,8 @@
 """The repository-rule checks fail when a rule is broken, on small trees made here.
 
 usage: repo_rules_test.py REPO_ROOT
-Runs scripts/check-include-layers.py, scripts/check-results.py, scripts/specs/generate.py and
-scripts/check-results-format.py on temporary trees: each must pass on a tree that keeps its rule and fail, naming the
+Runs scripts/check-include-layers.py, scripts/check-results.py, scripts/specs/generate.py,
+scripts/check-results-format.py and scripts/check-doc-links.py on temporary trees: each must pass on a tree that keeps its rule and fail, naming the
 culprit, on one that breaks it.
 """
 import os
@@ -120,6 +120,24 @@ def main():
         open(doc, "w").write("".join(l for l in text.splitlines(keepends=True) if not l.startswith("| `kernels`")))
         rc, out = run(fmt, t)
         check(rc == 1 and "kernels" in out, "results format: a key missing from the page fails, naming it", out)
+
+    with tempfile.TemporaryDirectory() as t:
+        doc_links = os.path.join(repo, "scripts", "check-doc-links.py")
+        write(t, "README.md", "[guide](docs/guide.md), [its table](docs/guide.md#the-h200-2026-12-03-a--b) and "
+                              "[a site](https://example.com/nowhere)\n")
+        write(t, "docs/guide.md", "# Guide\n\n## The H200 (2026-12-03): `a` / b\n\n[results](results/run.md#run-1)\n"
+                                  "```\n[not a link](missing.md)\n```\n")
+        write(t, "docs/results/run.md", "# Runs\n\n## Run\n\n## Run\n\n[back](../guide.md) [up](../../README.md)\n")
+        rc, out = run(doc_links, t)
+        check(rc == 0, "doc links: files, GitHub-slugged headings, repeated headings and code blocks pass", out)
+        write(t, "docs/results/run.md", "# Runs\n\n## Run\n\n## Run\n\n[back](../guides.md)\n")
+        rc, out = run(doc_links, t)
+        check(rc == 1 and "docs/results/run.md:7: ../guides.md: no such file" in out,
+              "doc links: a link to a missing file fails, naming the page and line", out)
+        write(t, "docs/results/run.md", "# Runs\n\n## Run\n")
+        rc, out = run(doc_links, t)
+        check(rc == 1 and "no heading with anchor 'run-1' in docs/results/run.md" in out,
+              "doc links: a link to a missing heading fails, naming the anchor", out)
     return 1 if failures else 0
 
 
