@@ -27,7 +27,7 @@
 // in the data-gradient pass (training_options::accumulate_in_conv), to measure what that saves;
 // --candidates_per_pass=N searches the heuristic's first N candidates of each cuDNN API per
 // pass and shape (training_options::candidates_per_pass, default 16), to weigh a longer search
-// against the step it finds (docs/training.md, eighth run);
+// against the step it finds (docs/results/h200-training.md, eighth run);
 // --statistics_in_conv says where the batch norms' forward statistics come from
 // (training_options::statistics_in_conv): searched per layer (the default), off (the batch
 // norm reads x for them) or always (every convolution cuDNN fuses them into).

@@ -32,7 +32,7 @@ done
   logits+=("fp32_nchw=$work/logits_fp32_nchw.bin") || { echo "run-logits-check: fp32_nchw failed"; status=1; }
 # GPUCMP_LOGITS_DIAGNOSTIC=1: also an FP16 run with every convolution output checked, every
 # layer traced against the FP32 network and each layer's verification pass compared with a
-# plain pass (what found the upload race; docs/models.md).
+# plain pass (what found the upload race; docs/results/h200-models.md).
 if [ "${GPUCMP_LOGITS_DIAGNOSTIC:-0}" = 1 ]; then
   "$build_dir/benchmarks/resnet50_logits" "$work/resnet50.safetensors" "$work/images.safetensors" fp16 \
     "$work/logits_fp16_diagnostic.bin" --full-check --layer-diff --trace=fp32 > "$out_dir/fp16_diagnostic.log" 2>&1

@@ -33,6 +33,7 @@ from acceptance_rows import Rows  # noqa: E402
 MLPERF_V40 = {"H200": 7950, "H100 SXM": 7162, "A100": 3398, "L40S": 1854}
 PROJECTED = [("a100_80gb_sxm", "A100 80GB SXM", "A100"), ("l20", "L20", None), ("l40s", "L40S", "L40S")]
 BATCHES = (64, 128, 256)
+RESULTS_PAGE = os.path.join("docs", "results", "h200-training.md")
 
 
 def load_json(path):
@@ -182,9 +183,11 @@ def main():
     if table:
         with open(os.path.join(out, "training_table.md"), "w") as f:
             f.write(table)
-    docs = open(os.path.join(root, "docs", "training.md")).read() if os.path.exists(os.path.join(root, "docs", "training.md")) else ""
+    # The measured results page (docs/results/), where each run's tables go.
+    page = os.path.join(root, RESULTS_PAGE)
+    docs = open(page).read() if os.path.exists(page) else ""
     first_row = table.splitlines()[2] if table else None
-    rows.add("seed-style training table (H200 measured; A100, L20, L40S projected; MLPerf beside) in docs/training.md",
+    rows.add(f"seed-style training table (H200 measured; A100, L20, L40S projected; MLPerf beside) in {RESULTS_PAGE}",
              "in docs" if first_row and first_row in docs else "not in docs", "in docs", "", bool(first_row and first_row in docs))
 
     # Host tests in CI.

@@ -157,7 +157,7 @@ class device_buffer {
   // the buffer right away can see part of the old contents. Wait until it has landed. (The
   // likely cause of FP16 ResNet-50 logits that were wrong in most processes while every layer's
   // check agreed with its inputs: FP16 weights went through a staging buffer and a conversion
-  // kernel; FP32 weights, copied directly, were always right. docs/models.md.)
+  // kernel; FP32 weights, copied directly, were always right. docs/results/h200-models.md.)
   static void wait_for_host_copies() { GPUCMP_CUDA_CHECK(cudaDeviceSynchronize()); }
 
   void allocate() {

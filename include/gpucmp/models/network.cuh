@@ -61,7 +61,7 @@ struct network_options {
   conv_dtype dtype = conv_dtype::fp16;                  ///< activations' and weights' type and math
   /// Activations' and filters' layout. NHWC suits tensor cores; for FP32 without them cuDNN
   /// has only implicit-GEMM algorithms in NHWC, and Winograd and FFT in NCHW, so FP32
-  /// networks run NCHW (docs/models.md, "FP32: why the networks run NCHW").
+  /// networks run NCHW (docs/results/h200-models.md, "FP32: why the networks run NCHW").
   conv_layout layout = conv_layout::nhwc;
   algorithm_choice choice = algorithm_choice::search;   ///< per convolution shape
   search_options search = fast_search();                ///< how candidates are timed
@@ -79,13 +79,13 @@ struct network_options {
   std::size_t guard_bytes = std::size_t{1} << 20;
   /// Largest workspace an algorithm may use (as ops/conv.cuh): the FP16 stem's fastest
   /// algorithm needs 2 MiB per image, so a smaller limit excludes it at large batches
-  /// (docs/models.md, "The stem").
+  /// (docs/results/h200-models.md, "The stem").
   std::size_t workspace_limit = std::size_t{1} << 30;
   std::uint64_t input_seed = 7;                         ///< random input used by the verification
 
   /// A search of 3 short trials, no sustained warm-up: a network has dozens of shapes. No
   /// re-timing of close contenders and no sustained duel either: the networks' results in
-  /// docs/models.md were measured without them, and they stay off until a run shows what
+  /// docs/results/h200-models.md were measured without them, and they stay off until a run shows what
   /// they change.
   static search_options fast_search() {
     search_options s;

@@ -36,7 +36,7 @@ inline cudnnTensorFormat_t cudnn_format(conv_layout layout) noexcept {
 
 /// The math a precision asks of the legacy API: FP32 forbids tensor cores (FMA), TF32 is
 /// cuDNN's default for FP32 data, FP16 and BF16 ask for tensor ops (with the default, the
-/// legacy heuristic offers FP16 algorithms without them; docs/models.md, "The stem").
+/// legacy heuristic offers FP16 algorithms without them; docs/results/h200-models.md, "The stem").
 inline cudnnMathType_t cudnn_requested_math(conv_dtype t) noexcept {
   switch (t) {
     case conv_dtype::fp32: return CUDNN_FMA_MATH;

@@ -125,7 +125,7 @@ struct training_options {
   search_options search = network_options::fast_search();  ///< how candidates are timed
   /// Of each cuDNN API, per pass and shape; 16 as the ops' search_options::max_candidates. The
   /// heuristics rank the accumulating data gradients (beta 1) poorly: on the H200 at batch 256
-  /// 4 candidates left layer1's 1x1 ones at 355 us, 16 found 276 us (docs/training.md).
+  /// 4 candidates left layer1's 1x1 ones at 355 us, 16 found 276 us (docs/results/h200-training.md, eighth run).
   int candidates_per_pass = 16;
   std::size_t workspace_limit = std::size_t{1} << 30;      ///< largest workspace an algorithm may use
   std::uint64_t data_seed = 7;             ///< synthetic images and labels
