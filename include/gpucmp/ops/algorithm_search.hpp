@@ -38,7 +38,8 @@ enum class algorithm_choice {
 inline const char* to_string(algorithm_choice c) noexcept { return c == algorithm_choice::heuristic ? "heuristic" : "search"; }
 
 /// Settings of a timed search. Each rule's measured evidence (what went wrong without it, on
-/// which GPU, and what it gave) is in docs/operations.md, "Algorithm choice".
+/// which GPU, and what it gave) is in docs/results/h200-operations.md, "Why the search is built this way";
+/// the rules themselves in docs/operations.md, "Algorithm choice".
 struct search_options {
   int max_candidates = 16;          ///< how many of the heuristic's candidates are timed
   int trials = 5;                   ///< timed batches per candidate (median taken)
@@ -391,7 +392,8 @@ search_choice choose_fastest_verified(std::size_t count, Describe&& describe, Ti
     // Contenders first, by median, then the rest in first-timing order, then whatever failed.
     // A contender's median includes its later timings, on a warmer GPU; a candidate timed
     // once lost to every contender on first timings and is not ranked against that median by
-    // its one timing (docs/operations.md, "Algorithm choice", has the case that showed it).
+    // its one timing (docs/results/h200-operations.md, "Why the search is built this way",
+    // has the case that showed it).
     detail::leaders_first(order, contenders, seconds);
   }
   detail::sustained_duel(time, order, seconds, log, first, options);

@@ -99,7 +99,7 @@ enum class operand_staging {
 /// How a gemm's search times candidates: search_options' defaults, with cuBLASLt's first
 /// choice as the sustained duel's incumbent (a challenger must lead by more than 1 %, the
 /// duel's resolution: without the rule, searches picked configurations that then ran behind
-/// cuBLASLt's choice; measured in docs/operations.md, "Algorithm choice").
+/// cuBLASLt's choice; measured in docs/results/h200-operations.md, "Why the search is built this way").
 inline search_options gemm_search_defaults() {
   search_options s;
   s.duel_incumbent_lead = 0.01;
@@ -122,7 +122,7 @@ struct gemm_options {
   /// nvjet kernels: which operand the cluster shares, and a scheduling variant); tile and
   /// stages stay. cuBLASLt checks each. Off by default: each adds a timing to every search,
   /// and none has yet run faster than the heuristic's own candidates beyond the noise
-  /// (docs/operations.md, "Algorithm choice").
+  /// (docs/results/h200-operations.md, "Why the search is built this way").
   bool config_variants = false;
   int config_variant_bases = 2;  ///< how many heuristic candidates get neighbours
   /// Search only: when a leading dimension or a row count is not a multiple of 16 bytes
