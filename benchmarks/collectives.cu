@@ -130,7 +130,7 @@ void register_all() {
 }
 
 // Message sizes up to 1 TiB: far past any GPU's memory, so the sweep's own checks decide.
-constexpr long long kMaxBytes = 1LL << 40;
+constexpr long long max_message_bytes = 1LL << 40;
 
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
@@ -144,9 +144,9 @@ void parse_flags(int& argc, char** argv) {
       config().types.clear();
       for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
     } else if (const char* v = value("--min_bytes=")) {
-      config().min_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, kMaxBytes, "collectives", "--min_bytes"));
+      config().min_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--min_bytes"));
     } else if (const char* v = value("--max_bytes=")) {
-      config().max_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, kMaxBytes, "collectives", "--max_bytes"));
+      config().max_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--max_bytes"));
     } else if (const char* v = value("--factor=")) {
       config().factor = std::size_t(gpucmp_bench::whole_number(v, 2, 1 << 20, "collectives", "--factor"));
     } else if (arg == "--mpi") {
