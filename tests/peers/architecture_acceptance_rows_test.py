@@ -6,8 +6,10 @@ Ops: each part's geometric-mean ratio against the committed one (2 %), a part no
 missing row, and every row whose search chose another algorithm than the committed run needs
 a reason: a tie where the committed algorithm timed within 3 % of the chosen one in the same
 search (read from the part's search_log.jsonl beside its ops_vs_pytorch.json; the
-heuristic-only control rows of the log are no search), or no slower, gpucmp's final time within
-2 % of the committed one's; the rows left are unexplained and fail. Spin: a median counts as
+heuristic-only control rows of the log are no search), the committed algorithm timed more than
+3 % slower in the same search, or no slower, gpucmp's final time within 2 % of the committed
+one's; the rows left (the committed algorithm faster in the search and passed over, or not
+timed and the row slower) are unexplained and fail. Spin: a median counts as
 moved past 2 % or twice the old cell's noise; with several rounds per side, each cell is the
 median of the rounds' medians; against tables from before the change (--spin-before) every
 table must come from one GPU, or the comparison is refused."""
@@ -51,24 +53,30 @@ with tempfile.TemporaryDirectory() as d:
         json.dump({"sections": {
             "GEMM 8192^3": section(1.000, {"gemm/fp16/8192x8192x8192": algorithm(248), "gemm/bf16/8192x8192x8192": algorithm(248),
                                           "gemm/fp8_e5m2/8192x8192x8192_tn": algorithm(29),
-                                          "gemm/fp32/8192x8192x8192": algorithm(20)}),
+                                          "gemm/fp32/8192x8192x8192": algorithm(20),
+                                          "gemm/tf32/8192x8192x8192": algorithm(30)}),
             "DeepBench GEMMs FP16": section(1.225, {"gemm/fp16/1760x128x1760": algorithm(15)})}}, f)
     part = os.path.join(d, "ops_gemm")
     os.makedirs(part)
-    # fp16: another choice, the committed one 6 % slower in this search (not a tie) and the
-    # row's time 3 % above the committed (unexplained); bf16: the committed one 2.9 % slower (a
-    # tie); fp32: another choice not timed against the committed one, the row's time 1.9 % above
-    # the committed (no slower); fp8: the same choice. The heuristic-only control row times
-    # fp16's committed algorithm faster than the choice: read, it would make fp16 a tie.
+    # fp16: another choice, the committed one 6 % slower in this search (not a tie: slower in
+    # this search, though the row's time is 3 % above the committed); bf16: the committed one
+    # 2.9 % slower (a tie); fp32: another choice not timed against the committed one, the row's
+    # time 1.9 % above the committed (no slower); tf32: the committed one 6 % faster in this
+    # search yet passed over, the row 3 % slower (unexplained); fp8: the same choice. The
+    # heuristic-only control row times fp16's committed algorithm faster than the choice: read,
+    # it would make fp16 a tie.
     with open(os.path.join(part, "ops_vs_pytorch.json"), "w") as f:
         json.dump({"sections": {"GEMM 8192^3": section(1.019, {"gemm/fp16/8192x8192x8192": algorithm(24, "search: heuristic rank 1"),
                                                                "gemm/bf16/8192x8192x8192": algorithm(23, "search: heuristic rank 2"),
                                                                "gemm/fp8_e5m2/8192x8192x8192_tn": algorithm(29),
-                                                               "gemm/fp32/8192x8192x8192": algorithm(21)},
-                                                       {"gemm/fp16/8192x8192x8192": 1.03e-3, "gemm/fp32/8192x8192x8192": 1.019e-3})}}, f)
+                                                               "gemm/fp32/8192x8192x8192": algorithm(21),
+                                                               "gemm/tf32/8192x8192x8192": algorithm(31)},
+                                                       {"gemm/fp16/8192x8192x8192": 1.03e-3, "gemm/fp32/8192x8192x8192": 1.019e-3,
+                                                        "gemm/tf32/8192x8192x8192": 1.03e-3})}}, f)
     with open(os.path.join(part, "search_log.jsonl"), "w") as f:
         for entry in (search_entry("gemm/cublaslt/fp16/8192x8192x8192/graph", {248: 1711.3, 24: 1607.7}),
                       search_entry("gemm/cublaslt/bf16/8192x8192x8192/graph", {248: 1610.0, 23: 1565.0}),
+                      search_entry("gemm/cublaslt/tf32/8192x8192x8192/graph", {30: 1500.0, 31: 1590.0}),
                       search_entry("gemm/cublaslt_heuristic/fp16/8192x8192x8192/graph", {248: 1600.0})):
             f.write(json.dumps(entry) + "\n")
 
@@ -83,15 +91,19 @@ with tempfile.TemporaryDirectory() as d:
     check(len(searches) == 1, f"one searches row ({rows})")
     if searches:
         name, measured, target, unit, passed = searches[0]
-        check(measured == 1 and not passed, f"of three changed choices one is unexplained and the row fails ({searches[0]})")
-        check("(of 4; 3 differ: 1 ties" in name and "; 1 no slower" in name,
-              f"of the four compared, three differ: one tie, one no slower: {name}")
+        check(measured == 1 and not passed, f"of four changed choices one is unexplained and the row fails ({searches[0]})")
+        check("(of 5; 4 differ: 1 ties" in name and "; 1 where the committed one timed more than 3 % slower" in name
+              and "; 1 no slower" in name, f"of the five compared, four differ: one of each reason: {name}")
 
-# The reasons, at their edges: a tie needs both search times; no slower needs both final times.
+# The reasons, at their edges: a tie and slower in this search need both search times; no
+# slower needs both final times.
 reason = acceptance.changed_choice_reason
 check(reason(100.0, 103.0, 1.0, 2.0) == "tie", "the committed one 3 % slower in the same search is a tie")
-check(reason(100.0, 103.5, 1.0, 1.02) == "no slower", "not a tie, the row's time 2 % above the committed: no slower")
-check(reason(100.0, 103.5, 1.0, 1.03) == "unexplained", "not a tie, the row 3 % slower: unexplained")
+check(reason(100.0, 103.5, 1.0, 2.0) == "slower in this search", "the committed one 3.5 % slower: the search's choice")
+check(reason(103.0, 100.0, 1.0, 2.0) == "tie", "the committed one 3 % faster in the same search is a tie too")
+check(reason(103.5, 100.0, 1.0, 1.02) == "no slower", "the committed one faster in the search, the row 2 % above: no slower")
+check(reason(103.5, 100.0, 1.0, 1.03) == "unexplained", "the committed one faster in the search, the row 3 % slower: unexplained")
+check(reason(None, 103.5, 1.0, 1.03) == "unexplained", "the choice not timed, the row 3 % slower: unexplained")
 check(reason(None, 100.0, 1.0, 0.5) == "no slower", "a choice the search did not time against, a faster row: no slower")
 check(reason(None, None, None, 1.0) == "unexplained", "no times at all: unexplained")
 
