@@ -6,11 +6,13 @@
 // (results/h200/reliability/sanitizers.md). This probe holds the stream with gpucmp's own
 // stream_hold, makes one kind of call per round behind it and prints how long the host spent
 // in that call: a call that waits for the stream returns only when the watchdog releases it
-// (the hold's timeout), so it stands out. Built and run by scripts/reliability/hold-probe.sh.
+// (the hold's timeout), so it stands out. Then the engine itself measures the same launch,
+// cold and hot, held and not. Built and run by scripts/reliability/hold-probe.sh.
 //   hold_probe [TIMEOUT_S]
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/kernels/read.cuh>
+#include <gpucmp/measure/engine.hpp>
 #include <gpucmp/measure/stream_hold.hpp>
 
 #include <cuda_runtime.h>
@@ -41,7 +43,9 @@ int main(int argc, char** argv) try {
   cudaStream_t stream = nullptr;
   GPUCMP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t event = nullptr;
+  cudaEvent_t second_event = nullptr;
   GPUCMP_CUDA_CHECK(cudaEventCreate(&event));
+  GPUCMP_CUDA_CHECK(cudaEventCreate(&second_event));
 
   // As in the gbench fixture that timed out: 64 MiB written before, read by read_sum.
   const std::size_t read_floats = std::size_t{16} << 20;
@@ -103,13 +107,44 @@ int main(int argc, char** argv) try {
     no_global_memory<<<1, 32, 0, stream>>>();
     GPUCMP_CUDA_CHECK_LAST("no_global_memory<<<1, 32>>>");
   });
+  round("the engine's cold sample: memset, event, read_sum, event", [&] {
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(flush.data(), 7, flush.bytes(), stream));
+    GPUCMP_CUDA_CHECK(cudaEventRecord(event, stream));
+    read();
+    GPUCMP_CUDA_CHECK(cudaEventRecord(second_event, stream));
+  });
   round("first launch of a kernel never launched before", [&] {
     never_launched_before<<<1, 1, 0, stream>>>(flag.data());
     GPUCMP_CUDA_CHECK_LAST("never_launched_before<<<1, 1>>>");
   });
-  GPUCMP_CUDA_CHECK(cudaEventDestroy(event));
-  GPUCMP_CUDA_CHECK(cudaStreamDestroy(stream));
   std::printf("calls that waited for the held stream: %d\n", blocked);
+
+  // The engine itself on the same launch, each mode with and without the hold: which of its
+  // own steps waits is not visible from here, but whether it does is.
+  gpucmp::engine engine;
+  for (const gpucmp::mode m : {gpucmp::mode::cold, gpucmp::mode::hot}) {
+    for (const bool held : {true, false}) {
+      gpucmp::measure_options o;
+      o.hold = held;
+      o.hold_timeout_s = timeout_s;
+      o.min_samples = 3;
+      o.min_gpu_time_s = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      const gpucmp::measurement r = engine.try_measure(
+          [&](cudaStream_t s) {
+            gpucmp::kernels::launch_read_sum(s, reinterpret_cast<const float4*>(read_buffer.data()), read_floats / 4,
+                                             partial.data(), blocks);
+          },
+          m, o);
+      std::printf("engine, %s mode, %s: %s in %.2f s (%zu samples)%s%s\n", gpucmp::to_string(m),
+                  held ? "held" : "not held", r.ok() ? "measured" : "failed", seconds_since(t0), r.gpu_s.size(),
+                  r.ok() ? "" : ": ", r.ok() ? "" : r.message.c_str());
+      std::fflush(stdout);
+    }
+  }
+  GPUCMP_CUDA_CHECK(cudaEventDestroy(event));
+  GPUCMP_CUDA_CHECK(cudaEventDestroy(second_event));
+  GPUCMP_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "hold_probe: %s\n", e.what());
