@@ -115,12 +115,12 @@ def ops_rows(row, new_paths, old_path):
 
 # Why a search may choose another algorithm than the committed run and still be right, in the
 # order they are tried: the two timed alike in this run's own search (within 3 % either way,
-# under the search's own noise); the committed choice timed slower in this run's search (more than 3 %:
-# the search did its job on this machine's libraries and clocks); or the row lost nothing by
-# the change (its result within the 2 % of the committed one, or better). Anything
-# else is unexplained: the committed choice was faster in this search and the search passed
-# it over (a selection bug), or it was not timed at all (the candidates changed) and the row
-# got slower.
+# under the search's own noise); the committed choice timed more than 3 % slower in this run's
+# search (the search did its job on this machine's libraries and clocks); or the row lost
+# nothing by the change (its result within the 2 % of the committed one, or better).
+# Anything else is unexplained: the committed choice was faster in this search and the search
+# passed it over (a selection bug), or it was not timed at all (the candidates changed) and
+# the row got slower.
 CHANGE_REASONS = ("tie", "slower in this search", "no slower", "unexplained")
 
 
