@@ -35,6 +35,9 @@ TEST_CASE("code that synchronizes while held trips the hold timeout, with advice
   const auto failed = eng.try_measure(synchronizing, gpucmp::mode::hot, o);
   CHECK(failed.status == gpucmp::result_status::failed);
   CHECK_THAT(failed.message, GPUCMP_CONTAINS("stream hold timed out after 0.3 s"));
+  // The first launch of the first sample blocked in its cudaStreamSynchronize: the message
+  // names it, so a user knows which step of a measurement waits for the held stream.
+  CHECK_THAT(failed.message, GPUCMP_CONTAINS("the host was in launch 0 of the measured callable"));
   CHECK_THAT(failed.message, GPUCMP_CONTAINS("hold = false"));
 
   o.hold = false;  // the documented opt-out

@@ -155,6 +155,10 @@ class engine {
     ~hold_scope() { release(); }
     hold_scope(const hold_scope&) = delete;
     hold_scope& operator=(const hold_scope&) = delete;
+    /// Names the next step taken while held (stream_hold::note); nothing without a hold.
+    void note(const char* step, std::size_t index = stream_hold::no_index) noexcept {
+      if (m_hold != nullptr) m_hold->note(step, index);
+    }
     /// False when the watchdog had to release the stream.
     bool release() noexcept {
       if (m_hold == nullptr) return true;
@@ -358,16 +362,23 @@ class engine {
       bool released_in_time = true;
       {
         hold_scope held(hold ? m_hold.get() : nullptr, s, options.hold_timeout_s);
-        if (m == mode::cold) m_flusher->enqueue(s);
+        if (m == mode::cold) {
+          held.note("the L2 flush");
+          m_flusher->enqueue(s);
+        }
+        held.note("the start event");
         m_start.record(s);
         if (m == mode::graph) {
+          held.note("the graph replay");
           replay.launch(s);
         } else {
           for (std::size_t i = 0; i < record.batch; ++i) {
+            held.note("launch", record.launches + i);
             launch(s);
             check_launch(to_string(m), record.launches + i);
           }
         }
+        held.note("the stop event");
         m_stop.record(s);
         released_in_time = held.release();
       }
@@ -414,13 +425,16 @@ class engine {
       bool released_in_time = true;
       {
         hold_scope held(hold ? m_hold.get() : nullptr, s, options.hold_timeout_s);
+        held.note("the start event");
         m_start.record(s);
         for (std::size_t i = 0; i < record.batch; ++i) {
+          held.note("launch", first_id + i);
           m_tracer->begin_sample(first_id + i);
           launch(s);
           m_tracer->end_sample();
           check_launch("kernel", first_id + i);
         }
+        held.note("the stop event");
         m_stop.record(s);
         released_in_time = held.release();
       }
@@ -473,14 +487,15 @@ class engine {
     record.kernels = std::move(profile);
   }
 
-  [[noreturn]] static void throw_hold_timeout(mode m, const measure_options& options, std::size_t batch) {
-    char text[512];
+  [[noreturn]] void throw_hold_timeout(mode m, const measure_options& options, std::size_t batch) const {
+    const std::string where = m_hold ? m_hold->blocked_in() : std::string();
+    char text[640];
     std::snprintf(text, sizeof text,
                   "stream hold timed out after %g s in %s mode (batch %zu): the measured code blocked while its "
-                  "stream was held, which would have deadlocked. It probably synchronizes internally "
+                  "stream was held, which would have deadlocked%s%s. It probably synchronizes internally "
                   "(cudaStreamSynchronize, cudaDeviceSynchronize, cudaMemcpy, cudaMalloc/cudaFree) or queues more "
                   "work than the launch queue holds. Set measure_options::hold = false for such code, or lower max_batch.",
-                  options.hold_timeout_s, to_string(m), batch);
+                  options.hold_timeout_s, to_string(m), batch, where.empty() ? "" : "; the host was in ", where.c_str());
     throw hold_timeout(text);
   }
 

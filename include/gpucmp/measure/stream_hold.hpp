@@ -5,7 +5,9 @@
 // host launch latency out of the timed window. The stream waits on a host-written value
 // (cuStreamWaitValue32 on mapped pinned memory), so no device code is needed. A watchdog
 // thread releases the stream after a timeout: code that synchronizes on its own stream
-// while it is held would otherwise deadlock, and instead fails with hold_timeout.
+// while it is held would otherwise deadlock, and instead fails with hold_timeout. The owner
+// names each step it takes while holding (note()), so a timeout can say where the host was
+// blocked.
 #pragma once
 
 #include <gpucmp/cuda/detail/driver_entry_point.hpp>
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -70,8 +73,10 @@ class stream_hold {
     const CUresult result = m_wait(reinterpret_cast<CUstream>(stream), m_flag_device, generation, CU_STREAM_WAIT_VALUE_GEQ);
     if (result != CUDA_SUCCESS) throw unsupported("stream hold: cuStreamWaitValue32 failed with " + detail::driver_error_name(result));
     m_generation = generation;
+    note("", no_index);
     std::lock_guard<std::mutex> lock(m_mutex);
     m_fired = false;
+    m_fired_step.clear();
     m_armed = true;
     m_deadline = std::chrono::steady_clock::now() +
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
@@ -85,6 +90,23 @@ class stream_hold {
     m_armed = false;
     write_flag(m_generation);
     return !m_fired;
+  }
+
+  /// No launch index for note().
+  static constexpr std::size_t no_index = static_cast<std::size_t>(-1);
+
+  /// Names the step the owner thread takes next while the stream is held: `step` a string
+  /// literal, `index` which launch (or no_index). Cheap enough for every launch of a batch.
+  void note(const char* step, std::size_t index = no_index) noexcept {
+    m_step_index.store(index, std::memory_order_relaxed);
+    m_step.store(step, std::memory_order_release);
+  }
+
+  /// The step noted last before the watchdog released the stream ("launch 3 of the measured
+  /// callable", "the L2 flush"); empty when it did not fire or nothing was noted.
+  std::string blocked_in() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_fired_step;
   }
 
  private:
@@ -106,7 +128,21 @@ class stream_hold {
         write_flag(m_generation);
         m_fired = true;
         m_armed = false;
+        m_fired_step = describe_step();
       }
+    }
+  }
+
+  // The noted step, for the watchdog's record; a launch reads "launch N of the measured callable".
+  std::string describe_step() const {
+    const char* step = m_step.load(std::memory_order_acquire);
+    const std::size_t index = m_step_index.load(std::memory_order_relaxed);
+    if (step == nullptr || *step == '\0') return {};
+    try {
+      return index == no_index ? std::string(step)
+                               : std::string(step) + " " + std::to_string(index) + " of the measured callable";
+    } catch (...) {  // the watchdog thread must not end on an allocation failure
+      return {};
     }
   }
 
@@ -115,11 +151,15 @@ class stream_hold {
   CUdeviceptr m_flag_device = 0;
   std::uint32_t m_generation = 0;  // written by the owner thread only; read by the watchdog under m_mutex
 
-  std::mutex m_mutex;
+  std::atomic<const char*> m_step{nullptr};  // written by the owner thread, read by the watchdog
+  std::atomic<std::size_t> m_step_index{no_index};
+
+  mutable std::mutex m_mutex;
   std::condition_variable m_wake;
   std::chrono::steady_clock::time_point m_deadline{};
   bool m_armed = false;
   bool m_fired = false;
+  std::string m_fired_step;  // describe_step() when the watchdog fired
   bool m_shutdown = false;
   std::thread m_watchdog;
 };
