@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: runs every [gpu] test binary and every example under compute-sanitizer's
 # memcheck (with --leak-check full), racecheck, synccheck and initcheck, and ends with a
-# table of tool x binary -> errors (also OUT_DIR/sanitizers.md).
+# table of tool x binary -> errors (also OUT_DIR/sanitizers.md; the logs and cells packed in
+# OUT_DIR/sanitize.tgz, refreshed as each program ends).
 #   scripts/sanitize.sh OUT_DIR [BUILD_DIR]
 # Left out: [timing] test cases (a sanitizer slows every kernel; other cases skip their
 # timing bounds through GPUCMP_TEST_NO_TIMING=1) and [cupti] ones (kernel mode: CUPTI and
@@ -149,12 +150,21 @@ for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_servi
   done
 done
 [ $table_only = 1 ] || : > "$out_dir/cells.tsv"
+# Every log and cell so far, packed into OUT_DIR/sanitize.tgz whenever a program ends: a device
+# call cut short returns its files one by one only up to a few, and the logs are where the
+# errors are.
+pack_logs() {
+  [ $table_only = 1 ] && return 0
+  tar -C "$out_dir" --exclude=sanitize.tgz --exclude=sanitize.tgz.part --warning=no-file-changed \
+    -czf "$out_dir/sanitize.tgz.part" . 2> /dev/null
+  mv -f "$out_dir/sanitize.tgz.part" "$out_dir/sanitize.tgz"
+}
 for item in ${queue[@]+"${queue[@]}"}; do
   IFS='|' read -r tool name part api bin arg <<< "$item"
   if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
     break
   fi
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; pack_logs; done
   log="$out_dir/${tool}_${name}_${part}.log"
   args=("$bin")
   [ -n "$arg" ] && { IFS=';' read -r -a more <<< "$arg"; args+=("${more[@]}"); }
@@ -191,6 +201,7 @@ done
     echo "$line"
   done
 } > "$out_dir/sanitizers.md"
+pack_logs
 cat "$out_dir/sanitizers.md"
 echo "sanitize: $([ $status -eq 0 ] && echo "0 errors" || echo "ERRORS (logs in $out_dir)")"
 exit $status
