@@ -144,9 +144,11 @@ void parse_flags(int& argc, char** argv) {
       config().types.clear();
       for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
     } else if (const char* v = value("--min_bytes=")) {
-      config().min_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--min_bytes"));
+      config().min_bytes =
+          std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--min_bytes"));
     } else if (const char* v = value("--max_bytes=")) {
-      config().max_bytes = std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--max_bytes"));
+      config().max_bytes =
+          std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--max_bytes"));
     } else if (const char* v = value("--factor=")) {
       config().factor = std::size_t(gpucmp_bench::whole_number(v, 2, 1 << 20, "collectives", "--factor"));
     } else if (arg == "--mpi") {

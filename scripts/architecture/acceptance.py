@@ -128,10 +128,11 @@ def changed_choice_reason(chosen_us, committed_us, committed_s, now_s):
     """`chosen_us`/`committed_us`: this run's search times of its choice and of the committed
     choice (None: not timed); `committed_s`/`now_s`: the row's final time (gpucmp's) in the
     committed run and in this one."""
-    if chosen_us and committed_us and chosen_us / 1.03 <= committed_us <= 1.03 * chosen_us:
-        return "tie"
-    if chosen_us and committed_us and committed_us > 1.03 * chosen_us:
-        return "slower in this search"
+    if chosen_us and committed_us:
+        if committed_us > 1.03 * chosen_us:
+            return "slower in this search"
+        if committed_us >= chosen_us / 1.03:
+            return "tie"
     if committed_s and now_s and now_s <= 1.02 * committed_s:
         return "no slower"
     return "unexplained"

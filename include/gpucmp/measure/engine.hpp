@@ -495,7 +495,8 @@ class engine {
                   "stream was held, which would have deadlocked%s%s. It probably synchronizes internally "
                   "(cudaStreamSynchronize, cudaDeviceSynchronize, cudaMemcpy, cudaMalloc/cudaFree) or queues more "
                   "work than the launch queue holds. Set measure_options::hold = false for such code, or lower max_batch.",
-                  options.hold_timeout_s, to_string(m), batch, where.empty() ? "" : "; the host was in ", where.c_str());
+                  options.hold_timeout_s, to_string(m), batch, where.empty() ? "" : "; the host was in ",
+                  where.c_str());
     throw hold_timeout(text);
   }
 

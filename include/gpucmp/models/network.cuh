@@ -85,8 +85,8 @@ struct network_options {
 
   /// A search of 3 short trials, no sustained warm-up: a network has dozens of shapes. No
   /// re-timing of close contenders and no sustained duel either: the networks' results in
-  /// docs/results/h200-models.md were measured without them, and they stay off until a run shows what
-  /// they change.
+  /// docs/results/h200-models.md were measured without them, and they stay off until a run
+  /// shows what they change.
   static search_options fast_search() {
     search_options s;
     s.trials = 3;

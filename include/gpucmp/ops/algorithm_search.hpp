@@ -38,8 +38,8 @@ enum class algorithm_choice {
 inline const char* to_string(algorithm_choice c) noexcept { return c == algorithm_choice::heuristic ? "heuristic" : "search"; }
 
 /// Settings of a timed search. Each rule's measured evidence (what went wrong without it, on
-/// which GPU, and what it gave) is in docs/results/h200-operations.md, "Why the search is built this way";
-/// the rules themselves in docs/operations.md, "Algorithm choice".
+/// which GPU, and what it gave) is in docs/results/h200-operations.md, "Why the search is
+/// built this way"; the rules themselves in docs/operations.md, "Algorithm choice".
 struct search_options {
   int max_candidates = 16;          ///< how many of the heuristic's candidates are timed
   int trials = 5;                   ///< timed batches per candidate (median taken)

@@ -755,8 +755,8 @@ class conv {
   }
 
   // Each API's list, best first, cut to the search's size; with conv_api::any both are
-  // timed, since neither API wins everywhere (docs/results/h200-models.md, "The stem"). One workspace, as
-  // large as the largest candidate needs, so pointers never change.
+  // timed, since neither API wins everywhere (docs/results/h200-models.md, "The stem"). One
+  // workspace, as large as the largest candidate needs, so pointers never change.
   void enumerate_candidates() {
     const std::size_t limit =
         m_options.choice == algorithm_choice::heuristic ? 1 : std::size_t(std::max(1, m_options.search.max_candidates));

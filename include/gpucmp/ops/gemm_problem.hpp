@@ -207,11 +207,11 @@ struct gemm_problem {
 /// kernels load and store through TMA, and the heuristic offers them only when every
 /// leading dimension *and* every matrix's row count is a multiple of 16 bytes, and padding
 /// a leading dimension alone does not change that (the DeepBench 5124-row case in
-/// docs/results/h200-operations.md, "Why the search is built this way"). So a misaligned problem runs
-/// as a padded one: M (and K, N where they are row counts) rounded up, the staged operands
-/// zero-padded (zeros in K add nothing; extra rows of A and columns of B make outputs that are
-/// never copied out). Staging costs a copy of each staged operand per call, which the search
-/// weighs like any other candidate's time.
+/// docs/results/h200-operations.md, "Why the search is built this way"). So a misaligned
+/// problem runs as a padded one: M (and K, N where they are row counts) rounded up, the staged
+/// operands zero-padded (zeros in K add nothing; extra rows of A and columns of B make outputs
+/// that are never copied out). Staging costs a copy of each staged operand per call, which the
+/// search weighs like any other candidate's time.
 struct gemm_staging_plan {
   bool a = false;          ///< A is copied in first
   bool b = false;          ///< B is copied in first

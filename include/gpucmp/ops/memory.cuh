@@ -129,9 +129,9 @@ __global__ void count_triad_errors(const Real* a, const Real* b, const Real* c, 
 
 /// How a memory kernel's launch shapes are searched: each timed once, the verified fastest
 /// kept (the rule the shapes were chosen by before the operation contract). No re-timing
-/// and no duel: both were measured on GEMMs under the power cap (docs/results/h200-operations.md,
-/// "Why the search is built this way"), not on copies, and the duel's spells would add seconds to every
-/// large row of a bandwidth sweep.
+/// and no duel: both were measured on GEMMs under the power cap
+/// (docs/results/h200-operations.md, "Why the search is built this way"), not on copies, and
+/// the duel's spells would add seconds to every large row of a bandwidth sweep.
 inline search_options memory_search_defaults() {
   search_options s;
   s.refine_rounds = 0;
