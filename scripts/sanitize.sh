@@ -7,27 +7,31 @@
 # Left out: [timing] test cases (a sanitizer slows every kernel; other cases skip their
 # timing bounds through GPUCMP_TEST_NO_TIMING=1) and [cupti] ones (kernel mode: CUPTI and
 # compute-sanitizer cannot both attach to a process). Test cases that provoke a CUDA API
-# error on purpose are tagged [api_error]: they run in a second invocation per binary in
-# which API errors are not reported; every other error still counts there.
+# error on purpose are tagged [api_error]: they run with API errors not reported; every other
+# error still counts there.
 # Programs run GPUCMP_SANITIZE_JOBS at a time (default 1). Nothing is timed, but sharing does
 # not pay on the H200: memcheck of gpucmp_models_tests ended within 45 s alone and ran past
 # 370 s as one of 8 (results/h200/reliability/sanitizers.md).
-# With Catch2 v3 each test binary is split into GPUCMP_SANITIZE_SHARDS shards (default 4;
-# --shard-count/--shard-index), so one slow binary does not hold a tool's cell alone. Each
-# test case's duration goes to the logs (-d yes): where a tool's time goes. Test searches are
-# paced for sanitizers (tests/gpu/search_pace.hpp): every candidate runs, each step once.
+# Each test case runs in a process of its own (compute-sanitizer's start-up is about a second),
+# so a time limit ends one case, names it, and costs none of the others' results; cells are
+# kept per case (part c<hash of the name>, a<hash> for [api_error] cases), and several calls
+# can fill one binary's cells between them. Each case's duration goes to its log (-d yes).
+# Test searches are paced for sanitizers (tests/gpu/search_pace.hpp): every candidate runs,
+# each step once.
 # racecheck and synccheck track GPUCMP_SANITIZE_CUDA_BARRIERS cuda::barrier objects per
 # block (default 512; empty: the tool's default). On the H200 synccheck overflowed its
 # tracking on cuDNN's fused-convolution kernels with the default and with 64, and the launch
 # failed; 512 ran the fused-layer case clean; 8192 left the tool without memory to track
 # launches (results/h200/reliability/sanitizers.md).
-# One device call may not hold every tool over every program: GPUCMP_SANITIZE_TOOLS and
-# GPUCMP_SANITIZE_PROGRAMS (space-separated names) pick a part, and
+# One device call may not hold every tool over every program: GPUCMP_SANITIZE_TOOLS,
+# GPUCMP_SANITIZE_PROGRAMS and GPUCMP_SANITIZE_CASES (space-separated names; a case by its
+# part, as OUT_DIR/cases.tsv lists them) pick a part, and
 #   scripts/sanitize.sh --table OUT_DIR SOURCE...
 # writes the whole table from the cells of several calls (a cell made again in a later source
-# replaces the earlier one), running nothing. A source is a call's cells/ folder or its
-# cells.tsv (tool, binary, part, result, seconds per line: one small file to commit per call,
-# so the table can grow over several sessions' device time).
+# replaces the earlier one; "not run" replaces nothing), running nothing. A source is a call's
+# cells/ folder or its cells.tsv (tool, binary, part, result, seconds and, for a test case,
+# its name per line: one small file to commit per call, so the table can grow over several
+# sessions' device time).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 table_only=0
@@ -51,7 +55,12 @@ if [ $table_only = 1 ]; then
       while IFS=$'\t' read -r tool name part result _; do
         [[ "$tool" =~ ^(memcheck|racecheck|synccheck|initcheck)$ && "$name" =~ ^[A-Za-z0-9_]+$ && "$part" =~ ^[A-Za-z0-9]+$ && -n "$result" ]] ||
           { echo "sanitize: $d: not a cells.tsv line: $tool $name $part $result" >&2; exit 2; }
-        echo "$result" > "$cells/$tool.$name.$part"
+        cell="$cells/$tool.$name.$part"
+        # A case that a later call did not reach keeps what an earlier call found.
+        [ "$result" = "not run" ] && [ -e "$cell" ] && continue
+        # Cells kept per test case replace a binary's cells of the shards earlier calls ran.
+        [[ "$part" =~ ^[ca][0-9a-f]{10}$ ]] && find "$cells" -name "$tool.$name.*" ! -name "$tool.$name.[ca]??????????" -delete
+        echo "$result" > "$cell"
       done < "$d"
     else
       echo "sanitize: $d is neither a folder of cells nor a cells.tsv" >&2; exit 2
@@ -74,7 +83,6 @@ export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 picked() { [ -z "$2" ] || [[ " $2 " == *" $1 "* ]]; }
 jobs=${GPUCMP_SANITIZE_JOBS:-1}
 [ "$jobs" -ge 1 ] || jobs=1
-shards=${GPUCMP_SANITIZE_SHARDS:-4}
 barriers=${GPUCMP_SANITIZE_CUDA_BARRIERS-512}
 # Runs one program under one tool and writes its error count (or what went wrong) to
 # $cells/TOOL.BINARY.N; a cell of the table joins its invocations with " + ".
@@ -105,34 +113,53 @@ run_one() {  # tool cell_file log api_errors program args...
   echo "$n" > "$cell"
   local parts=${cell##*/}
   parts=${parts#"$tool".}
-  printf '%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" >> "$out_dir/cells.tsv"
+  local case_name
+  case_name=$(awk -F'\t' -v b="${parts%.*}" -v p="${parts##*.}" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" "$case_name" \
+    >> "$out_dir/cells.tsv"
 }
-# Every invocation (tool|binary|part|API errors|program|arguments separated by ';'), the
-# longest first so that the pool ends together.
+# Every invocation: tool, binary, part, API errors, program and its arguments, the fields
+# apart by $fs and the arguments by $as (test names hold ';' and ','), the longest binaries
+# first so that the pool ends together.
+fs=$'\x1e' as=$'\x1f'
 queue=()
 [ $table_only = 1 ] && build_dir=/nonexistent  # nothing to run
+# list_cases BINARY FILTER: the names of the test cases FILTER picks, one per line. Catch2 v3's
+# XML listing keeps long names on one line; Catch2 v2 lists names alone.
+list_cases() {
+  local xml
+  xml=$("$1" --list-tests --reporter xml "$2" 2>/dev/null)
+  if grep -q "<Name>" <<< "$xml"; then
+    sed -n 's:.*<Name>\(.*\)</Name>.*:\1:p' <<< "$xml" |
+      sed "s/&lt;/</g; s/&gt;/>/g; s/&quot;/\"/g; s/&apos;/'/g; s/&amp;/\&/g"
+  else
+    "$1" --list-test-names-only "$2" 2>/dev/null | sed '/^$/d'
+  fi
+}
+# case_spec NAME: NAME as a Catch2 test spec that matches it alone (',' '[' ']' '"' and '\'
+# escaped).
+case_spec() { sed 's/[][\\,"]/\\&/g' <<< "$1"; }
+# The part a case's cell is kept under: its name's hash, the same in every call.
+case_part() { printf '%s%s' "$1" "$(printf '%s' "$2" | md5sum | cut -c1-10)"; }
+: > "$out_dir/cases.tsv"
 for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests; do
   bin="$build_dir/tests/$t"
   [ -x "$bin" ] || continue
   picked "$t" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
-  n=1
-  if "$bin" --help 2>/dev/null | grep -q -- "--shard-count"; then
-    # No more shards than test cases: an empty shard ends "No tests ran" with exit 2, which
-    # the table would show as a failure (gpucmp_gbench_tests has 3 cases for 4 shards).
-    cases=$("$bin" --list-tests "[gpu]~[timing]~[cupti]~[api_error]" 2>/dev/null | sed -n 's/^\([0-9][0-9]*\) matching test case.*/\1/p')
-    n=$shards
-    [[ "$cases" =~ ^[0-9]+$ ]] && [ "$cases" -lt "$n" ] && n=$(( cases > 0 ? cases : 1 ))
-  fi
-  for tool in "${tools[@]}"; do
-    picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" || continue
-    for i in $(seq 0 $(( n - 1 ))); do
-      shard=""
-      [ "$n" -gt 1 ] && shard=";--shard-count;$n;--shard-index;$i"
-      queue+=("$tool|$t|1s$i|explicit|$bin|[gpu]~[timing]~[cupti]~[api_error];-d;yes$shard")
-    done
-    if "$bin" --list-tests "[api_error]" 2>/dev/null | grep -q "^  [a-zA-Z]"; then
-      queue+=("$tool|$t|2|no|$bin|[gpu][api_error]~[timing]~[cupti];-d;yes")
-    fi
+  # Test cases that provoke a CUDA API error on purpose run with API errors not reported.
+  for kind in c a; do
+    filter="[gpu]~[timing]~[cupti]~[api_error]" api=explicit
+    [ $kind = a ] && filter="[gpu][api_error]~[timing]~[cupti]" api=no
+    while IFS= read -r name; do
+      [ -n "$name" ] || continue
+      part=$(case_part $kind "$name")
+      picked "$part" "${GPUCMP_SANITIZE_CASES:-}" || continue
+      printf '%s\t%s\t%s\n' "$t" "$part" "$name" >> "$out_dir/cases.tsv"
+      for tool in "${tools[@]}"; do
+        picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" || continue
+        queue+=("$tool$fs$t$fs$part$fs$api$fs$bin$fs$(case_spec "$name")$as-d${as}yes")
+      done
+    done < <(list_cases "$bin" "$filter")
   done
 done
 for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_serving_latency 03_modes_side_by_side \
@@ -144,9 +171,9 @@ for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_servi
   [ "$e" = 08_custom_cnn ] && arg=--benchmark_min_time=0
   # Example 7's table at one small batch: the same path (build, verify every layer, time,
   # project, the OOM cell) as its three article batches, a fraction of the work under a tool.
-  [ "$e" = 07_resnet50_table ] && arg="fp16;2"
+  [ "$e" = 07_resnet50_table ] && arg="fp16${as}2"
   for tool in "${tools[@]}"; do
-    picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" && queue+=("$tool|$e|1|explicit|$bin|$arg")
+    picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" && queue+=("$tool$fs$e${fs}1${fs}explicit$fs$bin$fs$arg")
   done
 done
 [ $table_only = 1 ] || : > "$out_dir/cells.tsv"
@@ -159,30 +186,43 @@ pack_logs() {
     -czf "$out_dir/sanitize.tgz.part" . 2> /dev/null
   mv -f "$out_dir/sanitize.tgz.part" "$out_dir/sanitize.tgz"
 }
+stopped=0
 for item in ${queue[@]+"${queue[@]}"}; do
-  IFS='|' read -r tool name part api bin arg <<< "$item"
+  IFS=$fs read -r tool name part api bin arg <<< "$item"
   if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
-    break
+    stopped=1
+  fi
+  if [ $stopped = 1 ]; then  # a cell that says so, so that a later call knows what is left
+    echo "not run" > "$cells/$tool.$name.$part"
+    printf '%s\t%s\t%s\t%s\t0\t%s\n' "$tool" "$name" "$part" "not run" \
+      "$(awk -F'\t' -v b="$name" -v p="$part" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv")" >> "$out_dir/cells.tsv"
+    continue
   fi
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; pack_logs; done
   log="$out_dir/${tool}_${name}_${part}.log"
   args=("$bin")
-  [ -n "$arg" ] && { IFS=';' read -r -a more <<< "$arg"; args+=("${more[@]}"); }
+  [ -n "$arg" ] && { IFS=$as read -r -a more <<< "$arg"; args+=("${more[@]}"); }
   run_one "$tool" "$cells/$tool.$name.$part" "$log" "$api" "${args[@]}" &
 done
 wait
-cell_of() {  # tool binary -> "0", "3 (5 runs)", "0 + time limit (370 s)", "not run"
-  local out="" f sum=0 runs=0 numeric=1 v
+cell_of() {  # tool binary -> "0", "0 (14 runs)", "0 (12 runs) + time limit (110 s) x2", "not run"
+  local f sum=0 numeric=0 v others="" n
+  declare -A count=()
   for f in "$cells/$1.$2".*; do
     [ -e "$f" ] || continue
     v=$(cat "$f")
-    runs=$((runs + 1))
-    if [[ "$v" =~ ^[0-9]+$ ]]; then sum=$((sum + v)); else numeric=0; fi
-    out="${out:+$out + }$v"
+    if [[ "$v" =~ ^[0-9]+$ ]]; then sum=$((sum + v)); numeric=$((numeric + 1))
+    else count[$v]=$(( ${count[$v]:-0} + 1 )); fi
   done
-  if [ "$runs" -eq 0 ]; then echo "not run"
-  elif [ "$numeric" = 1 ] && [ "$runs" -gt 1 ]; then echo "$sum ($runs runs)"
-  else echo "$out"; fi
+  for v in "${!count[@]}"; do
+    n=${count[$v]}
+    others="${others:+$others + }$v$([ "$n" -gt 1 ] && echo " x$n")"
+  done
+  if [ $numeric -eq 0 ] && [ -z "$others" ]; then echo "not run"; return; fi
+  local sums=""
+  [ $numeric -eq 1 ] && sums=$sum
+  [ $numeric -gt 1 ] && sums="$sum ($numeric runs)"
+  echo "${sums}${sums:+${others:+ + }}${others}"
 }
 for f in "$cells"/*; do
   [ -e "$f" ] || continue
