@@ -23,6 +23,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -73,17 +74,21 @@ int main(int argc, char** argv) try {
               l2_bytes);
   std::printf("%-55s %12s %s\n", "call behind the held stream", "host ms", "released by");
   int blocked = 0;
-  const auto round = [&](const char* what, const std::function<void()>& call) {
-    hold.hold(stream, timeout_s);
+  // One round: `before` (outside any hold), then `call` behind `holder`'s hold.
+  const auto round_with = [&](const char* what, gpucmp::stream_hold& holder, const std::function<void()>& before,
+                              const std::function<void()>& call) {
+    before();
+    holder.hold(stream, timeout_s);
     const auto t0 = std::chrono::steady_clock::now();
     call();
     const double host_s = seconds_since(t0);
-    const bool in_time = hold.release();
+    const bool in_time = holder.release();
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     blocked += in_time ? 0 : 1;
     std::printf("%-55s %12.3f %s\n", what, 1e3 * host_s, in_time ? "the host" : "the watchdog (the call waited)");
     std::fflush(stdout);
   };
+  const auto round = [&](const char* what, const std::function<void()>& call) { round_with(what, hold, [] {}, call); };
   round("cudaEventRecord", [&] { GPUCMP_CUDA_CHECK(cudaEventRecord(event, stream)); });
   round("read_sum launch (module loaded before)", read);
   round("cudaMemsetAsync, 2 x L2 never written before", [&] {
@@ -117,12 +122,40 @@ int main(int argc, char** argv) try {
     never_launched_before<<<1, 1, 0, stream>>>(flag.data());
     GPUCMP_CUDA_CHECK_LAST("never_launched_before<<<1, 1>>>");
   });
+  // What the engine does on its first cold measurement and these rounds do not: it
+  // allocates the L2 flush buffer and makes its stream hold just before sampling.
+  std::vector<gpucmp::device_buffer<unsigned char>> made_now;
+  round_with("memset, read_sum; a 2 x L2 buffer allocated just before", hold,
+             [&] { made_now.emplace_back(2 * std::size_t(l2_bytes), gpucmp::initial_fill::uninitialized()); },
+             [&] {
+               GPUCMP_CUDA_CHECK(cudaMemsetAsync(made_now.back().data(), 8, made_now.back().bytes(), stream));
+               read();
+             });
+  round_with("memset, read_sum; allocated, then read_sum, before", hold,
+             [&] {
+               made_now.emplace_back(2 * std::size_t(l2_bytes), gpucmp::initial_fill::uninitialized());
+               read();
+               GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+             },
+             [&] {
+               GPUCMP_CUDA_CHECK(cudaMemsetAsync(made_now.back().data(), 9, made_now.back().bytes(), stream));
+               read();
+             });
+  {
+    gpucmp::stream_hold fresh_hold;
+    round_with("memset, read_sum behind a stream hold made just before", fresh_hold, [] {}, [&] {
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(flush.data(), 10, flush.bytes(), stream));
+      read();
+    });
+  }
   std::printf("calls that waited for the held stream: %d\n", blocked);
 
   // The engine itself on the same launch, each mode with and without the hold: which of its
   // own steps waits is not visible from here, but whether it does is.
+  // Cold and held twice: the first makes the engine's flush buffer and hold, the second
+  // finds them made.
   gpucmp::engine engine;
-  for (const gpucmp::mode m : {gpucmp::mode::cold, gpucmp::mode::hot}) {
+  for (const gpucmp::mode m : {gpucmp::mode::cold, gpucmp::mode::cold, gpucmp::mode::hot}) {
     for (const bool held : {true, false}) {
       gpucmp::measure_options o;
       o.hold = held;
