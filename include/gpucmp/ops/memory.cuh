@@ -186,6 +186,10 @@ class memory_bandwidth {
       for (int threads : {128, 256, 512, 1024}) {
         for (int unroll : {1, 2, 4, 8}) {
           const stream_kernel_config c{threads, unroll};
+          // A shape whose block needs more registers than an SM has cannot launch (triad
+          // with 8 loads in flight uses 86 registers per thread on sm_90: 1024 threads fail):
+          // no candidate, rather than a failed launch in every search.
+          if (c.threads > max_block_threads(c.unroll)) continue;
           if (c.threads != m_configs[0].threads || c.unroll != m_configs[0].unroll) m_configs.push_back(c);
         }
       }
@@ -337,6 +341,29 @@ class memory_bandwidth {
           reinterpret_cast<const double2*>(m_in2.data()), triad_scalar, n);
       GPUCMP_CUDA_CHECK_LAST("triad_kernel");
     }
+  }
+
+  // The largest block the kernel for `unroll` launches with on this device, as the driver
+  // sees the loaded function (its registers; under compute-sanitizer, the tool's too).
+  int max_block_threads(int unroll) const {
+    switch (unroll) {
+      case 1: return max_block_threads<1>();
+      case 2: return max_block_threads<2>();
+      case 4: return max_block_threads<4>();
+      case 8: return max_block_threads<8>();
+      default: throw invalid_argument("memory_bandwidth: unroll must be 1, 2, 4 or 8");
+    }
+  }
+
+  template <int Unroll>
+  int max_block_threads() const {
+    cudaFuncAttributes a{};
+    if (m_op == memory_op::copy_kernel) {
+      GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, detail::copy_kernel<Unroll>));
+    } else {
+      GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, detail::triad_kernel<Unroll>));
+    }
+    return a.maxThreadsPerBlock;
   }
 
   void run(const stream_kernel_config& c, cudaStream_t stream) {
