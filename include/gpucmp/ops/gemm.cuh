@@ -384,6 +384,10 @@ class gemm {
     }
     if (m_options.workspace_bytes != 0) {
       m_workspace = device_buffer<unsigned char>(m_options.workspace_bytes, initial_fill::uninitialized());
+      // Written once, outside any timing: under compute-sanitizer's initcheck, cuBLASLt's
+      // split-K reduce kernel read workspace words that no write the tool saw had set
+      // (results/h200/reliability/sanitizers.md); every result is verified either way.
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_workspace.data(), 0, m_workspace.bytes(), stream));
     }
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
