@@ -206,6 +206,8 @@ pack_logs() {
 stopped=0
 for item in ${queue[@]+"${queue[@]}"}; do
   IFS=$fs read -r tool name part api bin arg <<< "$item"
+  # Wait for a free slot first: the stop time applies when a program would start.
+  [ $stopped = 1 ] || while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; pack_logs; done
   if [ -n "${GPUCMP_SANITIZE_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - sanitize_start )) -gt "$GPUCMP_SANITIZE_STOP_AFTER_S" ]; then
     stopped=1
   fi
@@ -215,7 +217,6 @@ for item in ${queue[@]+"${queue[@]}"}; do
       "$(awk -F'\t' -v b="$name" -v p="$part" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv")" >> "$out_dir/cells.tsv"
     continue
   fi
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; pack_logs; done
   log="$out_dir/${tool}_${name}_${part}.log"
   args=("$bin")
   [ -n "$arg" ] && { IFS=$as read -r -a more <<< "$arg"; args+=("${more[@]}"); }
@@ -231,10 +232,11 @@ cell_of() {  # tool binary -> "0", "0 (14 runs)", "0 (12 runs) + time limit (110
     if [[ "$v" =~ ^[0-9]+$ ]]; then sum=$((sum + v)); numeric=$((numeric + 1))
     else count[$v]=$(( ${count[$v]:-0} + 1 )); fi
   done
-  for v in "${!count[@]}"; do
+  while IFS= read -r v; do
+    [ -n "$v" ] || continue
     n=${count[$v]}
     others="${others:+$others + }$v$([ "$n" -gt 1 ] && echo " x$n")"
-  done
+  done < <(printf '%s\n' "${!count[@]}" | sort)
   if [ $numeric -eq 0 ] && [ -z "$others" ]; then echo "not run"; return; fi
   local sums=""
   [ $numeric -eq 1 ] && sums=$sum

@@ -2,22 +2,27 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
 """scripts/sanitize.sh --table: the whole table from the cells of several calls; and its
-sharding, on fake test binaries under a fake compute-sanitizer.
+per-case runs, on a fake test binary under a fake compute-sanitizer; and the reliability
+acceptance's sanitizer row read from such a table.
 
 The sanitizer table takes more device time than one session has, so each call's cells are
 committed as a cells.tsv and merged later. This runs the merge on synthetic sources: a cells
 folder and two cells.tsv files, a later source replacing a cell, a missing cell reading
-"not run" (and failing), and a malformed line refused with a message naming the file. Then a
-binary with 3 test cases gets 3 shards, not GPUCMP_SANITIZE_SHARDS' 4 (an empty shard ends
-"No tests ran", exit 2, which read as a failure on the H200), and one with 10 gets 4.
-  table_test.py SANITIZE_SH
+"not run" (and failing), a "not run" from a later call replacing nothing, per-case cells
+replacing an older call's shard cells, and a malformed line refused with a message naming the
+file. Then each test case runs in a process of its own: names with ',', ';', quotes and '&'
+reach Catch2 escaped, each cell is kept under its name's hash, [api_error] cases run with API
+errors not reported, and a call past GPUCMP_SANITIZE_STOP_AFTER_S leaves named "not run" cells.
+  table_test.py SANITIZE_SH RELIABILITY_ACCEPTANCE_PY
 """
+import hashlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
 
-script = sys.argv[1]
+script, acceptance = sys.argv[1], sys.argv[2]
 failures = []
 
 
@@ -82,6 +87,20 @@ with tempfile.TemporaryDirectory() as tmp:
           f"every cell 0: {rows}")
     check("0 errors" in r.stdout, "the verdict line says 0 errors")
 
+    later = os.path.join(tmp, "later.tsv")
+    with open(later, "w") as f:
+        # A later call that did not reach racecheck of 08, and ran the ops tests' memcheck case
+        # by case: the not-run cell keeps the earlier 0; the cases replace the earlier shards.
+        f.write("racecheck\t08_custom_cnn\t1\tnot run\t0\n")
+        f.write("memcheck\tgpucmp_ops_tests\tc0123456789\t0\t9\tevery GEMM verifies\n")
+        f.write("memcheck\tgpucmp_ops_tests\tc9876543210\ttime limit (60 s)\t60\ta slow case\n")
+        f.write("memcheck\tgpucmp_ops_tests\ta0123456789\tnot run\t0\tan api_error case\n")
+    r, rows = table(os.path.join(tmp, "f"), folder, first, second, later)
+    check(rows.get("08_custom_cnn", [None, None])[1] == "0", f"not run replaces nothing: {rows.get('08_custom_cnn')}")
+    check(rows.get("gpucmp_ops_tests", [None])[0] == "0 + not run + time limit (60 s)",
+          f"per-case cells replace shard cells: ops memcheck reads {rows.get('gpucmp_ops_tests')}")
+    check(r.returncode != 0, "a time limit and a case not run must fail the table")
+
     bad = os.path.join(tmp, "bad.tsv")
     with open(bad, "w") as f:
         f.write("memcheck gpucmp_ops_tests 1s0 0\n")  # spaces, not tabs
@@ -90,39 +109,113 @@ with tempfile.TemporaryDirectory() as tmp:
     r, _ = table(os.path.join(tmp, "e"), os.path.join(tmp, "missing.tsv"))
     check(r.returncode == 2 and "missing.tsv" in r.stderr, f"a missing source is refused naming it: {r.stderr}")
 
-# Sharding: fake Catch2 v3 binaries (they answer --help and --list-tests) and a fake tool that
-# runs nothing and reports 0 errors; no GPU needed.
-fake_binary = """#!/bin/sh
+# Per-case runs: a fake Catch2 v3 binary (it lists its cases in XML and records the test spec
+# each run gets) under a fake tool that runs the program after its own options and reports 0
+# errors, or sleeps first; no GPU needed.
+names = ["a plain case", "a case, with a comma; and a semicolon", 'it\'s "quoted" & [bracketed]']
+api_names = ["bad input is refused"]
+# As Catch2 v3 lists them: one element a line, '&' and '<' escaped.
+xml = lambda ns: "".join(f"  <TestCase>\n    <Name>{n.replace('&', '&amp;').replace('<', '&lt;')}</Name>\n  </TestCase>\n"
+                         for n in ns)
+fake_binary = f"""#!/bin/sh
 case "$1" in
-  --help) echo "  --shard-count <shard count>" ;;
-  --list-tests) echo "CASES matching test cases" ;;
-  *) echo "All tests passed" ;;
+  --list-tests) case "$4" in
+      "[gpu][api_error]"*) cat <<'END'
+<MatchingTests>
+{xml(api_names)}</MatchingTests>
+END
+      ;;
+      *) cat <<'END'
+<MatchingTests>
+{xml(names)}</MatchingTests>
+END
+      ;;
+    esac ;;
+  *) printf '%s\\n' "$1" >> "$SPEC_LOG"; echo "All tests passed" ;;
 esac
 """
+fake_tool = """#!/bin/sh
+api=""
+while [ $# -gt 0 ] && ! [ -f "$1" ]; do
+  case "$1" in --report-api-errors=*) api=${1#*=} ;; esac
+  shift
+done
+[ -n "${TOOL_SLEEP:-}" ] && sleep "$TOOL_SLEEP"
+printf '%s %s\\n' "$api" "$2" >> "$API_LOG"
+"$@"
+echo '========= ERROR SUMMARY: 0 errors'
+"""
+
+
+def part_of(kind, name):
+    return kind + hashlib.md5(name.encode()).hexdigest()[:10]
+
+
 with tempfile.TemporaryDirectory() as tmp:
     build = os.path.join(tmp, "build")
     os.makedirs(os.path.join(build, "tests"))
-    for name, cases in (("gpucmp_gbench_tests", 3), ("gpucmp_gpu_tests", 10)):
-        path = os.path.join(build, "tests", name)
-        with open(path, "w") as f:
-            f.write(fake_binary.replace("CASES", str(cases)))
-        os.chmod(path, 0o755)
+    path = os.path.join(build, "tests", "gpucmp_gpu_tests")
+    with open(path, "w") as f:
+        f.write(fake_binary)
+    os.chmod(path, 0o755)
     tool_dir = os.path.join(tmp, "bin")
     os.mkdir(tool_dir)
     with open(os.path.join(tool_dir, "compute-sanitizer"), "w") as f:
-        f.write("#!/bin/sh\necho '========= ERROR SUMMARY: 0 errors'\n")
+        f.write(fake_tool)
     os.chmod(os.path.join(tool_dir, "compute-sanitizer"), 0o755)
     env = dict(os.environ, PATH=tool_dir + os.pathsep + os.environ["PATH"], GPUCMP_SANITIZE_TOOLS="memcheck",
-               GPUCMP_SANITIZE_PROGRAMS="gpucmp_gbench_tests gpucmp_gpu_tests", GPUCMP_SANITIZE_SHARDS="4")
+               GPUCMP_SANITIZE_PROGRAMS="gpucmp_gpu_tests", SPEC_LOG=os.path.join(tmp, "specs"),
+               API_LOG=os.path.join(tmp, "api"))
     out = os.path.join(tmp, "out")
     r = subprocess.run(["bash", script, out, build], capture_output=True, text=True, env=env)
-    lines = [l.split("\t") for l in open(os.path.join(out, "cells.tsv"))] if os.path.exists(os.path.join(out, "cells.tsv")) else []
-    parts = {name: sorted(l[2] for l in lines if l[1] == name) for name in ("gpucmp_gbench_tests", "gpucmp_gpu_tests")}
-    check(parts["gpucmp_gbench_tests"] == ["1s0", "1s1", "1s2"], f"3 test cases, 3 shards: {parts} {r.stderr[-300:]}")
-    check(parts["gpucmp_gpu_tests"] == ["1s0", "1s1", "1s2", "1s3"], f"10 test cases, 4 shards: {parts}")
-    check(all(l[3] == "0" for l in lines), f"every shard's cell reads 0: {lines}")
+    lines = [l.rstrip("\n").split("\t") for l in open(os.path.join(out, "cells.tsv"))] \
+        if os.path.exists(os.path.join(out, "cells.tsv")) else []
+    want = {part_of("c", n): n for n in names} | {part_of("a", n): n for n in api_names}
+    got = {l[2]: l[5] for l in lines if len(l) == 6}
+    check(got == want, f"one cell per case, under its name's hash, named: {got} {r.stderr[-300:]}")
+    check(all(l[3] == "0" for l in lines), f"every case's cell reads 0: {lines}")
+    specs = open(env["SPEC_LOG"]).read().splitlines() if os.path.exists(env["SPEC_LOG"]) else []
+    check(sorted(specs) == sorted(["a plain case", "a case\\, with a comma; and a semicolon",
+                                   'it\'s \\"quoted\\" & \\[bracketed\\]', "bad input is refused"]),
+          f"each case's name reaches Catch2 escaped, as one argument: {specs}")
+    api = open(env["API_LOG"]).read().splitlines() if os.path.exists(env["API_LOG"]) else []
+    check(sorted(l.split(" ")[0] for l in api) == ["explicit"] * 3 + ["no"] and "no bad input is refused" in api,
+          f"API errors are reported except in [api_error] cases: {api}")
+    check("0 (4 runs)" in open(os.path.join(out, "sanitizers.md")).read(), "the table sums the cases")
+
+    # A call past its stop time: the first case runs, the rest get named "not run" cells.
+    env |= {"TOOL_SLEEP": "1.2", "GPUCMP_SANITIZE_STOP_AFTER_S": "0"}
+    out = os.path.join(tmp, "stopped")
+    r = subprocess.run(["bash", script, out, build], capture_output=True, text=True, env=env)
+    lines = [l.rstrip("\n").split("\t") for l in open(os.path.join(out, "cells.tsv"))]
+    results = sorted(l[3] for l in lines)
+    check(results == ["0", "not run", "not run", "not run"], f"one case ran, three were not reached: {results}")
+    check(all(l[5] for l in lines), f"a case not reached is named: {lines}")
+    check(r.returncode != 0, "cases not run fail the call")
+
+# The reliability acceptance's sanitizer row, from a table with every kind of cell.
+with tempfile.TemporaryDirectory() as tmp:
+    os.makedirs(os.path.join(tmp, "in", "sanitize"))
+
+    def sanitizer_row(cells):
+        with open(os.path.join(tmp, "in", "sanitize", "sanitizers.md"), "w") as f:
+            f.write("| binary | memcheck | racecheck | synccheck | initcheck |\n|---|---|---|---|---|\n")
+            f.write(f"| gpucmp_ops_tests | {' | '.join(cells)} |\n")
+        subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
+                        os.path.join(tmp, "in")], capture_output=True, text=True)
+        rows = json.load(open(os.path.join(tmp, "out", "acceptance.json")))
+        return next(r for r in (rows if isinstance(rows, list) else rows["rows"]) if "compute-sanitizer" in r["row"])
+
+    row = sanitizer_row(["0 (22 runs) + time limit (60 s)", "3 + not run x8", "0, exit 9 + tool error (1 counted) x7",
+                         "0"])
+    check(row["measured"] == 3 and not row["pass"], f"errors summed, not passing: {row}")
+    check("24 runs ended cleanly, 9 did not, 8 not run" in row["row"], f"the row counts runs: {row['row']}")
+    row = sanitizer_row(["0 (22 runs)", "0", "0 (3 runs)", "0"])
+    check(row["measured"] == 0 and row["pass"] and "27 runs ended cleanly, 0 did not, 0 not run" in row["row"],
+          f"every run clean passes: {row}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
-print("sanitize.sh: --table merges, replaces, reads not run and refuses bad sources; shards follow the test cases")
+print("sanitize.sh: --table merges, replaces, keeps what a later not run missed and refuses bad sources; "
+      "each case runs alone, escaped and named; the acceptance row counts every kind of cell")
