@@ -278,10 +278,11 @@ class engine {
       record.cooldown_s = idle_s;
       check_deadline("the cool-down");
     }
-    // What sampling needs is made before the warm-up, so that the warm-up's launches pay any
-    // first-launch cost that follows an allocation: under compute-sanitizer's initcheck, the
-    // first kernel launch after a cudaMalloc waits for the device, and behind a held stream
-    // that wait lasted until the hold's watchdog (scripts/reliability/hold-probe.sh).
+    // What sampling needs is made before the warm-up, whose launches (each waited for) pay
+    // what follows an allocation: under compute-sanitizer's initcheck, a launch behind a held
+    // stream waited for the hold's watchdog when a buffer had been allocated just before the
+    // hold, and not when a kernel had run and been waited for in between
+    // (scripts/reliability/hold-probe.sh).
     if (m == mode::cold) {
       if (!m_flusher) m_flusher = std::make_unique<l2_flusher>(m_device.l2_bytes);
       record.l2_flush_bytes = m_flusher->bytes();
