@@ -98,15 +98,15 @@ own_kernels=(--kernel-name kns=gpucmp --kernel-name kns=saxpy)
 # GPUCMP_SANITIZE_STOP_AFTER_S: start nothing past this many seconds (a lease's end): the
 # cells not reached read "not run".
 sanitize_start=$(date +%s)
+# case_name BINARY PART: the test case's name (empty for an example), from OUT_DIR/cases.tsv.
+case_name() { awk -F'\t' -v b="$1" -v p="$2" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv"; }
 run_one() {  # tool cell_file log api_errors program args...
   local tool=$1 cell=$2 log=$3 api=$4; shift 4
   local extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check full)
-  if { [ "$tool" = racecheck ] || [ "$tool" = synccheck ]; } && [ -n "$barriers" ]; then
-    extra=(--num-cuda-barriers "$barriers")
-  fi
-  if { [ "$tool" = racecheck ] || [ "$tool" = synccheck ]; } && [ "${GPUCMP_SANITIZE_VENDOR_KERNELS:-0}" != 1 ]; then
-    extra+=("${own_kernels[@]}")
+  if [ "$tool" = racecheck ] || [ "$tool" = synccheck ]; then
+    [ -n "$barriers" ] && extra=(--num-cuda-barriers "$barriers")
+    [ "${GPUCMP_SANITIZE_VENDOR_KERNELS:-0}" = 1 ] || extra+=("${own_kernels[@]}")
   fi
   # GPUCMP_SANITIZE_ARGS: more compute-sanitizer options (space-separated), for a probe.
   # shellcheck disable=SC2206
@@ -130,10 +130,8 @@ run_one() {  # tool cell_file log api_errors program args...
   echo "$n" > "$cell"
   local parts=${cell##*/}
   parts=${parts#"$tool".}
-  local case_name
-  case_name=$(awk -F'\t' -v b="${parts%.*}" -v p="${parts##*.}" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" "$case_name" \
-    >> "$out_dir/cells.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" \
+    "$(case_name "${parts%.*}" "${parts##*.}")" >> "$out_dir/cells.tsv"
 }
 # Every invocation: tool, binary, part, API errors, program and its arguments, the fields
 # apart by $fs and the arguments by $as (test names hold ';' and ','), the longest binaries
@@ -213,8 +211,8 @@ for item in ${queue[@]+"${queue[@]}"}; do
   fi
   if [ $stopped = 1 ]; then  # a cell that says so, so that a later call knows what is left
     echo "not run" > "$cells/$tool.$name.$part"
-    printf '%s\t%s\t%s\t%s\t0\t%s\n' "$tool" "$name" "$part" "not run" \
-      "$(awk -F'\t' -v b="$name" -v p="$part" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv")" >> "$out_dir/cells.tsv"
+    printf '%s\t%s\t%s\t%s\t0\t%s\n' "$tool" "$name" "$part" "not run" "$(case_name "$name" "$part")" \
+      >> "$out_dir/cells.tsv"
     continue
   fi
   log="$out_dir/${tool}_${name}_${part}.log"
