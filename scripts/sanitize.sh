@@ -126,7 +126,15 @@ run_one() {  # tool cell_file log api_errors program args...
   grep -q "Internal Sanitizer Error" "$log" && n="tool error (${n:-?} counted)"
   if [ $rc -eq 124 ] && [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ]; then n="time limit (${GPUCMP_SANITIZE_TIMEOUT_S} s)"
   elif [ -z "$n" ]; then n="crash (exit $rc)"
-  elif [ $rc -ne 0 ] && [ $rc -ne 99 ]; then n="$n, exit $rc"; fi
+  elif [ $rc -ne 0 ] && [ $rc -ne 99 ]; then
+    # A test binary's own verdict where Catch2 printed one (its exit status is the number of
+    # failed assertions, or 2 when no test ran): a failed check is not a crash.
+    local failed
+    failed=$(grep '^assertions:' "$log" | tail -1 | grep -oE '[0-9]+ failed( [|]|$)' | grep -oE '^[0-9]+')
+    if [ -n "$failed" ]; then n="$n, $failed assertions failed"
+    elif grep -q "^No tests ran" "$log"; then n="$n, no test ran"
+    else n="$n, exit $rc"; fi
+  fi
   echo "$n" > "$cell"
   local parts=${cell##*/}
   parts=${parts#"$tool".}

@@ -12,7 +12,9 @@ folder and two cells.tsv files, a later source replacing a cell, a missing cell 
 replacing an older call's shard cells, and a malformed line refused with a message naming the
 file. Then each test case runs in a process of its own: names with ',', ';', quotes and '&'
 reach Catch2 escaped, each cell is kept under its name's hash, [api_error] cases run with API
-errors not reported, and a call past GPUCMP_SANITIZE_STOP_AFTER_S leaves named "not run" cells.
+errors not reported, a test binary's failed checks or empty match are named in its cell, and a
+call past GPUCMP_SANITIZE_STOP_AFTER_S leaves named "not run" cells. Last, the acceptance row,
+and acceptance.py's --carry of rows a run did not measure.
   table_test.py SANITIZE_SH RELIABILITY_ACCEPTANCE_PY
 """
 import hashlib
@@ -131,7 +133,16 @@ END
 END
       ;;
     esac ;;
-  *) printf '%s\\n' "$1" >> "$SPEC_LOG"; echo "All tests passed" ;;
+  *) printf '%s\\n' "$1" >> "$SPEC_LOG"
+     # FAKE_VERDICTS: the first case fails 9 checks, the second matches nothing, the rest pass.
+     if [ -n "${{FAKE_VERDICTS:-}}" ] && [ "$1" = "a plain case" ]; then
+       echo "test cases: 1 | 1 failed"; echo "assertions: 103 | 94 passed | 9 failed"; exit 9
+     elif [ -n "${{FAKE_VERDICTS:-}}" ] && [ "$1" = "a case\\, with a comma; and a semicolon" ]; then
+       echo "No tests ran"; exit 2
+     elif [ -n "${{FAKE_VERDICTS:-}}" ] && [ "$1" = "bad input is refused" ]; then
+       exit 3
+     fi
+     echo "All tests passed" ;;
 esac
 """
 fake_tool = """#!/bin/sh
@@ -143,7 +154,9 @@ done
 [ -n "${TOOL_SLEEP:-}" ] && sleep "$TOOL_SLEEP"
 printf '%s %s\\n' "$api" "$2" >> "$API_LOG"
 "$@"
+rc=$?
 echo '========= ERROR SUMMARY: 0 errors'
+exit $rc
 """
 
 
@@ -183,8 +196,16 @@ with tempfile.TemporaryDirectory() as tmp:
           f"API errors are reported except in [api_error] cases: {api}")
     check("0 (4 runs)" in open(os.path.join(out, "sanitizers.md")).read(), "the table sums the cases")
 
-    # A call past its stop time: the first case runs, the rest get named "not run" cells.
-    env |= {"TOOL_SLEEP": "1.2", "GPUCMP_SANITIZE_STOP_AFTER_S": "0"}
+    # A test binary's own verdict in the cell: failed checks, no test run, or a bare exit status.
+    out = os.path.join(tmp, "verdicts")
+    subprocess.run(["bash", script, out, build], capture_output=True, text=True, env=env | {"FAKE_VERDICTS": "1"})
+    got = sorted(l.rstrip("\n").split("\t")[3] for l in open(os.path.join(out, "cells.tsv")))
+    check(got == ["0", "0, 9 assertions failed", "0, exit 3", "0, no test ran"],
+          f"failed checks and an empty match are named, other exits given as such: {got}")
+
+    # A call past its stop time: the first case runs, the rest get named "not run" cells. The
+    # script counts whole seconds: starting within 2 s and sleeping 3.5 s decide it on any clock.
+    env |= {"TOOL_SLEEP": "3.5", "GPUCMP_SANITIZE_STOP_AFTER_S": "2"}
     out = os.path.join(tmp, "stopped")
     r = subprocess.run(["bash", script, out, build], capture_output=True, text=True, env=env)
     lines = [l.rstrip("\n").split("\t") for l in open(os.path.join(out, "cells.tsv"))]
@@ -214,8 +235,33 @@ with tempfile.TemporaryDirectory() as tmp:
     check(row["measured"] == 0 and row["pass"] and "27 runs ended cleanly, 0 did not, 0 not run" in row["row"],
           f"every run clean passes: {row}")
 
+    # --carry: a row this run did not measure comes unchanged from an earlier acceptance.json, in
+    # its place, and summary.md names it; a measured row replaces the earlier one.
+    earlier = os.path.join(tmp, "earlier.json")
+    suite_row = {"row": "[gpu] suite 5 times in a row in one call: failed binaries", "measured": 0, "target": 0,
+                 "unit": "failures", "pass": True}
+    with open(earlier, "w") as f:
+        json.dump([{"row": "compute-sanitizer over everything (7 of 44 runs made)", "measured": 0, "target": 0,
+                    "unit": "errors", "pass": False}, suite_row], f)
+    r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
+                        os.path.join(tmp, "in"), "--carry", earlier], capture_output=True, text=True)
+    rows = json.load(open(os.path.join(tmp, "out", "acceptance.json")))
+    check(r.returncode == 0 and rows[0] == suite_row, f"the suite row is carried, first: {rows} {r.stderr[-300:]}")
+    sanitizer_rows = [x for x in rows if x["row"].startswith("compute-sanitizer")]
+    check(len(sanitizer_rows) == 1 and "27 runs ended cleanly" in sanitizer_rows[0]["row"],
+          f"the measured sanitizer row replaces the earlier one: {sanitizer_rows}")
+    summary = open(os.path.join(tmp, "out", "summary.md")).read()
+    check("carried unchanged" in summary and "[gpu] suite" in summary.split("carried unchanged")[1],
+          f"summary.md names the carried row: {summary[-300:]}")
+    with open(earlier, "w") as f:
+        f.write('{"row": "not a list"}')
+    r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
+                        "--carry", earlier], capture_output=True, text=True)
+    check(r.returncode != 0 and "earlier.json" in r.stderr, f"a malformed earlier file is refused, named: {r.stderr}")
+
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
 print("sanitize.sh: --table merges, replaces, keeps what a later not run missed and refuses bad sources; "
-      "each case runs alone, escaped and named; the acceptance row counts every kind of cell")
+      "each case runs alone, escaped and named, its binary's verdict in the cell; the acceptance row counts every "
+      "kind of cell, and rows not measured again are carried")
