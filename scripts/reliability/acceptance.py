@@ -27,9 +27,9 @@ import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py)
 
 # Every row's kind, in the order rows are written, and how its text always begins: how a row of
 # an earlier acceptance.json is recognised when it is carried.
-KINDS = [("readme", "README commands"), ("suite", "[gpu] suite"), ("faults", "fault tests"),
-         ("gpu_check", "scripts/gpu-check.sh"), ("power_suite", "suite with --gpucmp_power"),
-         ("power_window", "0.2 s power windows"), ("sanitizers", "compute-sanitizer"), ("fuzz", "fuzzing")]
+KINDS = {"readme": "README commands", "suite": "[gpu] suite", "faults": "fault tests",
+         "gpu_check": "scripts/gpu-check.sh", "power_suite": "suite with --gpucmp_power",
+         "power_window": "0.2 s power windows", "sanitizers": "compute-sanitizer", "fuzz": "fuzzing"}
 
 
 def main():
@@ -48,7 +48,7 @@ def main():
     measured = {}
 
     def row(kind, name, value, target, unit, passed):
-        prefix = dict(KINDS)[kind]
+        prefix = KINDS[kind]
         assert name.startswith(prefix), f"a {kind} row begins with {prefix!r}: {name}"
         measured[kind] = (name, value, target, unit, passed)
 
@@ -161,7 +161,7 @@ def main():
                                                     for r in earlier):
             sys.exit(f"acceptance: --carry {carry}: not a list of acceptance rows")
     rows, carried = Rows(), []
-    for kind, prefix in KINDS:
+    for kind, prefix in KINDS.items():
         if kind in measured:
             rows.add(*measured[kind])
             continue
