@@ -32,9 +32,11 @@ if(TARGET gpucmp_cudnn)
   install(TARGETS gpucmp_cudnn EXPORT gpucmpCudnnTargets)
   install(EXPORT gpucmpCudnnTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
   export(EXPORT gpucmpCudnnTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCudnnTargets.cmake")
-  # The package finds cuDNN again with the same module.
-  install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" DESTINATION "${GPUCMP_CONFIG_DIR}")
-  configure_file("${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" "${PROJECT_BINARY_DIR}/FindCUDNN.cmake" COPYONLY)
+  # The package finds cuDNN and cudnn-frontend again with the same modules.
+  foreach(module FindCUDNN.cmake FindCudnnFrontend.cmake)
+    install(FILES "${PROJECT_SOURCE_DIR}/cmake/${module}" DESTINATION "${GPUCMP_CONFIG_DIR}")
+    configure_file("${PROJECT_SOURCE_DIR}/cmake/${module}" "${PROJECT_BINARY_DIR}/${module}" COPYONLY)
+  endforeach()
 endif()
 
 if(TARGET gpucmp_nccl)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
-# Benchmark, Catch2 (v2 or v3) and Open MPI, from the distribution's packages; with
+# Benchmark, Catch2 (v2 or v3) and Open MPI, from the distribution's packages; cudnn-frontend's
+# headers (gpucmp::cudnn) from PyPI's nvidia-cudnn-frontend into /usr/local/include (as root)
+# or ~/.local/include, unless CMake would find them already (CUDNN_FRONTEND_ROOT too); with
 # GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
 # (without it that one test is reported as Skipped); with GPUCMP_INSTALL_FUZZ=1 clang and
 # its libFuzzer runtime (scripts/fuzz.sh). The CUDA toolkit must already be
@@ -41,6 +43,50 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# cudnn-frontend: header-only, so its headers are taken out of PyPI's wheel (any of its wheels
+# holds the same include/ folder). Where CMake's FindCudnnFrontend looks, in the same order, and
+# at least the version CMakeLists.txt asks for.
+cudnn_frontend_version=1.32.0
+recent_cudnn_frontend() {  # include folder: is its cudnn-frontend 1.32 or newer?
+  [ -f "$1/cudnn_frontend.h" ] && awk '/define CUDNN_FRONTEND_MAJOR_VERSION/ {major = $3}
+    /define CUDNN_FRONTEND_MINOR_VERSION/ {minor = $3}
+    END {exit !(major > 1 || (major == 1 && minor >= 32))}' "$1/cudnn_frontend_version.h" 2>/dev/null
+}
+have_cudnn_frontend() {
+  local dirs=("${CUDNN_FRONTEND_ROOT:-/nonexistent}/include") site
+  if command -v python3 >/dev/null; then
+    while IFS= read -r site; do dirs+=("$site/include"); done < <(python3 -c \
+      "import site, sysconfig; print('\n'.join({sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib'], site.getusersitepackages()}))" 2>/dev/null)
+  fi
+  dirs+=("${HOME:-/nonexistent}/.local/include" /usr/local/include /usr/include)
+  for dir in "${dirs[@]}"; do
+    recent_cudnn_frontend "$dir" && return 0
+  done
+  return 1
+}
+if ! have_cudnn_frontend; then
+  prefix=/usr/local
+  [ "$(id -u)" -eq 0 ] || prefix="$HOME/.local"
+  echo "install-deps: installing cudnn-frontend $cudnn_frontend_version's headers into $prefix/include"
+  wheel_dir=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheel_dir" "nvidia-cudnn-frontend==$cudnn_frontend_version" &&
+     python3 - "$wheel_dir" "$prefix" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("include/") and not name.endswith("/"):
+            z.extract(name, sys.argv[2])
+PY
+  then
+    echo "install-deps: cudnn-frontend $cudnn_frontend_version installed"
+  else
+    echo "install-deps: could not install cudnn-frontend (offline?): gpucmp::cudnn will not be available;" \
+         "set CUDNN_FRONTEND_ROOT to a folder holding include/cudnn_frontend.h" >&2
+  fi
+  rm -rf "$wheel_dir"
 fi
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then

@@ -32,7 +32,7 @@ start=$(date +%s)
 # the compiler runs, so that run 1 is timed like the others.
 (ldconfig -p | awk '/libcudnn|libcublas|libcupti|libnvrtc/ {print $NF}' | sort -u | xargs -r cat > /dev/null 2>&1 &)
 { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_EXAMPLES=$programs \
-    -DGPUCMP_BUILD_BENCHMARKS=$programs" gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 \
+    -DGPUCMP_BUILD_BENCHMARKS=$programs -DGPUCMP_BUILD_LAB=$programs" gpucmp_configure && gpucmp_build; } > "$out_dir/build.log" 2>&1 \
   || { echo "reliability-check: build failed"; tail -40 "$out_dir/build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 
@@ -68,7 +68,7 @@ done
 part suite && python3 "$repo_root/scripts/reliability/timing_margins.py" "$repo_root" "$out_dir"/run* > "$out_dir/timing_margins.md"
 
 if part power; then
-  "$build_dir/benchmarks/power_counter_probe" "$out_dir/power_counter.json" > "$out_dir/power_counter.log" 2>&1
+  "$build_dir/lab/power_counter_probe" "$out_dir/power_counter.json" > "$out_dir/power_counter.log" 2>&1
   cat "$out_dir/power_counter.log"
   "$build_dir/benchmarks/suite" --gpucmp_power --benchmark_out="$out_dir/suite_power.json" --benchmark_out_format=json \
     > "$out_dir/suite_power.txt" 2>&1 || echo "suite with --gpucmp_power failed (see suite_power.txt)"

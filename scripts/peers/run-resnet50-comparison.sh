@@ -4,6 +4,8 @@
 # GPUCMP_COMPARISON_ROUNDS rounds (default 1), then compare-resnet50.py's table. gpucmp runs on
 # PyTorch's own cuDNN and cuBLASLt (same-libraries.sh), so the comparison is about method.
 #   scripts/peers/run-resnet50-comparison.sh BUILD_DIR OUT_DIR
+# GPUCMP_RESNET50_DTYPES (default fp16,tf32,fp32) and GPUCMP_RESNET50_BATCHES (FP16's, default
+# 16,32,64,128,256) run less, on both sides, when device time is short.
 set -uo pipefail
 build_dir=${1:?usage: run-resnet50-comparison.sh BUILD_DIR OUT_DIR}
 out_dir=${2:?usage: run-resnet50-comparison.sh BUILD_DIR OUT_DIR}
@@ -11,18 +13,30 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out_dir"
 source "$here/same-libraries.sh"
 status=0
+dtypes=${GPUCMP_RESNET50_DTYPES:-fp16,tf32,fp32}
+batches=${GPUCMP_RESNET50_BATCHES:-16,32,64,128,256}
+has_dtype() { [[ ",$dtypes," == *",$1,"* ]]; }
 gpucmp_round() {
-  "$build_dir/benchmarks/resnet50" --dtypes=fp16 --batches=16,32,64,128,256 --layers_out="$out_dir/layers_fp16.md" \
-    --benchmark_out="$out_dir/gpucmp_fp16_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp16_$1.txt" 2>&1 || status=1
+  if has_dtype fp16; then
+    "$build_dir/benchmarks/resnet50" --dtypes=fp16 --batches="$batches" --layers_out="$out_dir/layers_fp16.md" \
+      --benchmark_out="$out_dir/gpucmp_fp16_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp16_$1.txt" 2>&1 || status=1
+    gpucmp_files+=("$out_dir/gpucmp_fp16_$1.json")
+  fi
   # TF32 in NHWC (tensor cores); FP32 in both layouts, the faster one counts (as PyTorch's does).
-  "$build_dir/benchmarks/resnet50" --dtypes=tf32 --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
-    --benchmark_out="$out_dir/gpucmp_tf32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_tf32_$1.txt" 2>&1 || status=1
-  "$build_dir/benchmarks/resnet50" --dtypes=fp32 --layouts=nhwc,nchw --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
-    --benchmark_out="$out_dir/gpucmp_fp32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp32_$1.txt" 2>&1 || status=1
-  gpucmp_files+=("$out_dir/gpucmp_fp16_$1.json" "$out_dir/gpucmp_tf32_$1.json" "$out_dir/gpucmp_fp32_$1.json")
+  if has_dtype tf32; then
+    "$build_dir/benchmarks/resnet50" --dtypes=tf32 --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
+      --benchmark_out="$out_dir/gpucmp_tf32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_tf32_$1.txt" 2>&1 || status=1
+    gpucmp_files+=("$out_dir/gpucmp_tf32_$1.json")
+  fi
+  if has_dtype fp32; then
+    "$build_dir/benchmarks/resnet50" --dtypes=fp32 --layouts=nhwc,nchw --batches=16,32,64 --layers_out="$out_dir/layers_fp32.md" \
+      --benchmark_out="$out_dir/gpucmp_fp32_$1.json" --benchmark_out_format=json > "$out_dir/gpucmp_fp32_$1.txt" 2>&1 || status=1
+    gpucmp_files+=("$out_dir/gpucmp_fp32_$1.json")
+  fi
 }
 torch_round() {
-  (cd "$here" && python3 torch_resnet50.py --out "$out_dir/torch_$1.json") > "$out_dir/torch_$1.log" 2>&1 ||
+  (cd "$here" && python3 torch_resnet50.py --out "$out_dir/torch_$1.json" --dtypes "$dtypes" --batches "$batches") \
+    > "$out_dir/torch_$1.log" 2>&1 ||
     { echo "run-resnet50-comparison: torch_resnet50.py failed"; tail -20 "$out_dir/torch_$1.log"; status=1; }
   torch_files+=("$out_dir/torch_$1.json")
 }

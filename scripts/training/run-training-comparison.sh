@@ -15,12 +15,6 @@
 #               --statistics_in_conv=off and =always, beside throughput's rows (searched, the
 #               default), each with its layers and step parts (GPUCMP_STATISTICS_MODES, default
 #               "off always"; GPUCMP_STATISTICS_BATCHES, default 256)
-#   probe       benchmarks/conv_genstats_probe: cuDNN's conv -> gen-stats fusion against the
-#               plain convolution on ResNet-50's forward shapes
-#   prologue    benchmarks/conv_prologue_probe: a batch norm's apply pass in the next convolution's
-#               prologue (cuDNN's ConvBNfprop and ConvBNwgrad), forward and weight gradient
-#   backward    benchmarks/conv_backward_probe: a batch norm's backward fused into the data
-#               gradient that feeds it (cuDNN's DgradDreluBNBwdWeight, then dBNApply)
 #   alternate   AMP FP16, gpucmp and PyTorch AMP eager in GPUCMP_ALTERNATE_PAIRS pairs (default
 #               3), one process each, the side that goes first alternating from pair to pair:
 #               PyTorch's rate moved 5,600-5,991 img/s between calls on the H200, so one pair
@@ -43,7 +37,7 @@ stamp() { echo "[$(date +%T)] run-training-comparison: $*"; }
 
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
 
-if has_part throughput || has_part alternate || has_part statistics || has_part probe || has_part prologue || has_part backward || has_part verify || has_part largest; then
+if has_part throughput || has_part alternate || has_part statistics || has_part verify || has_part largest; then
   source "$root/scripts/peers/same-libraries.sh"
 fi
 
@@ -135,24 +129,6 @@ if has_part statistics; then
       { echo "run-training-comparison: the step with statistics $mode failed"; tail -20 "$out_dir/statistics_${mode}_amp_fp16.txt"; status=1; }
     python3 "$here/step_parts.py" "$out_dir/layers_statistics_$mode.md" > "$out_dir/step_parts_statistics_$mode.md" || status=1
   done
-fi
-
-if has_part probe; then
-  stamp "conv -> gen-stats probe"
-  "$build_dir/benchmarks/conv_genstats_probe" --batch=256 > "$out_dir/conv_genstats_probe.md" 2>&1 ||
-    { echo "run-training-comparison: the probe failed"; tail -5 "$out_dir/conv_genstats_probe.md"; status=1; }
-fi
-
-if has_part prologue; then
-  stamp "conv prologue probe"
-  "$build_dir/benchmarks/conv_prologue_probe" --batch=256 > "$out_dir/conv_prologue_probe.md" 2>&1 ||
-    { echo "run-training-comparison: the prologue probe failed"; tail -5 "$out_dir/conv_prologue_probe.md"; status=1; }
-fi
-
-if has_part backward; then
-  stamp "conv backward probe"
-  "$build_dir/benchmarks/conv_backward_probe" --batch=256 > "$out_dir/conv_backward_probe.md" 2>&1 ||
-    { echo "run-training-comparison: the backward probe failed"; tail -5 "$out_dir/conv_backward_probe.md"; status=1; }
 fi
 
 if has_part largest; then

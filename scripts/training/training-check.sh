@@ -15,9 +15,6 @@
 #   largest     the largest AMP FP16 batch
 #   statistics  the step with the batch norms' statistics off and always from the convolutions
 #               (throughput's rows have the default, searched per layer)
-#   probe       the conv -> gen-stats probe
-#   prologue    the batch norm apply -> conv prologue probe
-#   backward    the dgrad -> ReLU backward -> batch norm backward probe
 #   alternate   AMP FP16 gpucmp / PyTorch in alternating pairs (GPUCMP_ALTERNATE_PAIRS)
 #   acceptance  scripts/training/acceptance.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
@@ -40,10 +37,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temp
 "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
 # The programs first and the tests last, apart: on the H200 (2026-12-02) the test build once
 # ran past two calls while the programs were ready, so no part waits on the tests.
-programs=(training training_dump 09_train_custom_cnn gpucmp-report conv_genstats_probe conv_prologue_probe conv_backward_probe)
+programs=(training training_dump 09_train_custom_cnn gpucmp-report)
 { gpucmp_configure && gpucmp_build --target "${programs[@]}"; } > "$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 stamp build
-for p in throughput alternate statistics probe prologue backward verify example largest acceptance; do  # the timing first: a call cut short keeps it
+for p in throughput alternate statistics verify example largest acceptance; do  # the timing first: a call cut short keeps it
   part "$p" || continue
   "$repo_root/scripts/training/run-training-comparison.sh" "$build_dir" "$work" "$p" > "$work/$p.log" 2>&1 || status=1
   stamp "$p"
@@ -83,9 +80,6 @@ part alternate && { echo "== alternating pairs"; for d in "$work"/alternate/pair
   grep -E "^train/.*graph|ERROR" "$d/gpucmp_training_amp_fp16.txt" | cut -c1-90; grep "img/s" "$d/torch_training_amp_fp16.log"; done; }
 part statistics && { echo "== batch norm statistics off, then always from the convolutions";
   for f in "$work"/statistics_*_amp_fp16.txt; do echo "$(basename "$f")"; grep -E "^train/.*graph|ERROR" "$f" | cut -c1-110; done; }
-part probe && { echo "== conv -> gen-stats probe"; cut -c1-100 "$work/conv_genstats_probe.md"; }
-part prologue && { echo "== apply -> conv prologue probe"; cut -c1-120 "$work/conv_prologue_probe.md"; }
-part backward && { echo "== dgrad -> batch norm backward probe"; cut -c1-200 "$work/conv_backward_probe.md"; }
 part largest && grep "largest batch" "$work/largest_batch.txt"
 part acceptance && cat "$work/summary.md" 2>/dev/null
 echo "training-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"

@@ -7,8 +7,9 @@
 // a CNN is one pass over memory instead of the three or four a framework's eager mode makes.
 //
 // Three ways to run it compete in a timed search, and the fastest that verifies is kept:
-//  - a cuDNN backend operation graph conv -> add bias -> (add z) -> (ReLU) with virtual FP32
-//    intermediates, on whichever engine cuDNN's heuristics offer (one kernel when fusable);
+//  - a cuDNN graph conv -> add bias -> (add z) -> (ReLU) with virtual FP32 intermediates
+//    (cudnn-frontend, ops/cudnn_graph.hpp), on whichever plan cuDNN's heuristics offer (one
+//    kernel when fusable);
 //  - cudnnConvolutionBiasActivationForward, the legacy fused call (its IMPLICIT_PRECOMP_GEMM
 //    ran the 3-channel stem fastest in the ops sweep);
 //  - the best plain convolution followed by gpucmp's own bias/residual/ReLU kernel (always
@@ -24,7 +25,8 @@
 #include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
-#include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/conv_graph.hpp>
+#include <gpucmp/ops/cudnn_graph.hpp>
 #include <gpucmp/ops/cudnn_legacy.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
@@ -59,7 +61,7 @@ inline std::string to_string(const conv_epilogue& e) {
 
 /// How a fused layer runs.
 enum class fusion_path {
-  fused_graph,       ///< cuDNN backend graph conv -> pointwise ops (one engine)
+  fused_graph,       ///< a cuDNN graph conv -> pointwise ops (one engine)
   legacy_fused,      ///< cudnnConvolutionBiasActivationForward
   conv_then_kernel,  ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
 };
@@ -250,38 +252,23 @@ class fused_conv_candidates {
     return most;
   }
 
-  /// Variant packs for one layer's tensors (fused graph, plain graph); built by bind().
-  struct packs {
-    std::shared_ptr<detail::backend_descriptor> fused, plain;
-  };
-  /// Variant packs for `t` and `workspace`.
-  packs make_packs(const fused_conv_tensors& t, void* workspace) const {
-    packs p;
-    if (m_fused_graph_built) {
-      std::vector<void*> ptrs{const_cast<void*>(t.x), const_cast<void*>(t.w), t.y, const_cast<void*>(t.bias)};
-      std::vector<std::int64_t> uids{uid_x, uid_w, uid_y, uid_bias};
-      if (m_epilogue.residual) {
-        ptrs.push_back(const_cast<void*>(t.residual));
-        uids.push_back(uid_z);
-      }
-      p.fused = std::make_shared<detail::backend_descriptor>(make_pack(ptrs, uids, workspace));
-    }
-    if (m_plain_graph_built) {
-      p.plain = std::make_shared<detail::backend_descriptor>(
-          make_pack({const_cast<void*>(t.x), const_cast<void*>(t.w), t.y}, {uid_x, uid_w, uid_y}, workspace));
-    }
-    return p;
+  /// One layer's tensors bound by the graphs' uids (ops/conv_graph.hpp); built by bind().
+  static cudnn_variant_pack make_pack(const fused_conv_tensors& t) {
+    namespace uid = detail::conv_uid;
+    return {{uid::x, const_cast<void*>(t.x)},       {uid::w, const_cast<void*>(t.w)},
+            {uid::y, t.y},                           {uid::bias, const_cast<void*>(t.bias)},
+            {uid::residual, const_cast<void*>(t.residual)}};
   }
 
   /// Enqueues candidate `i` on `stream` (the handle's stream is set here).
-  void launch(std::size_t i, const fused_conv_tensors& t, const packs& p, void* workspace, std::size_t workspace_bytes,
-              cudaStream_t stream) const {
+  void launch(std::size_t i, const fused_conv_tensors& t, const cudnn_variant_pack& pack, void* workspace,
+              std::size_t workspace_bytes, cudaStream_t stream) const {
     const candidate& c = m_all.at(i);
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
     const float one = 1.0f, zero = 0.0f;
     switch (c.info.path) {
       case fusion_path::fused_graph:
-        GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.fused->get()));
+        m_fused_graph->execute(m_handle, c.plan, pack, workspace);
         return;
       case fusion_path::legacy_fused: {
         GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
@@ -295,7 +282,7 @@ class fused_conv_candidates {
       }
       case fusion_path::conv_then_kernel:
         if (c.info.conv.api == conv_api::backend) {
-          GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle, c.plan->get(), p.plain->get()));
+          m_plain_graph->execute(m_handle, c.plan, pack, workspace);
         } else {
           GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
           GPUCMP_CUDNN_CHECK(cudnnConvolutionForward(m_handle, &one, m_legacy.x.get(), t.x, m_legacy.w.get(), t.w,
@@ -308,13 +295,11 @@ class fused_conv_candidates {
   }
 
  private:
-  static constexpr std::int64_t uid_x = 1, uid_w = 2, uid_y = 3, uid_bias = 4, uid_z = 5;
-
   struct candidate {
     fused_conv_algorithm info;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
     bool identity = false;  // legacy fused: identity activation (no ReLU)
-    std::shared_ptr<detail::backend_descriptor> plan;
+    std::size_t plan = 0;   // graph paths: its index in that path's graph
   };
 
   using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
@@ -410,141 +395,40 @@ class fused_conv_candidates {
     return out;
   }
 
-  // FP32 must not use tensor cores or convert inputs down; nothing may reduce in less than FP32.
-  bool notes_allowed(const std::vector<cudnnBackendNumericalNote_t>& notes) const {
-    for (auto n : notes) {
-      if (n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
-      if (fp32_strict() && (n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) return false;
-      if (!m_allow_transform && (n == CUDNN_NUMERICAL_NOTE_FFT || n == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
-                                 n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
-                                 n == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13)) {
-        return false;
-      }
-    }
-    return true;
-  }
+  // The graph: the convolution writing y (fused = false), or conv -> add bias -> (add z) ->
+  // (ReLU) writing y. Defined at the end of this header, in host compilation passes only
+  // (ops/cudnn_graph.hpp).
+  void describe_graph(cudnn_frontend::graph::Graph& g, bool fused) const;
 
-  // The operation graph: conv alone (fused = false) or conv -> add bias -> (add z) -> (ReLU).
-  // Returns an empty descriptor when cuDNN refuses the graph (no engine fuses it).
-  detail::backend_descriptor build_graph(bool fused) {
-    const conv_problem& p = m_problem;
-    const cudnnDataType_t type = data_type();
-    auto strides = [&](std::int64_t c, std::int64_t h, std::int64_t w) { return layout_strides(p.layout, c, h, w); };
-    const std::int64_t cg = p.c / p.groups;
-    const std::vector<std::int64_t> y_dims{p.n, p.k, p.p(), p.q()}, y_strides = strides(p.k, p.p(), p.q());
-    auto& keep = fused ? m_fused_descriptors : m_plain_descriptors;
-    keep.clear();
-    keep.push_back(detail::make_backend_tensor(uid_x, type, {p.n, p.c, p.h, p.w}, strides(p.c, p.h, p.w), false));
-    const cudnnBackendDescriptor_t x = keep.back().get();
-    keep.push_back(detail::make_backend_tensor(uid_w, type, {p.k, cg, p.r, p.s}, strides(cg, p.r, p.s), false));
-    const cudnnBackendDescriptor_t w = keep.back().get();
-    keep.push_back(detail::make_backend_tensor(uid_y, type, y_dims, y_strides, false));
-    const cudnnBackendDescriptor_t y = keep.back().get();
-    // The convolution writes y directly, or a virtual FP32 tensor the pointwise ops consume.
-    std::int64_t next_virtual = 100;
-    cudnnBackendDescriptor_t conv_out = y;
-    if (fused) {
-      keep.push_back(detail::make_backend_tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
-      conv_out = keep.back().get();
-    }
-
-    detail::backend_descriptor conv =
-        detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
-    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // of the pointwise steps
-
-    std::vector<detail::backend_descriptor> ops;
-    const float alpha = 1.0f, beta = 0.0f;
-    ops.emplace_back(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-    ops.back().set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-    ops.back().finalize("convolution operation");
-    if (fused) {
-      keep.push_back(detail::make_backend_tensor(uid_bias, type, {1, p.k, 1, 1}, strides(p.k, 1, 1), false));
-      const cudnnBackendDescriptor_t bias = keep.back().get();
-      keep.push_back(detail::make_backend_tensor(uid_z, type, y_dims, y_strides, false));
-      const cudnnBackendDescriptor_t z = keep.back().get();
-      // Pointwise steps in order; the last one writes y.
-      struct step {
-        cudnnPointwiseMode_t mode;
-        cudnnBackendDescriptor_t operand;  // nullptr for unary
-      };
-      std::vector<step> steps{{CUDNN_POINTWISE_ADD, bias}};
-      if (m_epilogue.residual) steps.push_back({CUDNN_POINTWISE_ADD, z});
-      if (m_epilogue.relu) steps.push_back({CUDNN_POINTWISE_RELU_FWD, nullptr});
-      cudnnBackendDescriptor_t in = conv_out;
-      for (std::size_t i = 0; i < steps.size(); ++i) {
-        cudnnBackendDescriptor_t out = y;
-        if (i + 1 < steps.size()) {
-          keep.push_back(detail::make_backend_tensor(next_virtual++, CUDNN_DATA_FLOAT, y_dims, y_strides, true));
-          out = keep.back().get();
-        }
-        keep.emplace_back(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-        detail::backend_descriptor& pw = keep.back();
-        pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &steps[i].mode);
-        pw.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-        pw.finalize("pointwise");
-        const cudnnBackendDescriptor_t pw_raw = pw.get();
-        ops.emplace_back(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw_raw);
-        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in);
-        if (steps[i].operand != nullptr) {
-          ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &steps[i].operand);
-        }
-        ops.back().set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out);
-        ops.back().finalize("pointwise operation");
-        in = out;
-      }
-    }
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (auto& op : ops) raw.push_back(op.get());
-    detail::backend_descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(raw.size()), raw.data());
-    cudnnHandle_t handle = m_handle;
-    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    if (!graph.try_finalize()) return detail::backend_descriptor();
-    for (auto& op : ops) keep.push_back(std::move(op));
-    keep.push_back(std::move(conv));
-    return graph;
-  }
-
-  // Heuristic mode A, then the fallback list, as finalized plans within the workspace limit.
+  // Heuristic mode A, then the fallback list, as built plans within the workspace limit and
+  // the precision's numerics (FP32 forbids tensor cores and converting its inputs down; no
+  // transforms without allow_transform); none when cuDNN refuses the graph.
   std::vector<candidate> backend_candidates(bool fused, std::size_t cap) {
     std::vector<candidate> out;
-    detail::backend_descriptor graph = build_graph(fused);
-    if (graph.get() == nullptr) return out;
-    for (detail::backend_plan& p : detail::heuristic_plans(m_handle, graph, [&](const auto& notes) { return notes_allowed(notes); },
-                                                            m_workspace_limit, cap)) {
+    std::shared_ptr<const cudnn_graph> graph;
+    try {
+      graph = std::make_shared<const cudnn_graph>(
+          m_handle, [&](cudnn_frontend::graph::Graph& g) { describe_graph(g, fused); },
+          cudnn_numerics{!fp32_strict(), m_allow_transform}, m_workspace_limit, cap, "fused conv " + name());
+    } catch (const unsupported&) {
+      return out;  // no engine fuses it (or runs it): the other paths compete
+    }
+    for (std::size_t i = 0; i < graph->size(); ++i) {
+      const cudnn_plan& p = graph->plan(i);
       candidate c;
       c.info.path = fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel;
       c.info.conv.api = conv_api::backend;
       c.info.conv.engine = p.engine;
+      c.info.conv.knobs = p.knobs;
       c.info.conv.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
-      std::string& notes = c.info.conv.math;
-      for (auto n : p.numerical_notes) notes += std::string(notes.empty() ? "" : ",") + detail::numerical_note_name(n);
-      for (auto b : p.behavior_notes) {
-        if (b == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) notes += std::string(notes.empty() ? "" : ",") + "RUNTIME_COMPILED";
-      }
+      c.info.conv.math = p.notes();
       c.info.conv.workspace = p.workspace;
-      c.info.conv.heuristic_rank = p.rank;
-      c.plan = std::move(p.plan);
+      c.info.conv.heuristic_rank = p.heuristic_rank;
+      c.plan = i;
       out.push_back(std::move(c));
     }
-    (fused ? m_fused_graph_built : m_plain_graph_built) = !out.empty();
     (fused ? m_fused_graph : m_plain_graph) = std::move(graph);
     return out;
-  }
-
-  detail::backend_descriptor make_pack(std::vector<void*> pointers, std::vector<std::int64_t> uids, void* workspace) const {
-    detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, std::int64_t(pointers.size()), pointers.data());
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::int64_t(uids.size()), uids.data());
-    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    pack.finalize("variant pack");
-    return pack;
   }
 
   cudnnHandle_t m_handle;
@@ -555,9 +439,7 @@ class fused_conv_candidates {
   detail::legacy_conv_descriptors m_legacy;
   tensor_t m_bias;
   activation_t m_relu, m_identity;
-  std::vector<detail::backend_descriptor> m_fused_descriptors, m_plain_descriptors;
-  detail::backend_descriptor m_fused_graph, m_plain_graph;
-  bool m_fused_graph_built = false, m_plain_graph_built = false;
+  std::shared_ptr<const cudnn_graph> m_fused_graph, m_plain_graph;  // null where cuDNN refused it
   std::vector<candidate> m_all;
 };
 
@@ -572,7 +454,7 @@ class fused_conv {
              std::size_t workspace_bytes, std::size_t workspace_guard = 0)
       : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
         m_workspace_guard(workspace_guard) {
-    m_packs = m_set->make_packs(m_tensors, m_workspace);
+    m_pack = fused_conv_candidates::make_pack(m_tensors);
     for (std::size_t i = 0; i < m_set->size(); ++i) {
       if (m_set->info(i).conv.workspace <= m_workspace_bytes) m_usable.push_back(i);
     }
@@ -582,7 +464,7 @@ class fused_conv {
 
   /// Enqueues the layer on `stream`.
   void operator()(cudaStream_t stream) const {
-    m_set->launch(m_current, m_tensors, m_packs, m_workspace, m_workspace_bytes, stream);
+    m_set->launch(m_current, m_tensors, m_pack, m_workspace, m_workspace_bytes, stream);
   }
 
   /// "fused conv " and the candidate set's name.
@@ -625,7 +507,6 @@ class fused_conv {
     m_workspace = workspace;
     m_workspace_bytes = bytes;
     m_workspace_guard = guard;
-    m_packs = m_set->make_packs(m_tensors, m_workspace);
   }
 
   /// Runs candidate `index` of the shared set without searching (a layer of a shape already
@@ -773,11 +654,39 @@ class fused_conv {
   void* m_workspace;
   std::size_t m_workspace_bytes;
   std::size_t m_workspace_guard;  // guard band bytes after the workspace
-  fused_conv_candidates::packs m_packs;
+  cudnn_variant_pack m_pack;  // its tensors by the graphs' uids
   std::vector<std::size_t> m_usable;  // candidates whose workspace fits the one bound at construction
   std::size_t m_current = 0;
   fused_conv_algorithm m_chosen;
   std::vector<candidate_time> m_search_log;
 };
+
+#if GPUCMP_CUDNN_FRONTEND_VISIBLE
+inline void fused_conv_candidates::describe_graph(cudnn_frontend::graph::Graph& g, bool fused) const {
+  namespace fe = cudnn_frontend;
+  namespace uid = detail::conv_uid;
+  const conv_problem& p = m_problem;
+  std::shared_ptr<fe::graph::Tensor_attributes> y = detail::add_convolution(g, p, conv_direction::forward);
+  if (fused) {
+    // Pointwise steps in FP32 on the convolution's FP32 result; the last one writes y.
+    const std::vector<std::int64_t> dims = y->get_dim(), strides = y->get_stride();
+    auto step = [&](std::shared_ptr<fe::graph::Tensor_attributes> operand, fe::PointwiseMode_t mode, const char* name) {
+      auto attributes = fe::graph::Pointwise_attributes().set_name(name).set_mode(mode);
+      y = operand ? g.pointwise(y, operand, attributes) : g.pointwise(y, attributes);
+      y->set_dim(dims).set_stride(strides);
+    };
+    step(g.tensor(fe::graph::Tensor_attributes()
+                      .set_name("bias")
+                      .set_uid(uid::bias)
+                      .set_dim({1, p.k, 1, 1})
+                      .set_stride(layout_strides(p.layout, p.k, 1, 1))
+                      .set_data_type(detail::frontend_data_type(p.dtype))),
+         fe::PointwiseMode_t::ADD, "add_bias");
+    if (m_epilogue.residual) step(detail::conv_tensor(g, p, uid::residual, "z", dims), fe::PointwiseMode_t::ADD, "add_z");
+    if (m_epilogue.relu) step(nullptr, fe::PointwiseMode_t::RELU_FWD, "relu");
+  }
+  detail::conv_output(y, p, uid::y);
+}
+#endif  // GPUCMP_CUDNN_FRONTEND_VISIBLE
 
 }  // namespace gpucmp

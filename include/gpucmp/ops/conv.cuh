@@ -3,9 +3,13 @@
 //
 // A verified cuDNN convolution (component gpucmp::cudnn): forward, backward-data or
 // backward-filter, NCHW or NHWC, FP32 / TF32 / FP16 / BF16; an operation of
-// ops/operation.hpp. One object owns its cuDNN handle, descriptors (RAII), tensors (inputs
-// random, output poisoned), workspace and candidates: the backend API's engine
-// configurations and the legacy API's algorithms within the workspace limit.
+// ops/operation.hpp. One object owns its cuDNN handle, its graph (ops/conv_graph.hpp) and
+// legacy descriptors, tensors (inputs random, output poisoned), workspace and candidates: the
+// graph's execution plans (ops/cudnn_graph.hpp) and the legacy API's algorithms within the
+// workspace limit. The legacy API stays beside the graph API as a second source of
+// candidates, not for what the graph cannot express: its heuristic reaches algorithms the
+// graph's heuristics rank low or leave out, and it runs some shapes fastest
+// (docs/results/h200-models.md, "The stem"), so the search times both.
 // choose_algorithm() runs cuDNN's first choice or a search that times them through the
 // engine and keeps the fastest that verifies; the object records API, engine or algorithm,
 // numerical notes or math type, and workspace. verify() compares the
@@ -19,7 +23,8 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
-#include <gpucmp/ops/cudnn_backend.hpp>
+#include <gpucmp/ops/conv_graph.hpp>
+#include <gpucmp/ops/cudnn_graph.hpp>
 #include <gpucmp/ops/cudnn_legacy.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
@@ -45,7 +50,7 @@ namespace gpucmp {
 /// Which cuDNN API runs the convolution.
 enum class conv_api {
   any,      ///< both below: the search times the candidates of each (the default)
-  backend,  ///< the backend (graph) API: the engine configurations cuDNN's heuristics offer
+  backend,  ///< the graph API (through cudnn-frontend): the execution plans cuDNN's heuristics offer
   legacy,   ///< cudnnConvolutionForward and friends: one configuration per algorithm enum
 };
 
@@ -73,19 +78,20 @@ struct conv_algorithm {
   conv_api api = conv_api::backend;  ///< which API runs it
   int algo = -1;                ///< legacy: cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t value
   std::int64_t engine = -1;     ///< backend: the engine's global index
+  std::string knobs;            ///< backend: the engine's knob choices, "k2=3,k3=0" (cudnn_plan::knobs)
   std::string name;             ///< legacy: e.g. "IMPLICIT_PRECOMP_GEMM"; backend: "engine 12"
-  std::string math;             ///< legacy: "TENSOR_OP", "FMA", ...; backend: the engine's numerical notes
+  std::string math;             ///< legacy: "TENSOR_OP", "FMA", ...; backend: the plan's notes (cudnn_plan::notes)
   std::size_t workspace = 0;    ///< workspace bytes it uses
   int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
   algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
   double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
 
-  /// "cuDNN engine 12 [TENSOR_CORE] ws 0 B (search: heuristic rank 3)" or
+  /// "cuDNN engine 12 {k2=3,k3=0} [TENSOR_CORE] ws 0 B (search: heuristic rank 3)" or
   /// "cuDNN legacy IMPLICIT_PRECOMP_GEMM (1) math TENSOR_OP ws 0 B (heuristic: heuristic rank 0)".
   std::string describe() const {
     std::ostringstream s;
     if (api == conv_api::backend) {
-      s << "cuDNN " << name << " [" << math << "]";
+      s << "cuDNN " << name << (knobs.empty() ? "" : " {" + knobs + "}") << " [" << math << "]";
     } else {
       s << "cuDNN legacy " << name << " (" << algo << ") math " << math;
     }
@@ -121,22 +127,6 @@ inline std::string cudnn_algo_name(conv_direction d, int algo) {
 inline bool is_transform_algorithm(const conv_algorithm& a) {
   const std::string& text = a.api == conv_api::backend ? a.math : a.name;
   return text.find("FFT") != std::string::npos || text.find("WINOGRAD") != std::string::npos;
-}
-
-inline const char* numerical_note_name(cudnnBackendNumericalNote_t n) noexcept {
-  switch (n) {
-    case CUDNN_NUMERICAL_NOTE_TENSOR_CORE: return "TENSOR_CORE";
-    case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: return "DOWN_CONVERT_INPUTS";
-    case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return "REDUCED_PRECISION_REDUCTION";
-    case CUDNN_NUMERICAL_NOTE_FFT: return "FFT";
-    case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: return "NONDETERMINISTIC";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD: return "WINOGRAD";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4: return "WINOGRAD_4x4";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6: return "WINOGRAD_6x6";
-    case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13: return "WINOGRAD_13x13";
-    case CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP: return "STRICT_NAN_PROP";
-    default: return "NOTE";
-  }
 }
 
 /// Shape and layout of one convolution, for the reference.
@@ -283,12 +273,12 @@ struct conv_tensors {
 /// (ops/operation.hpp): construction prepares it and times nothing; choose_algorithm() or
 /// search() picks the algorithm it runs.
 class conv {
-  // One algorithm the conv can run: a legacy algorithm with its math type, or a backend
-  // execution plan with its variant pack (built once the workspace exists).
+  // One algorithm the conv can run: a legacy algorithm with its math type, or a plan of the
+  // graph.
   struct candidate {
     conv_algorithm info;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    std::shared_ptr<detail::backend_descriptor> plan, pack;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // legacy API
+    std::size_t plan = 0;                       // backend API: its index in m_graph
   };
 
  public:
@@ -305,7 +295,6 @@ class conv {
     if (!unsupported_reason.empty()) throw unsupported(unsupported_reason);
     check_fits(dev);
     create_descriptors();
-    if (m_options.api != conv_api::legacy) create_backend_graph();
     allocate_and_fill(stream);
     enumerate_candidates();
     select(0, stream);
@@ -432,7 +421,7 @@ class conv {
   class binding {
    public:
     /// Enqueues the pass on the bound tensors.
-    void operator()(cudaStream_t stream) const { m_owner->run(m_candidate, m_tensors, m_workspace, m_workspace_bytes, m_pack.get(), stream); }
+    void operator()(cudaStream_t stream) const { m_owner->run(m_candidate, m_tensors, m_workspace, m_workspace_bytes, m_pack, stream); }
     /// The algorithm it runs.
     const conv_algorithm& algorithm() const noexcept { return m_owner->m_chosen; }
     /// The tensors it runs on.
@@ -441,17 +430,14 @@ class conv {
    private:
     friend class conv;
     binding(const conv* owner, candidate c, const conv_tensors& t, void* workspace, std::size_t workspace_bytes)
-        : m_owner(owner), m_candidate(std::move(c)), m_tensors(t), m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
-      if (m_candidate.info.api == conv_api::backend) {
-        m_pack = std::make_shared<detail::backend_descriptor>(owner->make_variant_pack(t, workspace));
-      }
-    }
+        : m_owner(owner), m_candidate(std::move(c)), m_tensors(t), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
+          m_pack(owner->variant_pack(t)) {}
     const conv* m_owner;
     candidate m_candidate;
     conv_tensors m_tensors;
     void* m_workspace;
     std::size_t m_workspace_bytes;
-    std::shared_ptr<detail::backend_descriptor> m_pack;
+    cudnn_variant_pack m_pack;
   };
 
   /// The chosen algorithm on `t`, with `workspace` of `workspace_bytes` (at least
@@ -478,7 +464,7 @@ class conv {
     m_sum = device_buffer<float>();
     m_squares = device_buffer<float>();
     m_workspace = device_buffer<unsigned char>();
-    for (auto& c : m_all) c.pack.reset();
+    m_pack.clear();
     m_released = true;
   }
 
@@ -561,21 +547,31 @@ class conv {
     }
   }
 
-  void launch(candidate& c, cudaStream_t stream) {
+  void launch(const candidate& c, cudaStream_t stream) {
     const conv_tensors own{m_x.data(), m_w.data(), m_y.data(), m_sum.data(), m_squares.data()};
-    if (c.info.api == conv_api::backend && !c.pack) {
-      c.pack = std::make_shared<detail::backend_descriptor>(make_variant_pack(own, m_workspace.data()));
-    }
-    run(c, own, m_workspace.data(), m_workspace.bytes(), c.pack.get(), stream);
+    if (m_pack.empty()) m_pack = variant_pack(own);
+    run(c, own, m_workspace.data(), m_workspace.bytes(), m_pack, stream);
   }
 
-  // Enqueues candidate `c` on tensors `t` (`pack` binds them for the backend API).
-  void run(const candidate& c, const conv_tensors& t, void* ws, std::size_t ws_bytes, const detail::backend_descriptor* pack,
+  // The graph's tensors bound to `t`, by uid; an accumulating pass's prior is its output.
+  cudnn_variant_pack variant_pack(const conv_tensors& t) const {
+    namespace uid = detail::conv_uid;
+    cudnn_variant_pack pack{{uid::x, t.x}, {uid::w, t.w}, {uid::y, t.y}};
+    if (m_options.statistics) {
+      pack[uid::sum] = t.sum;
+      pack[uid::squares] = t.squares;
+    }
+    if (m_options.accumulate) pack[uid::prior] = pack.at(detail::conv_output_uid(m_options.direction));
+    return pack;
+  }
+
+  // Enqueues candidate `c` on tensors `t` (`pack` binds them for the graph API).
+  void run(const candidate& c, const conv_tensors& t, void* ws, std::size_t ws_bytes, const cudnn_variant_pack& pack,
            cudaStream_t stream) const {
     // The statistics are written, not zeroed first: verify() poisons them (prepare_output).
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     if (c.info.api == conv_api::backend) {
-      GPUCMP_CUDNN_CHECK(cudnnBackendExecute(m_handle.get(), c.plan->get(), pack->get()));
+      m_graph->execute(m_handle.get(), c.plan, pack, ws);
       return;
     }
     GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(m_legacy.conv.get(), c.math));
@@ -598,19 +594,6 @@ class conv {
                                                           ws_bytes, &beta, m_legacy.w.get(), t.w));
         break;
     }
-  }
-
-  // FP32 must not use tensor cores or convert its inputs down; no precision may reduce in
-  // less than FP32 (the issue's "FP32 accumulate").
-  bool notes_allowed(const std::vector<cudnnBackendNumericalNote_t>& notes) const {
-    for (auto n : notes) {
-      if (n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
-      if (m_problem.dtype == conv_dtype::fp32 &&
-          (n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
-        return false;
-      }
-    }
-    return true;
   }
 
   // The legacy heuristic's candidates (algorithm, math type, workspace), best first.
@@ -664,94 +647,33 @@ class conv {
     return out;
   }
 
-  // The backend operation graph of this pass: x (uid 1), w (uid 2), y (uid 3).
-  void create_backend_graph() {
-    const conv_problem& p = m_problem;
-    const cudnnDataType_t type = data_type();
-    const std::int64_t cg = p.c / p.groups;
-    m_bx = detail::make_backend_tensor(1, type, {p.n, p.c, p.h, p.w}, layout_strides(p.layout, p.c, p.h, p.w));
-    m_bw = detail::make_backend_tensor(2, type, {p.k, cg, p.r, p.s}, layout_strides(p.layout, cg, p.r, p.s));
-    m_by = detail::make_backend_tensor(3, type, {p.n, p.k, p.p(), p.q()}, layout_strides(p.layout, p.k, p.p(), p.q()));
-    m_bconv = detail::make_backend_convolution(p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w);
-    // The same operation in each direction, under its own attribute names (x, w and y are
-    // dx, w and dy backward-data, x, dw and dy backward-filter).
-    struct operation_attributes {
-      cudnnBackendDescriptorType_t type;
-      cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
-    };
-    const operation_attributes a =
-        m_options.direction == conv_direction::forward
-            ? operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA}
-        : m_options.direction == conv_direction::backward_data
-            ? operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
-            : operation_attributes{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
-                                   CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
-    const float alpha = 1.0f, beta = m_options.accumulate ? 1.0f : 0.0f;
-    m_bop = detail::backend_descriptor(a.type);
-    m_bop.set(a.x, m_bx);
-    m_bop.set(a.w, m_bw);
-    m_bop.set(a.y, m_by);
-    m_bop.set(a.conv, m_bconv);
-    m_bop.set(a.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
-    m_bop.set(a.beta, CUDNN_TYPE_FLOAT, 1, &beta);
-    m_bop.finalize("convolution operation");
-    std::vector<cudnnBackendDescriptor_t> ops{m_bop.get()};
-    if (m_options.statistics) {
-      // gen-stats(y) -> sum (uid 4), sum of squares (uid 5): FP32, one value per channel.
-      const std::vector<std::int64_t> dims{1, p.k, 1, 1}, strides{p.k, 1, p.k, p.k};
-      m_bsum = detail::make_backend_tensor(4, CUDNN_DATA_FLOAT, dims, strides);
-      m_bsquares = detail::make_backend_tensor(5, CUDNN_DATA_FLOAT, dims, strides);
-      m_bstats = detail::make_genstats_operation(m_by, m_bsum, m_bsquares);
-      ops.push_back(m_bstats.get());
-    }
-    m_bgraph = detail::backend_descriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(ops.size()), ops.data());
-    cudnnHandle_t handle = m_handle.get();
-    m_bgraph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    m_bgraph.finalize("operation graph");
-  }
+  // The pass as a graph (ops/conv_graph.hpp): the convolution, then the prior output added
+  // (options.accumulate) or the statistics of y taken (options.statistics). Defined at the
+  // end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
+  void describe_graph(cudnn_frontend::graph::Graph& g) const;
 
-  // Engine configurations from heuristics mode A, then the fallback list, each turned into a
-  // finalized execution plan; configurations that do not finalize, need too much workspace
-  // or break the precision rules are left out.
-  std::vector<candidate> backend_candidates() {
+  // The graph's execution plans, the first `limit` that build within the workspace limit
+  // and the precision's numerics (FP32 forbids tensor cores and converting its inputs down).
+  std::vector<candidate> backend_candidates(std::size_t limit) {
+    const cudnn_numerics numerics{m_problem.dtype != conv_dtype::fp32, true};
+    m_graph = std::make_shared<const cudnn_graph>(
+        m_handle.get(), [this](cudnn_frontend::graph::Graph& g) { describe_graph(g); }, numerics, m_options.workspace_limit,
+        limit, name());
     std::vector<candidate> out;
-    for (detail::backend_plan& p : detail::heuristic_plans(m_handle.get(), m_bgraph,
-                                                            [&](const auto& notes) { return notes_allowed(notes); },
-                                                            m_options.workspace_limit)) {
+    for (std::size_t i = 0; i < m_graph->size(); ++i) {
+      const cudnn_plan& p = m_graph->plan(i);
       candidate c;
       c.info.api = conv_api::backend;
       c.info.engine = p.engine;
+      c.info.knobs = p.knobs;
       c.info.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
-      for (auto n : p.numerical_notes) c.info.math += std::string(c.info.math.empty() ? "" : ",") + detail::numerical_note_name(n);
+      c.info.math = p.notes();
       c.info.workspace = p.workspace;
-      c.info.heuristic_rank = p.rank;
-      c.plan = std::move(p.plan);
+      c.info.heuristic_rank = p.heuristic_rank;
+      c.plan = i;
       out.push_back(std::move(c));
     }
     return out;
-  }
-
-  detail::backend_descriptor make_variant_pack(const conv_tensors& t, void* workspace) const {
-    detail::backend_descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* pointers[5] = {t.x, t.w, t.y, t.sum, t.squares};
-    const std::int64_t uids[5] = {1, 2, 3, 4, 5};
-    const std::int64_t count = m_options.statistics ? 5 : 3;
-    pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, pointers);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids);
-    pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    pack.finalize("variant pack");
-    return pack;
   }
 
   // Each API's list, best first, cut to the search's size; with conv_api::any both are
@@ -765,14 +687,21 @@ class conv {
       if (list.size() > limit) list.resize(limit);
       for (auto& c : list) m_all.push_back(std::move(c));
     };
-    if (m_options.api != conv_api::legacy) take(backend_candidates());
-    if (!m_options.statistics &&
-        (m_options.api == conv_api::legacy || (m_options.api == conv_api::any && m_options.choice == algorithm_choice::search))) {
-      take(legacy_candidates());  // the legacy API has no statistics epilogue
+    const bool legacy_too = !m_options.statistics &&  // the legacy API has no statistics epilogue
+        (m_options.api == conv_api::legacy || (m_options.api == conv_api::any && m_options.choice == algorithm_choice::search));
+    std::string graph_refused;
+    if (m_options.api != conv_api::legacy) {
+      try {
+        take(backend_candidates(limit));
+      } catch (const unsupported& e) {
+        if (!legacy_too) throw;
+        graph_refused = std::string("; the graph API: ") + e.what();  // the legacy API may still run it
+      }
     }
+    if (legacy_too) take(legacy_candidates());
     if (m_all.empty()) {
       throw unsupported("no cuDNN algorithm for " + name() + " within a " +
-                        std::to_string(m_options.workspace_limit >> 20) + " MiB workspace");
+                        std::to_string(m_options.workspace_limit >> 20) + " MiB workspace" + graph_refused);
     }
     if (m_options.choice == algorithm_choice::heuristic) m_all.resize(1);
     std::size_t workspace = 0;
@@ -890,10 +819,10 @@ class conv {
   conv_options m_options;
   handle_t m_handle;
   detail::legacy_conv_descriptors m_legacy;
+  std::shared_ptr<const cudnn_graph> m_graph;  // the graph API's plans (shared with nothing; const once built)
+  cudnn_variant_pack m_pack;                    // its own tensors, bound once
   device_buffer<unsigned char> m_x, m_w, m_y, m_workspace;
   device_buffer<unsigned char> m_prior;  // what an accumulating pass adds to (options.accumulate)
-  detail::backend_descriptor m_bx, m_bw, m_by, m_bconv, m_bop, m_bgraph;
-  detail::backend_descriptor m_bsum, m_bsquares, m_bstats;  // conv_options::statistics
   device_buffer<float> m_sum, m_squares;                    // its own statistics (conv_options::statistics)
   std::vector<candidate> m_all;
   std::size_t m_current = 0;
@@ -901,5 +830,31 @@ class conv {
   std::vector<candidate_time> m_candidates;
   bool m_released = false;
 };
+
+#if GPUCMP_CUDNN_FRONTEND_VISIBLE
+inline void conv::describe_graph(cudnn_frontend::graph::Graph& g) const {
+  namespace fe = cudnn_frontend;
+  namespace uid = detail::conv_uid;
+  const conv_problem& p = m_problem;
+  const conv_direction d = m_options.direction;
+  std::shared_ptr<fe::graph::Tensor_attributes> out = detail::add_convolution(g, p, d);
+  if (m_options.accumulate) {
+    // The graph's convolution nodes always overwrite (beta 0): the pass's FP32 result plus the
+    // prior output, rounded once, as beta 1 computes it. The prior is the output's own memory.
+    const std::vector<std::int64_t> dims = out->get_dim();
+    const auto prior = detail::conv_tensor(g, p, uid::prior, "prior", dims);
+    out = g.pointwise(out, prior, fe::graph::Pointwise_attributes().set_name("add_prior").set_mode(fe::PointwiseMode_t::ADD));
+    out->set_dim(dims).set_stride(prior->get_stride());
+  }
+  detail::conv_output(out, p, detail::conv_output_uid(d));
+  if (m_options.statistics) {
+    // gen-stats(y) -> sum and sum of squares: FP32, one value per channel.
+    const auto stats = g.genstats(out, fe::graph::Genstats_attributes().set_name("statistics"));
+    for (auto [t, id] : {std::pair{stats[0], uid::sum}, std::pair{stats[1], uid::squares}}) {
+      t->set_output(true).set_uid(id).set_data_type(fe::DataType_t::FLOAT).set_dim({1, p.k, 1, 1}).set_stride({p.k, 1, p.k, p.k});
+    }
+  }
+}
+#endif  // GPUCMP_CUDNN_FRONTEND_VISIBLE
 
 }  // namespace gpucmp

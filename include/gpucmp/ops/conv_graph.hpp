@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// One convolution problem described as a cudnn-frontend graph: its tensors in the problem's
+// layout and precision, under fixed uids, and the pass's node. Shared by ops/conv.cuh (the
+// verified convolution: the pass alone, or adding to its output, or with batch norm's
+// statistics) and models/fused_conv.cuh (the pass with a bias, residual and ReLU epilogue),
+// so both describe a problem to cuDNN the same way, as ops/cudnn_legacy.hpp does for the
+// legacy API. Host compilation passes only (ops/cudnn_graph.hpp says why).
+#pragma once
+
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cudnn_graph.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace gpucmp::detail {
+
+/// The uids of a convolution graph's tensors, as the variant pack binds them.
+namespace conv_uid {
+constexpr std::int64_t x = 1;         ///< x (dx backward-data)
+constexpr std::int64_t w = 2;         ///< w (dw backward-filter)
+constexpr std::int64_t y = 3;         ///< y (dy backward)
+constexpr std::int64_t sum = 4;       ///< per-channel sum of y (statistics)
+constexpr std::int64_t squares = 5;   ///< per-channel sum of y^2 (statistics)
+constexpr std::int64_t prior = 6;     ///< what an accumulating pass adds to: its own output's memory
+constexpr std::int64_t bias = 7;      ///< a fused layer's per-channel bias
+constexpr std::int64_t residual = 8;  ///< a fused layer's z
+}  // namespace conv_uid
+
+/// The uid under which pass `d` writes its output (x, w or y as the pass names them).
+inline std::int64_t conv_output_uid(conv_direction d) noexcept {
+  return d == conv_direction::forward ? conv_uid::y : d == conv_direction::backward_data ? conv_uid::x : conv_uid::w;
+}
+
+}  // namespace gpucmp::detail
+
+// What follows uses cudnn-frontend's types.
+#if GPUCMP_CUDNN_FRONTEND_VISIBLE
+
+namespace gpucmp::detail {
+
+/// cudnn-frontend's element type of a precision (TF32 stores FP32).
+inline cudnn_frontend::DataType_t frontend_data_type(conv_dtype t) {
+  switch (t) {
+    case conv_dtype::fp16: return cudnn_frontend::DataType_t::HALF;
+    case conv_dtype::bf16: return cudnn_frontend::DataType_t::BFLOAT16;
+    case conv_dtype::fp32:
+    case conv_dtype::tf32: return cudnn_frontend::DataType_t::FLOAT;
+  }
+  throw invalid_argument("conv_graph: unknown conv_dtype");
+}
+
+/// A non-virtual tensor of `p`'s precision: dims in NCHW order of the dimensions, strides of
+/// p's layout (layout_strides).
+inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> conv_tensor(cudnn_frontend::graph::Graph& g,
+                                                                            const conv_problem& p, std::int64_t uid,
+                                                                            const char* name,
+                                                                            const std::vector<std::int64_t>& dims) {
+  return g.tensor(cudnn_frontend::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim(dims)
+                      .set_stride(layout_strides(p.layout, dims[1], dims[2], dims[3]))
+                      .set_data_type(frontend_data_type(p.dtype)));
+}
+
+/// Dimensions of p's x, w and y.
+inline std::vector<std::int64_t> conv_x_dims(const conv_problem& p) { return {p.n, p.c, p.h, p.w}; }
+inline std::vector<std::int64_t> conv_w_dims(const conv_problem& p) { return {p.k, p.c / p.groups, p.r, p.s}; }  ///< see conv_x_dims
+inline std::vector<std::int64_t> conv_y_dims(const conv_problem& p) { return {p.n, p.k, p.p(), p.q()}; }  ///< see conv_x_dims
+
+/// Adds pass `d` of `p` to `g`: its two inputs as tensors (uids conv_uid::x, w, y as the pass
+/// names them) and the convolution node, FP32 compute and intermediates. Returns the pass's
+/// output with its dimensions and strides set: virtual (an FP32 intermediate) until the caller
+/// marks it an output (conv_output) or feeds it to another node.
+inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> add_convolution(cudnn_frontend::graph::Graph& g,
+                                                                                const conv_problem& p, conv_direction d) {
+  namespace fe = cudnn_frontend;
+  g.set_io_data_type(frontend_data_type(p.dtype))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const std::vector<std::int64_t> padding{p.pad_h, p.pad_w}, stride{p.stride_h, p.stride_w},
+      dilation{p.dilation_h, p.dilation_w};
+  std::shared_ptr<fe::graph::Tensor_attributes> out;
+  std::vector<std::int64_t> out_dims;
+  switch (d) {
+    case conv_direction::forward:
+      out = g.conv_fprop(conv_tensor(g, p, conv_uid::x, "x", conv_x_dims(p)), conv_tensor(g, p, conv_uid::w, "w", conv_w_dims(p)),
+                         fe::graph::Conv_fprop_attributes().set_name("fprop").set_padding(padding).set_stride(stride).set_dilation(
+                             dilation));
+      out_dims = conv_y_dims(p);
+      break;
+    case conv_direction::backward_data:
+      out = g.conv_dgrad(conv_tensor(g, p, conv_uid::y, "dy", conv_y_dims(p)), conv_tensor(g, p, conv_uid::w, "w", conv_w_dims(p)),
+                         fe::graph::Conv_dgrad_attributes().set_name("dgrad").set_padding(padding).set_stride(stride).set_dilation(
+                             dilation));
+      out_dims = conv_x_dims(p);
+      break;
+    case conv_direction::backward_filter:
+      out = g.conv_wgrad(conv_tensor(g, p, conv_uid::y, "dy", conv_y_dims(p)), conv_tensor(g, p, conv_uid::x, "x", conv_x_dims(p)),
+                         fe::graph::Conv_wgrad_attributes().set_name("wgrad").set_padding(padding).set_stride(stride).set_dilation(
+                             dilation));
+      out_dims = conv_w_dims(p);
+      break;
+  }
+  out->set_dim(out_dims).set_stride(layout_strides(p.layout, out_dims[1], out_dims[2], out_dims[3]));
+  return out;
+}
+
+/// Marks `t` (dimensions and strides set) as an output of `g` under `uid`, in p's precision.
+inline void conv_output(const std::shared_ptr<cudnn_frontend::graph::Tensor_attributes>& t, const conv_problem& p,
+                        std::int64_t uid) {
+  t->set_output(true).set_uid(uid).set_data_type(frontend_data_type(p.dtype));
+}
+}  // namespace gpucmp::detail
+
+#endif  // GPUCMP_CUDNN_FRONTEND_VISIBLE
