@@ -162,7 +162,7 @@ def search_times(path):
 
 def algorithm_identity(description):
     """As conv-rows.py: a description without its workspace and how it was chosen."""
-    return re.split(r" ws \d+ B", description)[0]
+    return re.sub(r" \{[^}]*\}", "", re.split(r" ws \d+ B", description)[0])
 
 
 def conv_rows(row, new_path, old_path):

@@ -22,7 +22,7 @@ import sys
 def algorithm_identity(description):
     """An algorithm's description without its workspace and how it was chosen:
     "cuDNN legacy IMPLICIT_PRECOMP_GEMM (1) math TENSOR_OP", "cuDNN engine 58 [TENSOR_CORE]"."""
-    return re.split(r" ws \d+ B", description)[0]
+    return re.sub(r" \{[^}]*\}", "", re.split(r" ws \d+ B", description)[0])
 
 
 def row_key(name):

@@ -647,18 +647,35 @@ class conv {
     return out;
   }
 
+  // How the statistics (options.statistics) are taken in the graph.
+  enum class statistics_graph {
+    of_output,  // gen-stats reads y: cudnn-frontend gives gen-stats y's type as its math type
+    of_fp32,    // the convolution's FP32 result goes to gen-stats (FP32 math) and, rounded, to y
+  };
+
   // The pass as a graph (ops/conv_graph.hpp): the convolution, then the prior output added
-  // (options.accumulate) or the statistics of y taken (options.statistics). Defined at the
-  // end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
-  void describe_graph(cudnn_frontend::graph::Graph& g) const;
+  // (options.accumulate) or the statistics of y taken (options.statistics, as `form` says).
+  // Defined at the end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
+  void describe_graph(cudnn_frontend::graph::Graph& g, statistics_graph form) const;
 
   // The graph's execution plans, the first `limit` that build within the workspace limit
   // and the precision's numerics (FP32 forbids tensor cores and converting its inputs down).
+  // The statistics are asked for as gen-stats of y first; where cuDNN has no plan for that (BF16
+  // on the H200: its gen-stats engine takes FP16 only, and the frontend sets gen-stats' math
+  // type to y's), as gen-stats of the FP32 result, which is what the epilogue sums either way.
   std::vector<candidate> backend_candidates(std::size_t limit) {
     const cudnn_numerics numerics{m_problem.dtype != conv_dtype::fp32, true};
-    m_graph = std::make_shared<const cudnn_graph>(
-        m_handle.get(), [this](cudnn_frontend::graph::Graph& g) { describe_graph(g); }, numerics, m_options.workspace_limit,
-        limit, name());
+    auto plans = [&](statistics_graph form) {
+      return std::make_shared<const cudnn_graph>(
+          m_handle.get(), [this, form](cudnn_frontend::graph::Graph& g) { describe_graph(g, form); }, numerics,
+          m_options.workspace_limit, limit, name());
+    };
+    try {
+      m_graph = plans(statistics_graph::of_output);
+    } catch (const unsupported&) {
+      if (!m_options.statistics) throw;
+      m_graph = plans(statistics_graph::of_fp32);
+    }
     std::vector<candidate> out;
     for (std::size_t i = 0; i < m_graph->size(); ++i) {
       const cudnn_plan& p = m_graph->plan(i);
@@ -832,7 +849,7 @@ class conv {
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE
-inline void conv::describe_graph(cudnn_frontend::graph::Graph& g) const {
+inline void conv::describe_graph(cudnn_frontend::graph::Graph& g, statistics_graph form) const {
   namespace fe = cudnn_frontend;
   namespace uid = detail::conv_uid;
   const conv_problem& p = m_problem;
@@ -846,10 +863,16 @@ inline void conv::describe_graph(cudnn_frontend::graph::Graph& g) const {
     out = g.pointwise(out, prior, fe::graph::Pointwise_attributes().set_name("add_prior").set_mode(fe::PointwiseMode_t::ADD));
     out->set_dim(dims).set_stride(prior->get_stride());
   }
+  std::shared_ptr<fe::graph::Tensor_attributes> statistics_of = out;
+  if (m_options.statistics && form == statistics_graph::of_fp32) {
+    const std::vector<std::int64_t> dims = out->get_dim(), strides = out->get_stride();
+    out = g.pointwise(statistics_of, fe::graph::Pointwise_attributes().set_name("round").set_mode(fe::PointwiseMode_t::IDENTITY));
+    out->set_dim(dims).set_stride(strides);
+  }
   detail::conv_output(out, p, detail::conv_output_uid(d));
   if (m_options.statistics) {
-    // gen-stats(y) -> sum and sum of squares: FP32, one value per channel.
-    const auto stats = g.genstats(out, fe::graph::Genstats_attributes().set_name("statistics"));
+    // gen-stats -> sum and sum of squares: FP32, one value per channel.
+    const auto stats = g.genstats(statistics_of, fe::graph::Genstats_attributes().set_name("statistics"));
     for (auto [t, id] : {std::pair{stats[0], uid::sum}, std::pair{stats[1], uid::squares}}) {
       t->set_output(true).set_uid(id).set_data_type(fe::DataType_t::FLOAT).set_dim({1, p.k, 1, 1}).set_stride({p.k, 1, p.k, p.k});
     }
