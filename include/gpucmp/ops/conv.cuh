@@ -553,7 +553,7 @@ class conv {
     run(c, own, m_workspace.data(), m_workspace.bytes(), m_pack, stream);
   }
 
-  // The graph's tensors bound to `t`, by uid; an accumulating pass's prior is its output.
+  // The plans' tensors bound to `t`, by uid.
   cudnn_variant_pack variant_pack(const conv_tensors& t) const {
     namespace uid = detail::conv_uid;
     cudnn_variant_pack pack{{uid::x, t.x}, {uid::w, t.w}, {uid::y, t.y}};
@@ -561,7 +561,6 @@ class conv {
       pack[uid::sum] = t.sum;
       pack[uid::squares] = t.squares;
     }
-    if (m_options.accumulate) pack[uid::prior] = pack.at(detail::conv_output_uid(m_options.direction));
     return pack;
   }
 
@@ -647,34 +646,28 @@ class conv {
     return out;
   }
 
-  // How the statistics (options.statistics) are taken in the graph.
-  enum class statistics_graph {
-    of_output,  // gen-stats reads y: cudnn-frontend gives gen-stats y's type as its math type
-    of_fp32,    // the convolution's FP32 result goes to gen-stats (FP32 math) and, rounded, to y
-  };
+  // The plain pass as a graph, and the pass with its accumulation or statistics as operations
+  // (ops/conv_graph.hpp). Defined at the end of this header, in host compilation passes only
+  // (ops/cudnn_graph.hpp).
+  void describe_graph(cudnn_frontend::graph::Graph& g) const;
+  void describe_operations(cudnn_operations& ops) const;
 
-  // The pass as a graph (ops/conv_graph.hpp): the convolution, then the prior output added
-  // (options.accumulate) or the statistics of y taken (options.statistics, as `form` says).
-  // Defined at the end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
-  void describe_graph(cudnn_frontend::graph::Graph& g, statistics_graph form) const;
-
-  // The graph's execution plans, the first `limit` that build within the workspace limit
+  // The graph API's execution plans, the first `limit` that build within the workspace limit
   // and the precision's numerics (FP32 forbids tensor cores and converting its inputs down).
-  // The statistics are asked for as gen-stats of y first; where cuDNN has no plan for that (BF16
-  // on the H200: its gen-stats engine takes FP16 only, and the frontend sets gen-stats' math
-  // type to y's), as gen-stats of the FP32 result, which is what the epilogue sums either way.
+  // A pass that adds to its output (beta 1) or takes batch norm's statistics in its epilogue
+  // (gen-stats in FP32 math) is what the graph API cannot express: cudnn-frontend's operation
+  // builders describe it (ops/conv_graph.hpp), planned by the same rules.
   std::vector<candidate> backend_candidates(std::size_t limit) {
     const cudnn_numerics numerics{m_problem.dtype != conv_dtype::fp32, true};
-    auto plans = [&](statistics_graph form) {
-      return std::make_shared<const cudnn_graph>(
-          m_handle.get(), [this, form](cudnn_frontend::graph::Graph& g) { describe_graph(g, form); }, numerics,
-          m_options.workspace_limit, limit, name());
-    };
-    try {
-      m_graph = plans(statistics_graph::of_output);
-    } catch (const unsupported&) {
-      if (!m_options.statistics) throw;
-      m_graph = plans(statistics_graph::of_fp32);
+    if (m_options.accumulate || m_options.statistics) {
+      m_graph = cudnn_graph::of_operations(
+          m_handle.get(),
+          [this](cudnn_operations& ops) { describe_operations(ops); },
+          numerics, m_options.workspace_limit, limit, name());
+    } else {
+      m_graph = std::make_shared<const cudnn_graph>(
+          m_handle.get(), [this](cudnn_frontend::graph::Graph& g) { describe_graph(g); }, numerics, m_options.workspace_limit,
+          limit, name());
     }
     std::vector<candidate> out;
     for (std::size_t i = 0; i < m_graph->size(); ++i) {
@@ -849,34 +842,12 @@ class conv {
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE
-inline void conv::describe_graph(cudnn_frontend::graph::Graph& g, statistics_graph form) const {
-  namespace fe = cudnn_frontend;
-  namespace uid = detail::conv_uid;
-  const conv_problem& p = m_problem;
-  const conv_direction d = m_options.direction;
-  std::shared_ptr<fe::graph::Tensor_attributes> out = detail::add_convolution(g, p, d);
-  if (m_options.accumulate) {
-    // The graph's convolution nodes always overwrite (beta 0): the pass's FP32 result plus the
-    // prior output, rounded once, as beta 1 computes it. The prior is the output's own memory.
-    const std::vector<std::int64_t> dims = out->get_dim();
-    const auto prior = detail::conv_tensor(g, p, uid::prior, "prior", dims);
-    out = g.pointwise(out, prior, fe::graph::Pointwise_attributes().set_name("add_prior").set_mode(fe::PointwiseMode_t::ADD));
-    out->set_dim(dims).set_stride(prior->get_stride());
-  }
-  std::shared_ptr<fe::graph::Tensor_attributes> statistics_of = out;
-  if (m_options.statistics && form == statistics_graph::of_fp32) {
-    const std::vector<std::int64_t> dims = out->get_dim(), strides = out->get_stride();
-    out = g.pointwise(statistics_of, fe::graph::Pointwise_attributes().set_name("round").set_mode(fe::PointwiseMode_t::IDENTITY));
-    out->set_dim(dims).set_stride(strides);
-  }
-  detail::conv_output(out, p, detail::conv_output_uid(d));
-  if (m_options.statistics) {
-    // gen-stats -> sum and sum of squares: FP32, one value per channel.
-    const auto stats = g.genstats(statistics_of, fe::graph::Genstats_attributes().set_name("statistics"));
-    for (auto [t, id] : {std::pair{stats[0], uid::sum}, std::pair{stats[1], uid::squares}}) {
-      t->set_output(true).set_uid(id).set_data_type(fe::DataType_t::FLOAT).set_dim({1, p.k, 1, 1}).set_stride({p.k, 1, p.k, p.k});
-    }
-  }
+inline void conv::describe_graph(cudnn_frontend::graph::Graph& g) const {
+  detail::conv_output(detail::add_convolution(g, m_problem, m_options.direction), m_problem,
+                      detail::conv_output_uid(m_options.direction));
+}
+inline void conv::describe_operations(cudnn_operations& ops) const {
+  detail::add_convolution_operations(ops, m_problem, m_options.direction, m_options.accumulate, m_options.statistics);
 }
 #endif  // GPUCMP_CUDNN_FRONTEND_VISIBLE
 

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// One convolution problem described as a cudnn-frontend graph: its tensors in the problem's
-// layout and precision, under fixed uids, and the pass's node. Shared by ops/conv.cuh (the
-// verified convolution: the pass alone, or adding to its output, or with batch norm's
-// statistics) and models/fused_conv.cuh (the pass with a bias, residual and ReLU epilogue),
-// so both describe a problem to cuDNN the same way, as ops/cudnn_legacy.hpp does for the
-// legacy API. Host compilation passes only (ops/cudnn_graph.hpp says why).
+// One convolution problem described for cuDNN: its tensors in the problem's layout and
+// precision, under fixed uids, and the pass. As a cudnn-frontend graph (add_convolution) for
+// ops/conv.cuh's plain passes and models/fused_conv.cuh's bias, residual and ReLU epilogue;
+// with cudnn-frontend's operation builders (add_convolution_operations) for what the graph API
+// cannot express (ops/cudnn_graph.hpp): a pass that adds to its output (beta 1) and a forward
+// pass with batch norm's statistics in its epilogue (gen-stats in FP32 math). Both describe a
+// problem to cuDNN the same way, as ops/cudnn_legacy.hpp does for the legacy API. Host
+// compilation passes only (ops/cudnn_graph.hpp says why).
 #pragma once
 
 #include <gpucmp/ops/conv_problem.hpp>
@@ -25,7 +27,6 @@ constexpr std::int64_t w = 2;         ///< w (dw backward-filter)
 constexpr std::int64_t y = 3;         ///< y (dy backward)
 constexpr std::int64_t sum = 4;       ///< per-channel sum of y (statistics)
 constexpr std::int64_t squares = 5;   ///< per-channel sum of y^2 (statistics)
-constexpr std::int64_t prior = 6;     ///< what an accumulating pass adds to: its own output's memory
 constexpr std::int64_t bias = 7;      ///< a fused layer's per-channel bias
 constexpr std::int64_t residual = 8;  ///< a fused layer's z
 }  // namespace conv_uid
@@ -114,6 +115,77 @@ inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> add_convolution
 inline void conv_output(const std::shared_ptr<cudnn_frontend::graph::Tensor_attributes>& t, const conv_problem& p,
                         std::int64_t uid) {
   t->set_output(true).set_uid(uid).set_data_type(frontend_data_type(p.dtype));
+}
+
+/// A non-virtual tensor for cudnn-frontend's operation builders (as conv_tensor).
+inline cudnn_frontend::Tensor conv_builder_tensor(std::int64_t uid, cudnn_frontend::DataType_t type,
+                                                  const std::vector<std::int64_t>& dims,
+                                                  const std::vector<std::int64_t>& strides) {
+  return cudnn_frontend::TensorBuilder()
+      .setDim(std::int64_t(dims.size()), dims.data())
+      .setStride(std::int64_t(strides.size()), strides.data())
+      .setId(uid)
+      .setAlignment(16)
+      .setDataType(type)
+      .build();
+}
+
+/// Pass `d` of `p` with cudnn-frontend's operation builders into `ops`: x, w and y (conv_uid,
+/// as the pass names them), adding its result to what its output holds when `accumulate`
+/// (beta 1, in FP32 before the output is rounded), and with `statistics` (forward) gen-stats of
+/// y in FP32 math into sum and squares (FP32, one per channel). Throws what the builders throw
+/// (cudnn_frontend::cudnnException) when cuDNN refuses an operation.
+inline void add_convolution_operations(cudnn_operations& ops, const conv_problem& p, conv_direction d, bool accumulate,
+                                       bool statistics) {
+  namespace fe = cudnn_frontend;
+  const fe::DataType_t type = frontend_data_type(p.dtype);
+  auto tensor = [&](std::int64_t uid, const std::vector<std::int64_t>& dims) {
+    return conv_builder_tensor(uid, type, dims, layout_strides(p.layout, dims[1], dims[2], dims[3]));
+  };
+  const fe::Tensor x = tensor(conv_uid::x, conv_x_dims(p)), w = tensor(conv_uid::w, conv_w_dims(p)),
+                   y = tensor(conv_uid::y, conv_y_dims(p));
+  const std::int64_t padding[] = {p.pad_h, p.pad_w}, stride[] = {p.stride_h, p.stride_w},
+                     dilation[] = {p.dilation_h, p.dilation_w};
+  const fe::ConvDesc convolution = fe::ConvDescBuilder()
+                                       .setComputeType(fe::DataType_t::FLOAT)
+                                       .setMathMode(fe::ConvolutionMode_t::CROSS_CORRELATION)
+                                       .setSpatialDimCount(2)
+                                       .setSpatialStride(2, stride)
+                                       .setPrePadding(2, padding)
+                                       .setPostPadding(2, padding)
+                                       .setDilation(2, dilation)
+                                       .build();
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  switch (d) {
+    case conv_direction::forward:
+      ops.operations.push_back(fe::OperationBuilder(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)
+                                   .setxDesc(x).setwDesc(w).setyDesc(y).setcDesc(convolution).setAlpha(alpha).setBeta(beta)
+                                   .build());
+      break;
+    case conv_direction::backward_data:
+      ops.operations.push_back(fe::OperationBuilder(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR)
+                                   .setdxDesc(x).setwDesc(w).setdyDesc(y).setcDesc(convolution).setAlpha(alpha).setBeta(beta)
+                                   .build());
+      break;
+    case conv_direction::backward_filter:
+      ops.operations.push_back(fe::OperationBuilder(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR)
+                                   .setxDesc(x).setdwDesc(w).setdyDesc(y).setcDesc(convolution).setAlpha(alpha).setBeta(beta)
+                                   .build());
+      break;
+  }
+  ops.uids = {conv_uid::x, conv_uid::w, conv_uid::y};
+  if (statistics) {
+    const std::vector<std::int64_t> dims{1, p.k, 1, 1}, strides{p.k, 1, p.k, p.k};
+    ops.operations.push_back(fe::OperationBuilder(CUDNN_BACKEND_OPERATION_GEN_STATS_DESCRIPTOR)
+                                 .setxDesc(y)
+                                 .setComputeType(CUDNN_DATA_FLOAT)
+                                 .setGenStatsMode(CUDNN_GENSTATS_SUM_SQSUM)
+                                 .setSumDesc(conv_builder_tensor(conv_uid::sum, fe::DataType_t::FLOAT, dims, strides))
+                                 .setSqSumDesc(conv_builder_tensor(conv_uid::squares, fe::DataType_t::FLOAT, dims, strides))
+                                 .build());
+    ops.uids.push_back(conv_uid::sum);
+    ops.uids.push_back(conv_uid::squares);
+  }
 }
 }  // namespace gpucmp::detail
 

@@ -11,6 +11,13 @@
 // is known only once it is built and a network sizes its workspaces from them. execute()
 // then runs one plan on tensors bound by their graph uids.
 //
+// What the graph API cannot express is described with cudnn-frontend's operation builders
+// (its v8 API, which PyTorch's convolutions use) and planned by the same rules
+// (cudnn_graph::of_operations): with cudnn-frontend 1.32, a convolution that adds to its
+// output (its convolution nodes fix beta at 0) and gen-stats in FP32 math over an FP16 or BF16
+// tensor (its gen-stats node takes the tensor's type as its math type, which cuDNN's fused
+// engines refuse for BF16). ops/conv_graph.hpp describes both.
+//
 // cudnn-frontend's headers are large (tens of seconds of compile time per translation unit),
 // so CUDA's device compilation passes, which compile no host code, do not include them: the
 // classes here are complete in every pass, and what touches the frontend is defined only in
@@ -26,6 +33,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -48,6 +56,11 @@ class Graph;
 }  // namespace cudnn_frontend::graph
 
 namespace gpucmp {
+
+/// What a describing function fills for cudnn_graph::of_operations: operations made with
+/// cudnn-frontend's builders, in the order cuDNN runs them, and the uids of every non-virtual
+/// tensor they touch (an execution binds exactly these). Defined in host passes only.
+struct cudnn_operations;
 
 /// Which engines a precision allows, by cuDNN's numerical notes. No precision may reduce in
 /// less than FP32 (REDUCED_PRECISION_REDUCTION is never allowed).
@@ -113,6 +126,15 @@ class cudnn_graph {
   cudnn_graph(cudnnHandle_t handle, const describe_fn& describe, const cudnn_numerics& numerics,
               std::size_t workspace_limit, std::size_t max_plans, const std::string& what);
 
+  /// Fills the operations of what the graph API cannot express (this header's opening comment).
+  using operations_fn = std::function<void(cudnn_operations&)>;
+  /// Plans for operations `describe` makes with cudnn-frontend's builders, by the graph
+  /// constructor's rules (heuristic mode A, then the fallback list; numerics; workspace limit;
+  /// `max_plans`). Throws as that constructor does.
+  static std::shared_ptr<const cudnn_graph> of_operations(cudnnHandle_t handle, const operations_fn& describe,
+                                                          const cudnn_numerics& numerics, std::size_t workspace_limit,
+                                                          std::size_t max_plans, const std::string& what);
+
   /// How many plans were built.
   std::size_t size() const noexcept { return m_plans.size(); }
   /// Plan `i`.
@@ -126,9 +148,13 @@ class cudnn_graph {
   void execute(cudnnHandle_t handle, std::size_t i, const cudnn_variant_pack& pack, void* workspace) const;
 
  private:
-  std::shared_ptr<cudnn_frontend::graph::Graph> m_graph;  // complete in host passes only
+  struct built_operations;  // of_operations: the operation graph and its plans (host passes only)
+  cudnn_graph() = default;
+
+  std::shared_ptr<cudnn_frontend::graph::Graph> m_graph;    // from the graph API (complete in host passes only)
+  std::shared_ptr<const built_operations> m_operations;     // or from the operation builders
   std::vector<cudnn_plan> m_plans;
-  std::vector<std::int64_t> m_indices;  // each plan's index among the frontend's
+  std::vector<std::int64_t> m_indices;  // each plan's index among the graph's
   std::string m_what;
 };
 
@@ -249,7 +275,133 @@ inline cudnn_graph::cudnn_graph(cudnnHandle_t handle, const describe_fn& describ
   m_graph = std::move(graph);
 }
 
+struct cudnn_operations {
+  std::vector<cudnn_frontend::Operation> operations;  ///< in the order cuDNN runs them
+  std::vector<std::int64_t> uids;                     ///< every non-virtual tensor's
+};
+
+struct cudnn_graph::built_operations {
+  cudnn_frontend::OperationGraph graph;
+  std::vector<cudnn_frontend::ExecutionPlan> plans;
+  std::vector<std::int64_t> uids;
+};
+
+namespace detail {
+
+// The numerical notes an engine configuration names, checked before its plan is built (a plan
+// of a runtime-compiled engine compiles while it is built).
+inline std::vector<std::string> configuration_notes(const cudnn_frontend::ManagedOpaqueDescriptor& config) {
+  namespace fe = cudnn_frontend;
+  const cudnnBackendDescriptor_t raw = config->get_backend_descriptor();
+  std::vector<std::string> out;
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_TENSOR_CORE>(raw)) out.push_back("TENSOR_CORE");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS>(raw)) out.push_back("DOWN_CONVERT_INPUTS");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION>(raw)) out.push_back("REDUCED_PRECISION_REDUCTION");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_FFT>(raw)) out.push_back("FFT");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC>(raw)) out.push_back("NONDETERMINISTIC");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD>(raw)) out.push_back("WINOGRAD");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4>(raw)) out.push_back("WINOGRAD_4x4");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6>(raw)) out.push_back("WINOGRAD_6x6");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13>(raw)) out.push_back("WINOGRAD_13x13");
+  if (fe::hasNumericalNote<CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP>(raw)) out.push_back("STRICT_NAN_PROP");
+  return out;
+}
+
+// "eng12_k2=3_k3=0" -> 12.
+inline std::int64_t engine_of_tag(const std::string& tag) {
+  return tag.compare(0, 3, "eng") == 0 ? std::strtoll(tag.c_str() + 3, nullptr, 10) : -1;
+}
+
+}  // namespace detail
+
+inline std::shared_ptr<const cudnn_graph> cudnn_graph::of_operations(cudnnHandle_t handle, const operations_fn& describe,
+                                                                     const cudnn_numerics& numerics,
+                                                                     std::size_t workspace_limit, std::size_t max_plans,
+                                                                     const std::string& what) {
+  namespace fe = cudnn_frontend;
+  std::shared_ptr<cudnn_graph> out(new cudnn_graph());
+  out->m_what = what;
+  try {
+    cudnn_operations ops;
+    describe(ops);
+    std::vector<const fe::Operation*> raw;
+    for (const auto& op : ops.operations) raw.push_back(&op);
+    auto built = std::make_shared<built_operations>(
+        built_operations{fe::OperationGraphBuilder().setHandle(handle).setOperationGraph(std::int64_t(raw.size()), raw.data()).build(),
+                         {},
+                         ops.uids});
+    std::vector<std::int64_t> engines_built;
+    int rank = 0;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      std::vector<fe::ManagedOpaqueDescriptor> configs;
+      try {
+        auto heuristics = fe::EngineHeuristicsBuilder().setOperationGraph(built->graph).setHeurMode(mode).build();
+        configs = heuristics.getEngineConfig(heuristics.getEngineConfigCount());
+      } catch (const fe::cudnnException&) {
+        continue;  // no list in this mode
+      }
+      for (const auto& config : configs) {
+        const int this_rank = rank++;
+        if (out->m_plans.size() >= max_plans) break;
+        cudnn_plan p;
+        p.heuristic_rank = this_rank;
+        p.fallback = mode == CUDNN_HEUR_MODE_FALLBACK;
+        p.numerical_notes = detail::configuration_notes(config);
+        if (!numerics.allows(p.numerical_notes)) continue;
+        try {
+          fe::ExecutionPlan plan = fe::ExecutionPlanBuilder().setHandle(handle).setEngineConfig(config, built->graph.getTag()).build();
+          const std::string tag = plan.getTag();
+          p.engine = detail::engine_of_tag(tag);
+          if (p.fallback && std::find(engines_built.begin(), engines_built.end(), p.engine) != engines_built.end()) continue;
+          const std::int64_t workspace = plan.getWorkspaceSize();
+          if (workspace < 0 || std::size_t(workspace) > workspace_limit) continue;
+          p.workspace = std::size_t(workspace);
+          p.knobs = detail::knobs_of_tag(tag);
+          const auto behaviors = plan.getAllBehaviorNotes();
+          p.runtime_compiled =
+              std::find(behaviors.begin(), behaviors.end(), CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) != behaviors.end();
+          engines_built.push_back(p.engine);
+          out->m_plans.push_back(std::move(p));
+          built->plans.push_back(std::move(plan));
+        } catch (const fe::cudnnException&) {
+          continue;  // this configuration does not build: not supported
+        }
+      }
+    }
+    out->m_operations = std::move(built);
+  } catch (const error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw unsupported("cudnn-frontend refused the operations of " + what + ": " + e.what());
+  }
+  if (out->m_plans.empty()) {
+    throw unsupported("no cuDNN plan for " + what + " within a " + std::to_string(workspace_limit >> 20) +
+                      " MiB workspace and its precision's numerical notes");
+  }
+  return out;
+}
+
 inline void cudnn_graph::execute(cudnnHandle_t handle, std::size_t i, const cudnn_variant_pack& pack, void* workspace) const {
+  if (m_operations) {
+    std::vector<void*> pointers;
+    for (std::int64_t uid : m_operations->uids) {
+      const auto found = pack.find(uid);
+      if (found == pack.end()) throw invalid_argument(m_what + ": no tensor bound to uid " + std::to_string(uid));
+      pointers.push_back(found->second);
+    }
+    try {
+      auto variant_pack = cudnn_frontend::VariantPackBuilder()
+                              .setWorkspacePointer(workspace)
+                              .setDataPointers(std::int64_t(pointers.size()), pointers.data())
+                              .setUids(std::int64_t(m_operations->uids.size()), m_operations->uids.data())
+                              .build();
+      detail::check_cudnn(cudnnBackendExecute(handle, m_operations->plans.at(i).get_raw_desc(), variant_pack.get_raw_desc()),
+                  "executing plan " + std::to_string(i) + " of " + m_what);
+    } catch (const cudnn_frontend::cudnnException& e) {
+      throw library_error("cudnn-frontend, executing plan " + std::to_string(i) + " of " + m_what + ": " + e.what());
+    }
+    return;
+  }
   // The frontend takes a mutable map it only reads.
   auto& bound = const_cast<cudnn_variant_pack&>(pack);
   detail::check_frontend(m_graph->execute_plan_at_index(handle, bound, workspace, m_indices.at(i)),
