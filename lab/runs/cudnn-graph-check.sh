@@ -12,7 +12,9 @@
 #   resnet50        ResNet-50 FP16 inference against PyTorch at batches 32 and 256
 #   alternate       the AMP FP16 training step at batch 256 against PyTorch, alternating pairs
 #   lab/runs/cudnn-graph-check.sh OUT_DIR [PARTS, comma-separated; default all]
-# CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network.
+# CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
+# GPUCMP_COMMIT the commit of the tree sent (a device machine's copy may carry older git
+# metadata): OUT_DIR/check/run.json records it with the date, as lab/acceptance/ reads runs.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 out_dir=${1:?usage: cudnn-graph-check.sh OUT_DIR [PARTS]}
@@ -26,7 +28,9 @@ fi
 status=0
 started=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - started )) s (status $status)"; tar -C "$out_dir" -czf "$out_dir/check.tgz" check; }
-git -C "$repo_root" log -1 --format='%H %cd' > "$work/commit.txt" 2>/dev/null
+commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+printf '{"commit": "%s", "date": "%s", "gpu_uuid": "%s"}\n' "$commit" "$(date -u +%F)" \
+  "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" > "$work/run.json"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$work/gpu.csv"
 if part build; then
   "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
