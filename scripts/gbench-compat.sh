@@ -60,5 +60,5 @@ for v in "${versions[@]}"; do
 | $name | $host | $listed | $run |"
 done
 echo "$table"
-echo "$table" > "$work/compat.md"  # for scripts/architecture/acceptance.py
+echo "$table" > "$work/compat.md"  # for lab/acceptance/architecture.py
 exit $status

@@ -78,4 +78,4 @@ if part sanitize; then
   "$repo_root/scripts/sanitize.sh" "$out_dir/sanitize" "$build_dir" > "$out_dir/sanitize.log" 2>&1
   tail -20 "$out_dir/sanitize.log"
 fi
-python3 "$repo_root/scripts/reliability/acceptance.py" "$repo_root" "$out_dir"
+python3 "$repo_root/lab/acceptance/reliability.py" "$repo_root" "$out_dir"

@@ -76,7 +76,7 @@ export GPUCMP_TEST_NO_TIMING=1
 # A tool instruments a module as it loads. With lazy loading (CUDA's default) that is at a
 # kernel's first launch, and the launch then waits for the stream: behind the engine's stream
 # hold it waited for the hold's watchdog under every tool, while without a tool it returned in
-# 0.04 ms (scripts/reliability/hold-probe.sh; results/h200/reliability/hold_probe.md). Load
+# 0.04 ms (lab/probes/hold-probe.sh; results/h200/reliability/hold_probe.md). Load
 # every module when the program starts instead.
 export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 # picked NAME: true when NAME is in the space-separated list $2 (or the list is empty).

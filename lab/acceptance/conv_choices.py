@@ -7,7 +7,7 @@ acceptance tool reads (lab/acceptance/acceptance.py).
 usage: conv_choices.py CONV_SWEEP_JSON SEARCH_LOG COMMITTED_OPS_VS_PYTORCH_JSON OUT_JSON
 For each compared row (the committed file's "ResNet-50 convolutions" sections): the same
 algorithm (engine or legacy algorithm, knobs aside), or a changed choice and why, by the rule of
-scripts/architecture/acceptance.py (changed_choice_reason): the committed algorithm timed within
+lab/acceptance/architecture.py (changed_choice_reason): the committed algorithm timed within
 3 % of the new choice in the same search (a tie), more than 3 % slower in it, or not timed but
 the row no slower; anything else is unexplained. Also gpucmp's time against the committed run's.
 """
@@ -34,10 +34,10 @@ def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     sweep, log, committed_path, out = sys.argv[1:]
-    rules = load("architecture_acceptance", os.path.join(root, "scripts", "architecture", "acceptance.py"))
+    rules = load("architecture_acceptance", os.path.join(here, "architecture.py"))
     with tempfile.TemporaryDirectory() as t:
         rows_path = os.path.join(t, "rows.json")
-        subprocess.run([sys.executable, os.path.join(root, "scripts", "architecture", "conv-rows.py"), sweep, rows_path, log],
+        subprocess.run([sys.executable, os.path.join(here, "conv-rows.py"), sweep, rows_path, log],
                        check=True, stdout=subprocess.DEVNULL)
         fresh = {r["key"]: r for r in json.load(open(rows_path))["rows"]}
     committed = json.load(open(committed_path))

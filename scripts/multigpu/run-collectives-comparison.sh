@@ -6,7 +6,7 @@
 # hot mode and graph) and torch_collectives.py (torch.distributed with NCCL, one process per
 # GPU) on the same sizes, one after the other, data-parallel ResNet-50 training on one GPU and
 # on all of them, the 1 GiB all-reduce again under mpirun (one process per GPU), the 8-card
-# projection (project_cards.py), then acceptance.py's rows. NVLink multicast
+# projection (project_cards.py), then lab/acceptance/multigpu.py's rows. NVLink multicast
 # stays off (NCCL_NVLS_ENABLE=0).
 #   scripts/multigpu/run-collectives-comparison.sh BUILD_DIR OUT_DIR
 set -uo pipefail
@@ -47,5 +47,5 @@ python3 "$here/torch_collectives.py" --out "$out_dir/torch_collectives.json" > "
   --csv "$out_dir/projection.csv" > "$out_dir/projection.log" 2>&1 &&
   python3 "$here/project_cards.py" "$root" "$out_dir" > "$out_dir/cards_projection.log" 2>&1 ||
   { echo "run-collectives-comparison: the 8-card projection failed"; tail -5 "$out_dir/cards_projection.log" "$out_dir/projection.log"; status=1; }
-python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
+python3 "$root/lab/acceptance/multigpu.py" "$root" "$out_dir" || status=1
 exit $status

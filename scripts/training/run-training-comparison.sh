@@ -19,7 +19,7 @@
 #               3), one process each, the side that goes first alternating from pair to pair:
 #               PyTorch's rate moved 5,600-5,991 img/s between calls on the H200, so one pair
 #               is one sample; acceptance.py takes the median pair's ratio (OUT_DIR/alternate/)
-#   acceptance  scripts/training/acceptance.py over what the parts left in OUT_DIR, with
+#   acceptance  lab/acceptance/training.py over what the parts left in OUT_DIR, with
 #               gpucmp-report's projections onto the A100, L20 and L40S
 #   scripts/training/run-training-comparison.sh BUILD_DIR OUT_DIR [PARTS] (default: all, in that order)
 # GPUCMP_TRAINING_BATCHES (default 64,128,256), GPUCMP_TRAINING_PRECISIONS (amp_fp16,bf16,tf32).
@@ -146,6 +146,6 @@ if has_part acceptance; then
       --csv "$out_dir/projection.csv" --markdown "$out_dir/projection.md" > /dev/null 2>&1 ||
       { echo "run-training-comparison: gpucmp-report failed"; status=1; }
   fi
-  python3 "$here/acceptance.py" "$root" "$out_dir" || status=1
+  python3 "$root/lab/acceptance/training.py" "$root" "$out_dir" || status=1
 fi
 exit $status

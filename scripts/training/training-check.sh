@@ -16,7 +16,7 @@
 #   statistics  the step with the batch norms' statistics off and always from the convolutions
 #               (throughput's rows have the default, searched per layer)
 #   alternate   AMP FP16 gpucmp / PyTorch in alternating pairs (GPUCMP_ALTERNATE_PAIRS)
-#   acceptance  scripts/training/acceptance.py over what the parts left
+#   acceptance  lab/acceptance/training.py over what the parts left
 # and packs every output into OUT_DIR/training.tgz after each part (a call cut short still
 # returns what it finished).
 #   scripts/training/training-check.sh OUT_DIR [PARTS]

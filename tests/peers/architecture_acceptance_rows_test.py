@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
-"""Host test of scripts/architecture/acceptance.py's ops and spin rows on synthetic runs.
+"""Host test of lab/acceptance/architecture.py's ops and spin rows on synthetic runs.
 Ops: each part's geometric-mean ratio against the committed one (2 %), a part not run is a
 missing row, and every row whose search chose another algorithm than the committed run needs
 a reason: a tie where the committed algorithm timed within 3 % of the chosen one in the same

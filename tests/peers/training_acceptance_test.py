@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
 """Host tests of the training and multi-GPU acceptance scripts on synthetic runs:
-scripts/training/acceptance.py (images/s from the typed rows' items and seconds, the ratios
+lab/acceptance/training.py (images/s from the typed rows' items and seconds, the ratios
 against PyTorch's rows and their targets, the reach row, the verification rows against each
 run's bounds, the user-network and largest-batch rows, the seed-style table's projections
 from gpucmp-report's CSV, the median of alternating gpucmp / PyTorch pairs, missing inputs
-failing) and scripts/multigpu/acceptance.py (busbw
+failing) and lab/acceptance/multigpu.py (busbw
 from the declared bytes, the time and the rank count, against torch.distributed's)."""
 import csv
 import json

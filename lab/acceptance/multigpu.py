@@ -5,7 +5,7 @@
 
 Reads OUT_DIR/gpucmp_collectives.json (gpucmp's typed rows: the declared bytes S and the
 time; busbw from nccl-tests' factor and the rank count the counters hold) and
-torch_collectives.json; writes OUT_DIR/acceptance.json and summary.md (scripts/acceptance_rows.py).
+torch_collectives.json; writes OUT_DIR/acceptance.json and summary.md (lab/acceptance/acceptance_rows.py).
 gpucmp's rate per size is the faster of its hot and graph rows. The data-parallel row reads
 gpucmp_training_dp.json (benchmarks/training --data_parallel: one GPU's graph row and the
 x<GPUs> one); the peer-copy row reads gpucmp_p2p.json (benchmarks/p2p_matrix) against
@@ -18,7 +18,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)  # acceptance_rows
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
 import gpucmp_results  # noqa: E402
 from acceptance_rows import Rows  # noqa: E402
 

@@ -7,7 +7,7 @@
 // stream_hold, makes one kind of call per round behind it and prints how long the host spent
 // in that call: a call that waits for the stream returns only when the watchdog releases it
 // (the hold's timeout), so it stands out. Then the engine itself measures the same launch,
-// cold and hot, held and not. Built and run by scripts/reliability/hold-probe.sh.
+// cold and hot, held and not. Built and run by lab/probes/hold-probe.sh.
 //   hold_probe [TIMEOUT_S]
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>

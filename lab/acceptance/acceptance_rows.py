@@ -1,6 +1,6 @@
 """Acceptance rows as the issues ask for them: a list of {row, measured, target, unit, pass},
 written as OUT_DIR/acceptance.json and as a markdown table in OUT_DIR/summary.md. Shared by
-scripts/reliability/acceptance.py and scripts/architecture/acceptance.py."""
+lab/acceptance/reliability.py and lab/acceptance/architecture.py."""
 import json
 import os
 

@@ -20,8 +20,10 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from acceptance_rows import Rows  # noqa: E402  (scripts/acceptance_rows.py)
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)  # acceptance_rows
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
+from acceptance_rows import Rows  # noqa: E402  (lab/acceptance/acceptance_rows.py)
 import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py)
 
 

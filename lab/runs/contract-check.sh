@@ -13,13 +13,13 @@
 #             spin_before_N/ and spin_after_N/): the committed table came from another H200,
 #             and the noise rule holds within one machine. GPUCMP_SPIN_BEFORE_TREE names the
 #             older sources (a folder the call carries), built in their own build/ there; then
-#             acceptance.py --spin spin_after_1/spin_table.json,spin_after_2/... --spin-before
+#             architecture.py --spin spin_after_1/spin_table.json,spin_after_2/... --spin-before
 #             spin_before_1/spin_table.json,spin_before_2/... (each cell the median of its rounds)
 # and packs every output into OUT_DIR/contract.tgz (one file, for a device call's return).
-#   scripts/architecture/contract-check.sh OUT_DIR [PARTS]
-# scripts/architecture/acceptance.py then compares the ratios with the committed ones.
+#   lab/runs/contract-check.sh OUT_DIR [PARTS]
+# lab/acceptance/architecture.py then compares the ratios with the committed ones.
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 out_dir=${1:?usage: contract-check.sh OUT_DIR [tests,ops,resnet50,spin,spin_before]}
 parts=${2:-tests,ops,resnet50,spin}
 mkdir -p "$out_dir/contract"
@@ -55,7 +55,7 @@ if part ops; then
   done
   # The convolution rows with every candidate's time, for acceptance.py --conv.
   if [ -f "$work/ops_conv/conv_1.json" ]; then
-    python3 "$repo_root/scripts/architecture/conv-rows.py" "$work/ops_conv/conv_1.json" "$work/conv_rows.json" \
+    python3 "$repo_root/lab/acceptance/conv-rows.py" "$work/ops_conv/conv_1.json" "$work/conv_rows.json" \
       "$work/ops_conv/search_log.jsonl" > "$work/conv_rows.log" 2>&1 || status=1
   fi
 fi

@@ -10,8 +10,8 @@ made only from the files given, never filled in:
   --h200-compat FILE  the same table from the H200 (Google Benchmark 1.8.3 there)
   --report BINARY     gpucmp-report, for the random-names test of the report's reader
   --ops FILE[,FILE]   ops_vs_pytorch.json of scripts/peers/run-ops-comparison.sh (on the
-                      operation contract: scripts/architecture/contract-check.sh, one per part)
-  --conv FILE         scripts/architecture/conv-rows.py's rows of a conv_sweep run (gpucmp's
+                      operation contract: lab/runs/contract-check.sh, one per part)
+  --conv FILE         lab/acceptance/conv-rows.py's rows of a conv_sweep run (gpucmp's
                       side alone, when the comparison did not finish): their times against
                       the committed run's gpucmp times, and their choices
   --resnet50 FILE     resnet50_vs_pytorch.json of scripts/peers/run-resnet50-comparison.sh
@@ -37,8 +37,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from acceptance_rows import Rows  # noqa: E402  (scripts/acceptance_rows.py)
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)  # acceptance_rows
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
+from acceptance_rows import Rows  # noqa: E402  (lab/acceptance/acceptance_rows.py)
 
 
 def grep(root, pattern, paths):

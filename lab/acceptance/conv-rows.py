@@ -12,7 +12,7 @@ told from a tie (the committed algorithm timed as fast as the new one in the sam
 cuDNN offers one engine in several configurations (knobs it does not print): an algorithm's
 time is its fastest configuration's, as the row's algorithm names the engine alone. Algorithms
 more than 1.35x the fastest are left out (never a tie; they would triple the file).
-scripts/architecture/acceptance.py --conv OUT_JSON compares them with the committed run.
+lab/acceptance/architecture.py --conv OUT_JSON compares them with the committed run.
 """
 import json
 import re

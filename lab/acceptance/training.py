@@ -24,7 +24,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)  # acceptance_rows
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
 import gpucmp_results  # noqa: E402
 from acceptance_rows import Rows  # noqa: E402
 
