@@ -21,3 +21,12 @@ gpucmp_build() {
 gpu_present() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
 }
+
+# CMAKE_CUDA_ARCHITECTURES for the local GPU (compute capability 9.0 -> 90) unless it is set: a
+# GPU machine's runs build its own machine code only.
+gpucmp_local_architecture() {
+  if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
+    CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    export CMAKE_CUDA_ARCHITECTURES
+  fi
+}

@@ -16,9 +16,7 @@ out_dir=${1:?usage: reliability-check.sh OUT_DIR [RUNS]}
 runs=${2:-5}
 mkdir -p "$out_dir"
 gpu_present || { echo "reliability-check: no NVIDIA GPU here" >&2; exit 1; }
-if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
-  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-fi
+gpucmp_local_architecture
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,power.limit,temperature.gpu --format=csv > "$out_dir/gpu.csv"
 "$repo_root/scripts/install-deps.sh" > "$out_dir/install.log" 2>&1
 parts=" ${GPUCMP_RELIABILITY_PARTS:-suite power} "

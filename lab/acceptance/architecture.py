@@ -167,9 +167,10 @@ def algorithm_identity(description):
     return re.sub(r" \{[^}]*\}", "", re.split(r" ws \d+ B", description)[0])
 
 
-def conv_rows(row, new_path, old_path):
-    new, old = json.load(open(new_path)), json.load(open(old_path))
-    fresh = {r["key"]: r for r in new["rows"]}
+def conv_choices(fresh, old):
+    """Against the committed run `old` (its "ResNet-50 convolutions" sections), each of conv-rows.py's
+    rows `fresh` (by key): (gpucmp's time ratios, rows that chose the same algorithm, compared rows,
+    {reason: keys} of the changed choices)."""
     ratios, same, compared = [], 0, 0
     reasons = {reason: [] for reason in CHANGE_REASONS}
     for name, section in old["sections"].items():
@@ -188,6 +189,12 @@ def conv_rows(row, new_path, old_path):
             reason = changed_choice_reason(candidates.get(algorithm_identity(f["algorithm"])),
                                            candidates.get(algorithm_identity(r["algorithm"])), r["gpucmp_s"], f["gpucmp_s"])
             reasons[reason].append(r["key"])
+    return ratios, same, compared, reasons
+
+
+def conv_rows(row, new_path, old_path):
+    new, old = json.load(open(new_path)), json.load(open(old_path))
+    ratios, same, compared, reasons = conv_choices({r["key"]: r for r in new["rows"]}, old)
     g = geomean(ratios)
     deviation = 100 * abs(g - 1) if math.isfinite(g) else float("nan")
     row(f"ResNet-50 convolutions, gpucmp alone: time against the committed run's gpucmp time, geomean {g:.4f} "

@@ -13,7 +13,6 @@ the row no slower; anything else is unexplained. Also gpucmp's time against the 
 """
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -40,30 +39,10 @@ def main():
         subprocess.run([sys.executable, os.path.join(here, "conv-rows.py"), sweep, rows_path, log],
                        check=True, stdout=subprocess.DEVNULL)
         fresh = {r["key"]: r for r in json.load(open(rows_path))["rows"]}
-    committed = json.load(open(committed_path))
-    counts = {"compared": 0, "same": 0, **{reason: 0 for reason in rules.CHANGE_REASONS}}
-    unexplained, ratios = [], []
-    for name, section in committed["sections"].items():
-        if not name.startswith("ResNet-50 convolutions"):
-            continue
-        for r in section["rows"]:
-            f = fresh.get(r["key"])
-            if f is None:
-                continue
-            counts["compared"] += 1
-            ratios.append(f["gpucmp_s"] / r["gpucmp_s"])
-            identity = rules.algorithm_identity
-            if identity(f["algorithm"]) == identity(r["algorithm"]):
-                counts["same"] += 1
-                continue
-            c = f.get("candidates", {})
-            reason = rules.changed_choice_reason(c.get(identity(f["algorithm"])), c.get(identity(r["algorithm"])),
-                                                 r["gpucmp_s"], f["gpucmp_s"])
-            counts[reason] += 1
-            if reason == "unexplained":
-                unexplained.append(r["key"])
-    counts["unexplained_rows"] = unexplained
-    counts["gpucmp_time_against_committed_geomean"] = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    ratios, same, compared, reasons = rules.conv_choices(fresh, json.load(open(committed_path)))
+    counts = {"compared": compared, "same": same, **{reason: len(keys) for reason, keys in reasons.items()},
+              "unexplained_rows": reasons["unexplained"],
+              "gpucmp_time_against_committed_geomean": rules.geomean(ratios) if ratios else None}
     with open(out, "w") as f:
         json.dump({k.replace(" ", "_"): v for k, v in counts.items()}, f, indent=1)
         f.write("\n")

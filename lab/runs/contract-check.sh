@@ -25,9 +25,7 @@ parts=${2:-tests,ops,resnet50,spin}
 mkdir -p "$out_dir/contract"
 work="$out_dir/contract"
 part() { [[ ",$parts," == *",$1,"* ]]; }
-if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
-  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-fi
+gpucmp_local_architecture
 status=0
 started=$(date +%s)
 # After each part: its time, and everything so far packed (a call cut short still returns it).

@@ -22,9 +22,7 @@ parts=${2:-build,conv_tests,conv_compare,models_tests,training_tests,resnet50,al
 work="$out_dir/check"
 mkdir -p "$work"
 part() { [[ ",$parts," == *",$1,"* ]]; }
-if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
-  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-fi
+gpucmp_local_architecture
 status=0
 started=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - started )) s (status $status)"; tar -C "$out_dir" -czf "$out_dir/check.tgz" check; }

@@ -27,9 +27,7 @@ parts=${2:-tests,verify,example,throughput,alternate,largest,acceptance}
 work="$out_dir/training"
 mkdir -p "$work"
 part() { [[ ",$parts," == *",$1,"* ]]; }
-if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
-  export CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-fi
+gpucmp_local_architecture
 status=0
 started=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - started )) s"; tar -C "$out_dir" -czf "$out_dir/training.tgz" training; }
