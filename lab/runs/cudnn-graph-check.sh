@@ -11,6 +11,11 @@
 #   training_tests  gpucmp_models_tests "[training]": the step against its FP64 reference
 #   resnet50        ResNet-50 FP16 inference against PyTorch at batches 32 and 256
 #   alternate       the AMP FP16 training step at batch 256 against PyTorch, alternating pairs
+#   training_ab     the same step before and after the change on this machine, alternating
+#                   (GPUCMP_AB_ROUNDS rounds, default 2), each with its time by part (kernel
+#                   mode, scripts/training/step_parts.py): GPUCMP_BEFORE_TREE names the older
+#                   sources (a folder the call carries, e.g. `git archive 57f8753 | tar -x -C
+#                   .before`), built in their own build/ there
 #   lab/runs/cudnn-graph-check.sh OUT_DIR [PARTS, comma-separated; default all]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (a device machine's copy may carry older git
@@ -67,6 +72,31 @@ if part alternate; then
     grep "img/s" "$d/torch_training_amp_fp16.log"
   done
   stamp alternate
+fi
+if part training_ab; then
+  before=$(cd "${GPUCMP_BEFORE_TREE:?cudnn-graph-check: training_ab needs GPUCMP_BEFORE_TREE, the older sources}" && pwd)
+  # The older tree's own scripts configure and build it (its options as they were then).
+  if (cd "$before" && BUILD_DIR="$before/build" bash -c 'source scripts/common.sh && gpucmp_configure && gpucmp_build --target training') \
+      > "$work/before_build.log" 2>&1; then
+    source "$repo_root/scripts/peers/same-libraries.sh"
+    for round in $(seq "${GPUCMP_AB_ROUNDS:-2}"); do
+      sides=(before after)
+      [ $((round % 2)) = 0 ] && sides=(after before)  # neither side always runs on a warmer GPU
+      for side in "${sides[@]}"; do
+        dir="$work/training_ab/${side}_$round"
+        mkdir -p "$dir"
+        bin="$build_dir/benchmarks/training"
+        [ $side = before ] && bin="$before/build/benchmarks/training"
+        "$bin" --precisions=amp_fp16 --batches=256 --layers_out="$dir/layers.md" --benchmark_out="$dir/training.json" \
+          --benchmark_out_format=json > "$dir/training.txt" 2>&1 || status=1
+        python3 "$repo_root/scripts/training/step_parts.py" "$dir/layers.md" > "$dir/step_parts.md" 2>&1 || status=1
+        echo "$side $round: $(grep -E "^train/.*graph" "$dir/training.txt" | cut -c1-90)"
+      done
+    done
+  else
+    echo "cudnn-graph-check: the older tree's training benchmark did not build"; tail -20 "$work/before_build.log"; status=1
+  fi
+  stamp training_ab
 fi
 echo "cudnn-graph-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)"
 exit $status
