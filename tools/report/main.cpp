@@ -6,6 +6,7 @@
 #include "render.hpp"
 #include "specs_table.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -53,34 +55,52 @@ void add_price(std::map<std::string, double>& prices, const std::string& assignm
     } catch (...) {
     }
   }
-  if (eq == std::string::npos || !(usd > 0)) {
-    throw gpucmp_report::input_error(where + ": price '" + assignment + "' is not KEY=USD_PER_HOUR with a positive price");
+  if (eq == std::string::npos || !(usd > 0) || !std::isfinite(usd)) {
+    throw gpucmp_report::input_error(where + ": price '" + assignment +
+                                     "' is not KEY=USD_PER_HOUR with a positive, finite price");
   }
   prices[assignment.substr(0, eq)] = usd;
 }
 
-// Writes every output to a temporary file first and renames them only when all were
-// written, so a failure leaves no half-written report behind.
+// Whether `path` is written through a temporary file renamed over it: a regular file or
+// nothing yet. A symlink (its target is what the user means), a device or a pipe is written in
+// place: a rename would replace it with a regular file.
+bool written_by_rename(const std::string& path) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0) return true;  // not there yet
+  return S_ISREG(info.st_mode);
+}
+
+bool write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  return bool(out);
+}
+
+// Writes the regular files' outputs to temporary files first and renames them only when every
+// output was written, so a failure leaves no half-written report behind; outputs written in
+// place (written_by_rename) come after the temporary files, before the renames.
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
-  std::vector<std::pair<std::string, std::string>> written;
+  std::vector<std::pair<std::string, std::string>> staged;  // (path, temporary file)
+  auto fail = [&](const std::string& path) {
+    for (const auto& s : staged) std::remove(s.second.c_str());
+    throw gpucmp_report::input_error(path + ": cannot write the output file");
+  };
   for (const auto& [path, text] : outputs) {
-    if (path == "-") continue;  // standard output, written after every file
+    if (path == "-" || !written_by_rename(path)) continue;
     const std::string temp = path + ".tmp" + std::to_string(getpid());
-    std::ofstream out(temp, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
+    if (!write_text(temp, text)) {
       std::remove(temp.c_str());
-      for (const auto& w : written) std::remove(w.second.c_str());
-      throw gpucmp_report::input_error(path + ": cannot write the output file");
+      fail(path);
     }
-    written.push_back({path, temp});
+    staged.push_back({path, temp});
   }
-  for (const auto& [path, temp] : written) {
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-      for (const auto& w : written) std::remove(w.second.c_str());
-      throw gpucmp_report::input_error(path + ": cannot write the output file");
-    }
+  for (const auto& [path, text] : outputs) {
+    if (path != "-" && !written_by_rename(path) && !write_text(path, text)) fail(path);
+  }
+  for (const auto& [path, temp] : staged) {
+    if (std::rename(temp.c_str(), path.c_str()) != 0) fail(path);
   }
   for (const auto& [path, text] : outputs) {
     if (path == "-") std::cout << text;

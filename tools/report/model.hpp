@@ -18,6 +18,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -106,6 +107,8 @@ struct comparison {
 // Reading result files
 
 inline std::string read_file(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) throw input_error(path + ": is a directory, not a result file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot open the file");
   std::ostringstream text;
