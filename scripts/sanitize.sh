@@ -191,7 +191,6 @@ for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_servi
   [ -x "$bin" ] || continue
   picked "$e" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
   arg=""
-  [ "$e" = 08_custom_cnn ] && arg=--benchmark_min_time=0
   # Example 7's table at one small batch: the same path (build, verify every layer, time,
   # project, the OOM cell) as its three article batches, a fraction of the work under a tool.
   [ "$e" = 07_resnet50_table ] && arg="fp16${as}2"

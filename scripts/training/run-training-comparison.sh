@@ -95,7 +95,7 @@ fi
 
 if has_part example; then
   stamp "user network example"
-  "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" --benchmark_min_time=0 \
+  "$build_dir/examples/09_train_custom_cnn" --loss_out="$out_dir/example_losses.json" \
     > "$out_dir/example.txt" 2>&1 || { echo "run-training-comparison: the example failed"; tail -20 "$out_dir/example.txt"; status=1; }
 fi
 

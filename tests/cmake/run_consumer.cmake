@@ -32,7 +32,7 @@ if(ROUTE MATCHES "^find_package")
   endif()
 endif()
 foreach(program IN LISTS programs)
-  execute_process(COMMAND "${CONSUMER_BINARY_DIR}/${program}" --benchmark_min_time=0
+  execute_process(COMMAND "${CONSUMER_BINARY_DIR}/${program}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${program} (exit ${rc}):\n${out}${err}")
   if(rc EQUAL 77 AND "${out}${err}" MATCHES "no CUDA device")

@@ -40,3 +40,9 @@ TEST_CASE("errors say where: line and column", "[json]") {
   std::string deep(100, '[');
   CHECK_THROWS_WITH(parse_json(deep), GPUCMP_CONTAINS("nesting deeper than 64"));
 }
+
+TEST_CASE("a member name repeated in one object is refused by name; in two objects it is fine", "[json]") {
+  CHECK_THROWS_WITH(parse_json(R"({"a": 1, "b": 2, "a": 3})"), GPUCMP_CONTAINS("duplicate member name 'a'"));
+  const auto j = parse_json(R"({"a": {"x": 1}, "b": {"x": 2}})");
+  CHECK(j.find("b")->find("x")->number() == 2);
+}

@@ -11,10 +11,16 @@
 #include <gpucmp/power/power_monitor.hpp>
 #include <gpucmp/serving/serving.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <mutex>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #if __has_include(<nvml.h>)
 #include <nvml.h>
@@ -157,4 +163,43 @@ TEST_CASE("the average comes from the energy counter between its own steps, not 
   // A counter that never moved gives no average (the caller falls back to sampled power).
   for (auto& s : trace) s.energy_j = 5;
   CHECK(std::isnan(gpucmp::counter_average_power(trace)));
+}
+
+TEST_CASE("a sampling thread whose reading throws stops, keeps its readings and says why, not ending the process",
+          "[power]") {
+  std::mutex mutex;
+  std::string error;
+  std::vector<gpucmp::power_sample> trace;
+  std::atomic<bool> running{true};
+  int calls = 0;
+  auto read = [&] {
+    if (++calls == 3) throw std::runtime_error("NVML went away");
+    gpucmp::power_sample s;
+    s.t_s = calls;
+    return s;
+  };
+  std::thread sampler([&] { gpucmp::detail::sample_until_stopped(running, 0.001, read, trace, mutex, error); });
+  sampler.join();  // ends by itself: the third reading throws
+  CHECK(error == "NVML went away");
+  REQUIRE(trace.size() == 2);
+  CHECK(trace[1].t_s == 2);
+
+  error.clear();
+  std::thread odd([&] { gpucmp::detail::sample_until_stopped(running, 0.001, [] () -> gpucmp::power_sample { throw 7; },
+                                                              trace, mutex, error); });
+  odd.join();
+  CHECK(error == "an exception that is not a std::exception");
+
+  // Stopped from outside: no error, every reading kept.
+  error.clear();
+  trace.clear();
+  std::atomic<int> taken{0};
+  std::thread steady([&] {
+    gpucmp::detail::sample_until_stopped(running, 0.001, [&] { ++taken; return gpucmp::power_sample{}; }, trace, mutex, error);
+  });
+  while (taken.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  running = false;
+  steady.join();
+  CHECK(error.empty());
+  CHECK(trace.size() == std::size_t(taken.load()));
 }

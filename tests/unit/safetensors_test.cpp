@@ -75,6 +75,37 @@ TEST_CASE("every malformed weight file names the file, the tensor and the proble
              GPUCMP_CONTAINS("tensors 'a' and 'b' overlap"));
 }
 
+TEST_CASE("holes in the data section and repeated tensor names are refused, as the format says", "[safetensors]") {
+  auto error_of = [](const std::string& header, const std::string& data) {
+    try {
+      gpucmp::safetensors_file::parse(file_of(header, data), "w.safetensors");
+    } catch (const gpucmp::weight_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Between two tensors, before the first, after the last.
+  CHECK(error_of(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                     "b": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6]}})", "abcdef") ==
+        "w.safetensors: bytes 2 to 4 of the data section, before tensor 'b', belong to no tensor (the format allows no holes)");
+  CHECK_THAT(error_of(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}})", "abc"),
+             GPUCMP_CONTAINS("bytes 0 to 1 of the data section, before tensor 'a'"));
+  CHECK(error_of(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", "abcd") ==
+        "w.safetensors: bytes 2 to 4 of the data section, after the last tensor, belong to no tensor (the format allows no holes)");
+  CHECK_THAT(error_of("{}", "x"), GPUCMP_CONTAINS("bytes 0 to 1 of the data section, after the last tensor"));
+  // A repeated name would leave one of its two entries unread.
+  CHECK_THAT(error_of(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                          "a": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})", "abcd"),
+             GPUCMP_CONTAINS("w.safetensors: malformed header: ") && GPUCMP_CONTAINS("duplicate member name 'a'"));
+  // Empty tensors take no bytes wherever they sit; an empty file with no tensors is whole.
+  const auto f = gpucmp::safetensors_file::parse(
+      file_of(R"({"e": {"dtype": "F32", "shape": [0], "data_offsets": [2, 2]},
+                  "a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                  "b": {"dtype": "U8", "shape": [1], "data_offsets": [2, 3]}})", "abc"), "ok.safetensors");
+  CHECK(f.tensors().size() == 3);
+  CHECK(gpucmp::safetensors_file::parse(file_of("{}", ""), "none.safetensors").tensors().empty());
+}
+
 TEST_CASE("a missing tensor, a wrong shape and a non-float dtype are named", "[safetensors]") {
   const auto f = gpucmp::safetensors_file::parse(file_of(valid_header, valid_data), "resnet50.safetensors");
   CHECK_THROWS_WITH(f.find("conv1.weight"), "resnet50.safetensors: tensor 'conv1.weight' is missing");

@@ -212,6 +212,8 @@ inline json parse_json(const std::string& text) {
           if (peek() != '"') fail("expected a member name in quotes");
           std::string key = string_value();
           expect(':');
+          // RFC 8259 leaves a repeated name's meaning open; gpucmp's formats give none.
+          if (obj.members().count(key) != 0) fail("duplicate member name '" + key + "'");
           obj.members()[key] = value(depth + 1);
           const char next = peek();
           ++i;

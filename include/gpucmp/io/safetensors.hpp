@@ -210,11 +210,26 @@ class safetensors_file {
       }
       m_tensors.push_back(std::move(t));
     }
-    std::sort(m_tensors.begin(), m_tensors.end(), [](const tensor_entry& a, const tensor_entry& b) { return a.begin < b.begin; });
-    for (std::size_t i = 1; i < m_tensors.size(); ++i) {
-      if (m_tensors[i].begin < m_tensors[i - 1].end) {
-        fail("tensors '" + m_tensors[i - 1].name + "' and '" + m_tensors[i].name + "' overlap in the data section");
+    // The data section is the tensors end to end, from byte 0 to its last byte: the format
+    // forbids holes (bytes no tensor owns could hide a second file) and overlaps.
+    std::sort(m_tensors.begin(), m_tensors.end(), [](const tensor_entry& a, const tensor_entry& b) {
+      return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+    });
+    std::uint64_t covered = 0;
+    for (std::size_t i = 0; i < m_tensors.size(); ++i) {
+      const tensor_entry& t = m_tensors[i];
+      if (t.begin < covered) {
+        fail("tensors '" + m_tensors[i - 1].name + "' and '" + t.name + "' overlap in the data section");
       }
+      if (t.begin > covered) {
+        fail("bytes " + std::to_string(covered) + " to " + std::to_string(t.begin) + " of the data section, before tensor '" +
+             t.name + "', belong to no tensor (the format allows no holes)");
+      }
+      covered = t.end;
+    }
+    if (covered != data_size) {
+      fail("bytes " + std::to_string(covered) + " to " + std::to_string(data_size) +
+           " of the data section, after the last tensor, belong to no tensor (the format allows no holes)");
     }
   }
 

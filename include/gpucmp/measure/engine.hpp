@@ -342,6 +342,9 @@ class engine {
       cancel.monitor = nullptr;
       record.power = monitor->stop();
       if (record.power->throttled()) record.warnings.push_back(record.power->throttle_note());
+      if (!record.power->sampling_error.empty()) {
+        record.warnings.push_back("power sampling stopped early: " + record.power->sampling_error);
+      }
     }
     record.gpu = summarize(record.gpu_s);
     record.wall = summarize(record.wall_s);

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,6 +54,7 @@ struct power_record {
   std::size_t throttled_samples = 0;  ///< readings taken while slowed for power or heat
   std::vector<std::string> throttle_reasons;  ///< every throttling reason seen
   std::vector<power_sample> trace;    ///< every reading, for plots and checks
+  std::string sampling_error;         ///< why sampling stopped before the window ended ("" when it did not)
 
   /// True when any reading was taken while the GPU was slowed for power or heat.
   bool throttled() const noexcept { return throttled_samples > 0; }
@@ -140,6 +143,32 @@ inline double window_peak_power(const std::vector<power_sample>& trace, double s
   return peak;
 }
 
+namespace detail {
+
+/// The sampling thread's loop: every `interval_s` until `running` turns false, appends
+/// `read()` to `trace` under `mutex`. An exception ends the loop, not the process: its message
+/// goes to `error` (under `mutex`), and the readings taken so far stay.
+inline void sample_until_stopped(const std::atomic<bool>& running, double interval_s,
+                                 const std::function<power_sample()>& read, std::vector<power_sample>& trace,
+                                 std::mutex& mutex, std::string& error) noexcept {
+  try {
+    while (running.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
+      const power_sample s = read();
+      std::lock_guard<std::mutex> lock(mutex);
+      trace.push_back(s);
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex);
+    error = e.what();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex);
+    error = "an exception that is not a std::exception";
+  }
+}
+
+}  // namespace detail
+
 /// Samples one GPU in a background thread between start() and stop(). Construct it once per
 /// device; it throws unsupported (NVML not available, device unknown) at construction only.
 class power_monitor {
@@ -157,16 +186,12 @@ class power_monitor {
   void start() {
     stop_thread();
     m_trace.clear();
+    m_sampling_error.clear();
     m_start = clock::now();
     m_trace.push_back(read());
     m_running = true;
     m_thread = std::thread([this] {
-      while (m_running.load(std::memory_order_relaxed)) {
-        std::this_thread::sleep_for(std::chrono::duration<double>(m_interval_s));
-        const power_sample s = read();
-        std::lock_guard<std::mutex> lock(m_mutex);
-        m_trace.push_back(s);
-      }
+      detail::sample_until_stopped(m_running, m_interval_s, [this] { return read(); }, m_trace, m_mutex, m_sampling_error);
     });
   }
 
@@ -176,6 +201,7 @@ class power_monitor {
     m_trace.push_back(read());
     power_record r;
     r.trace = m_trace;
+    r.sampling_error = m_sampling_error;
     r.window_s = r.trace.back().t_s - r.trace.front().t_s;
     const auto [energy, source] = window_energy(r.trace);
     r.energy_source = source;
@@ -239,6 +265,7 @@ class power_monitor {
   double m_interval_s;
   clock::time_point m_start;
   std::vector<power_sample> m_trace;
+  std::string m_sampling_error;  // set by the sampling thread when it stopped early
   std::mutex m_mutex;
   std::atomic<bool> m_running{false};
   std::thread m_thread;
