@@ -96,13 +96,6 @@ struct cudnn_plan {
     if (runtime_compiled) out += std::string(out.empty() ? "" : ",") + "RUNTIME_COMPILED";
     return out;
   }
-  /// Whether it computes in a transformed basis (FFT, Winograd).
-  bool transform() const {
-    for (const std::string& n : numerical_notes) {
-      if (n == "FFT" || n.compare(0, 8, "WINOGRAD") == 0) return true;
-    }
-    return false;
-  }
 };
 
 /// Device pointers of a graph's tensors by their uids: what one execution binds.
