@@ -17,15 +17,7 @@ namespace {
 
 void run_memory(gpucmp::state& st, gpucmp::memory_op op, std::size_t bytes) {
   gpucmp::memory_bandwidth m(op, bytes, st.stream());
-  gpucmp::choose_algorithm(m);  // the kernels' launch shape, searched through the adapter's engine
-  const gpucmp::verification checked = m.verify(st.stream());
-  gpucmp::require_passed(std::string(gpucmp::to_string(op)) + " of " + std::to_string(bytes) + " bytes", checked);
-  st.set_work(m.work());
-  if (op == gpucmp::memory_op::copy_kernel || op == gpucmp::memory_op::triad_kernel) {
-    st.add_note("launch " + m.config().describe() + " (threads x 16-byte loads per thread, verified fastest of " +
-                std::to_string(m.candidates().size()) + ")");
-  }
-  st.run(m);
+  gpucmp::run_verified(st, m);  // the kernels' launch shape (threads x 16-byte loads) searched, every byte checked
 }
 
 const bool registered = [] {

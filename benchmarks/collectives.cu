@@ -43,7 +43,7 @@ namespace {
 struct settings {
   std::vector<gpucmp::collective> collectives{gpucmp::collective::all_reduce, gpucmp::collective::all_gather,
                                               gpucmp::collective::reduce_scatter};
-  std::vector<gpucmp::nccl_dtype> types{gpucmp::nccl_dtype::fp32};
+  std::vector<gpucmp::element_type> types{gpucmp::element_type::fp32};
   std::size_t min_bytes = 8, max_bytes = std::size_t{8} << 30, factor = 2;
   std::vector<bool> in_place{false, true};
   bool mpi = false;                          // one process per GPU (--mpi)
@@ -93,7 +93,7 @@ double median_for_rates(const gpucmp::measurement* m) {
   return mine >= 0 ? mine : NAN;
 }
 
-void run_collective(gpucmp::state& st, gpucmp::collective c, gpucmp::nccl_dtype t, std::size_t bytes, bool in_place) {
+void run_collective(gpucmp::state& st, gpucmp::collective c, gpucmp::element_type t, std::size_t bytes, bool in_place) {
   gpucmp::nccl_collective_options o;
   o.in_place = in_place;
   gpucmp::nccl_collective op(group(), c, bytes, t, o);
@@ -118,7 +118,7 @@ void run_collective(gpucmp::state& st, gpucmp::collective c, gpucmp::nccl_dtype 
 
 void register_all() {
   for (gpucmp::collective c : config().collectives)
-    for (gpucmp::nccl_dtype t : config().types)
+    for (gpucmp::element_type t : config().types)
       for (std::size_t bytes : gpucmp::size_sweep(config().min_bytes, config().max_bytes, config().factor))
         for (bool in_place : config().in_place) {
           if (in_place && (c == gpucmp::collective::all_to_all || c == gpucmp::collective::send_recv)) continue;
@@ -142,7 +142,7 @@ void parse_flags(int& argc, char** argv) {
       for (const auto& c : gpucmp_bench::split_list(v)) config().collectives.push_back(gpucmp::parse_collective(c));
     } else if (const char* v = value("--types=")) {
       config().types.clear();
-      for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_nccl_dtype(t));
+      for (const auto& t : gpucmp_bench::split_list(v)) config().types.push_back(gpucmp::parse_element_type(t));
     } else if (const char* v = value("--min_bytes=")) {
       config().min_bytes =
           std::size_t(gpucmp_bench::whole_number(v, 1, max_message_bytes, "collectives", "--min_bytes"));

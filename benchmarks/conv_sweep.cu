@@ -8,8 +8,7 @@
 // search over both cuDNN APIs' candidates (backend engine configurations and legacy
 // algorithms), "cudnn_heuristic" the backend heuristic's first choice, "cudnn_backend" and
 // "cudnn_legacy" the search restricted to one API (the last three for forward FP16 only).
-#include "search_log.hpp"
-#include "verified_run.hpp"
+#include "library_versions.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/ops/conv.cuh>
@@ -27,8 +26,7 @@ void run_conv(gpucmp::state& st, const gpucmp::conv_problem& problem, gpucmp::co
   options.choice = choice;
   options.api = api;
   gpucmp::conv op(problem, options, st.stream());
-  gpucmp::choose_algorithm(op);  // searched through the adapter's engine
-  gpucmp_bench::verify_then_run(st, op);
+  gpucmp::run_verified(st, op);  // search (unless the heuristic is asked for), verify, declare, time
 }
 
 void register_conv(const gpucmp::conv_problem& p, gpucmp::conv_direction d, gpucmp::algorithm_choice choice,
@@ -47,11 +45,11 @@ const bool registered = [] {
   using namespace gpucmp;
   const conv_direction passes[] = {conv_direction::forward, conv_direction::backward_data, conv_direction::backward_filter};
   struct variant {
-    conv_dtype dtype;
+    numerics dtype;
     conv_layout layout;
   };
-  const variant variants[] = {{conv_dtype::fp16, conv_layout::nhwc}, {conv_dtype::bf16, conv_layout::nhwc},
-                              {conv_dtype::tf32, conv_layout::nhwc}, {conv_dtype::fp32, conv_layout::nchw}};
+  const variant variants[] = {{numerics::fp16, conv_layout::nhwc}, {numerics::bf16, conv_layout::nhwc},
+                              {numerics::tf32, conv_layout::nhwc}, {numerics::fp32, conv_layout::nchw}};
   for (const variant& v : variants) {
     for (conv_direction d : passes) {
       std::vector<conv_problem> shapes = resnet50_conv_shapes(32, v.dtype, v.layout);
@@ -59,7 +57,7 @@ const bool registered = [] {
       for (const auto& p : deepbench_conv_shapes(v.dtype, v.layout)) shapes.push_back(p);
       for (const auto& p : shapes) {
         register_conv(p, d, algorithm_choice::search);
-        if (d == conv_direction::forward && v.dtype == conv_dtype::fp16) {
+        if (d == conv_direction::forward && v.dtype == numerics::fp16) {
           register_conv(p, d, algorithm_choice::heuristic);
           register_conv(p, d, algorithm_choice::search, conv_api::legacy);
           register_conv(p, d, algorithm_choice::search, conv_api::backend);

@@ -9,8 +9,7 @@
 // for square sizes also kernel. FP8 and INT8 run transposed-A ("_tn"), the layout cuBLASLt
 // requires for them. Select rows with --benchmark_filter; unsupported precisions are skipped
 // with the reason.
-#include "search_log.hpp"
-#include "verified_run.hpp"
+#include "library_versions.hpp"
 
 #include <gpucmp/bench.hpp>
 #if GPUCMP_WITH_KERNEL_MODE
@@ -29,8 +28,7 @@ void run_gemm(gpucmp::state& st, const gpucmp::gemm_problem& problem, gpucmp::al
   gpucmp::gemm_options options;
   options.choice = choice;
   gpucmp::gemm op(problem, options, st.stream());
-  gpucmp::choose_algorithm(op);  // searched through the adapter's engine
-  gpucmp_bench::verify_then_run(st, op);
+  gpucmp::run_verified(st, op);  // search (unless the heuristic is asked for), verify, declare, time
 }
 
 void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choice,
@@ -42,12 +40,12 @@ void register_gemm(const gpucmp::gemm_problem& p, gpucmp::algorithm_choice choic
 
 const bool registered = [] {
   gpucmp_bench::add_version_context("cublasLt_version", cublasLtGetVersion());
-  using gpucmp::gemm_dtype;
-  const gemm_dtype all[] = {gemm_dtype::fp64, gemm_dtype::fp32,     gemm_dtype::tf32,     gemm_dtype::fp16,
-                            gemm_dtype::fp16_acc16, gemm_dtype::bf16, gemm_dtype::fp8_e4m3, gemm_dtype::fp8_e5m2,
-                            gemm_dtype::int8};
-  for (gemm_dtype t : all) {
-    const bool tn = t == gemm_dtype::fp8_e4m3 || t == gemm_dtype::fp8_e5m2 || t == gemm_dtype::int8;
+  using gpucmp::numerics;
+  const numerics all[] = {numerics::fp64, numerics::fp32,     numerics::tf32,     numerics::fp16,
+                            numerics::fp16_acc16, numerics::bf16, numerics::fp8_e4m3, numerics::fp8_e5m2,
+                            numerics::int8};
+  for (numerics t : all) {
+    const bool tn = t == numerics::fp8_e4m3 || t == numerics::fp8_e5m2 || t == numerics::int8;
     for (std::int64_t n : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
       gpucmp::gemm_problem p;
       p.m = p.n = p.k = n;
@@ -59,7 +57,7 @@ const bool registered = [] {
       register_gemm(p, gpucmp::algorithm_choice::heuristic, {gpucmp::mode::graph, gpucmp::mode::kernel});
     }
   }
-  for (gemm_dtype t : {gemm_dtype::fp64, gemm_dtype::fp32, gemm_dtype::tf32, gemm_dtype::fp16, gemm_dtype::bf16}) {
+  for (numerics t : {numerics::fp64, numerics::fp32, numerics::tf32, numerics::fp16, numerics::bf16}) {
     for (const auto& p : gpucmp::deepbench_gemm_shapes(t)) {
       register_gemm(p, gpucmp::algorithm_choice::search);
       register_gemm(p, gpucmp::algorithm_choice::heuristic);

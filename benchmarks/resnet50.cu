@@ -44,7 +44,7 @@ namespace {
 struct settings {
   std::string model = "resnet50";  // or "resnet18"
   std::vector<std::int64_t> batches{1, 16, 32, 64, 128, 256};
-  std::vector<gpucmp::conv_dtype> dtypes{gpucmp::conv_dtype::fp16};
+  std::vector<gpucmp::numerics> dtypes{gpucmp::numerics::fp16};
   std::vector<gpucmp::conv_layout> layouts{gpucmp::conv_layout::nhwc};
   std::string weights;     // empty: deterministic random weights
   std::string layers_out;  // per-layer breakdown (markdown), appended per network
@@ -139,7 +139,7 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
   out << "\n</details>\n";
 }
 
-gpucmp::network& network_for(gpucmp::conv_dtype dtype, gpucmp::conv_layout layout, std::int64_t batch, cudaStream_t stream) {
+gpucmp::network& network_for(gpucmp::numerics dtype, gpucmp::conv_layout layout, std::int64_t batch, cudaStream_t stream) {
   auto& net = current();
   if (net && net->options().dtype == dtype && net->options().layout == layout && net->options().batch == batch) return *net;
   net.reset();  // frees the previous network's memory first
@@ -168,7 +168,7 @@ std::string paths_note(const gpucmp::network& net) {
 
 // Rows in order of precision, layout, batch; NHWC keeps the plain name.
 void register_all() {
-  for (gpucmp::conv_dtype dtype : config().dtypes) {
+  for (gpucmp::numerics dtype : config().dtypes) {
     for (gpucmp::conv_layout layout : config().layouts) {
       const std::string precision =
           std::string(gpucmp::to_string(dtype)) + (layout == gpucmp::conv_layout::nhwc ? "" : std::string("_") + gpucmp::to_string(layout));
@@ -204,7 +204,7 @@ void parse_flags(int& argc, char** argv) {
       config().batches = gpucmp_bench::parse_batches(v, 1, "resnet50");
     } else if (const char* v = value("--dtypes=")) {
       config().dtypes.clear();
-      for (const auto& t : gpucmp_bench::split_list(v)) config().dtypes.push_back(gpucmp::parse_conv_dtype(t));
+      for (const auto& t : gpucmp_bench::split_list(v)) config().dtypes.push_back(gpucmp::parse_numerics(t));
     } else if (const char* v = value("--layouts=")) {
       config().layouts.clear();
       for (const auto& l : gpucmp_bench::split_list(v)) config().layouts.push_back(gpucmp::parse_conv_layout(l));
@@ -232,7 +232,7 @@ void print_largest_batches() {
   current().reset();
   std::size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
-  for (gpucmp::conv_dtype dtype : config().dtypes) {
+  for (gpucmp::numerics dtype : config().dtypes) {
     const std::int64_t largest = gpucmp::largest_batch_that_fits(definition(), dtype, free_bytes);
     std::printf("%s/%s: largest batch that fits in %.1f GiB free: %lld\n", config().model.c_str(), gpucmp::to_string(dtype),
                 double(free_bytes) / double(1ull << 30), static_cast<long long>(largest));

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<float> images = images_file.read_float("images", entry.shape);
     const std::string dtype_text = argv[3];
-    const gpucmp::conv_dtype dtype = gpucmp::parse_conv_dtype(dtype_text);
+    const gpucmp::numerics dtype = gpucmp::parse_numerics(dtype_text);
 
     gpucmp::stream s;
     gpucmp::network_options options;
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     if (!trace_against.empty()) {
       // Both networks layer by layer on the same images: where do they part?
       gpucmp::network_options other = options;
-      other.dtype = gpucmp::parse_conv_dtype(trace_against);
+      other.dtype = gpucmp::parse_numerics(trace_against);
       gpucmp::network ref(def, other, s.get());
       ref.set_input(images, s.get());
       net.set_input(images, s.get());

@@ -61,16 +61,16 @@ namespace {
 // A precision of a training step: the storage type and whether the loss is scaled.
 struct training_precision {
   std::string name;  // amp_fp16, fp16, bf16, tf32, fp32
-  gpucmp::conv_dtype dtype;
+  gpucmp::numerics dtype;
   bool scaled;
 };
 
 training_precision parse_precision(const std::string& text) {
-  if (text == "amp_fp16") return {text, gpucmp::conv_dtype::fp16, true};
-  if (text == "fp16") return {text, gpucmp::conv_dtype::fp16, false};
-  if (text == "bf16") return {text, gpucmp::conv_dtype::bf16, false};
-  if (text == "tf32") return {text, gpucmp::conv_dtype::tf32, false};
-  if (text == "fp32") return {text, gpucmp::conv_dtype::fp32, false};
+  if (text == "amp_fp16") return {text, gpucmp::numerics::fp16, true};
+  if (text == "fp16") return {text, gpucmp::numerics::fp16, false};
+  if (text == "bf16") return {text, gpucmp::numerics::bf16, false};
+  if (text == "tf32") return {text, gpucmp::numerics::tf32, false};
+  if (text == "fp32") return {text, gpucmp::numerics::fp32, false};
   throw gpucmp::invalid_argument("training: unknown precision '" + text + "' (amp_fp16, fp16, bf16, tf32, fp32)");
 }
 

@@ -67,10 +67,10 @@ gpucmp::training_options options_of(const settings& s) {
   o.sgd.learning_rate = s.learning_rate;
   o.residual_gamma = s.residual_gamma;
   if (s.precision == "amp_fp16") {
-    o.dtype = gpucmp::conv_dtype::fp16;
+    o.dtype = gpucmp::numerics::fp16;
     o.loss_scaling = true;
   } else if (s.precision == "fp32" || s.precision == "tf32" || s.precision == "bf16") {
-    o.dtype = gpucmp::parse_conv_dtype(s.precision);
+    o.dtype = gpucmp::parse_numerics(s.precision);
     o.loss_scaling = false;
   } else {
     throw gpucmp::invalid_argument("training_dump: unknown --precision '" + s.precision + "' (fp32, tf32, amp_fp16, bf16)");

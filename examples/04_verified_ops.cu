@@ -18,13 +18,9 @@ void mlp_up_projection(gpucmp::state& st) {
   p.m = 11008;
   p.n = 4096;
   p.k = 4096;
-  p.dtype = gpucmp::gemm_dtype::bf16;
-  gpucmp::gemm op(p, {}, st.stream());                    // allocates and fills; times nothing
-  gpucmp::choose_algorithm(op);                            // times cuBLASLt's candidates, keeps the verified fastest
-  gpucmp::require_passed(op.name(), op.verify(st.stream()));  // never time a wrong answer
-  st.set_work(op.work());
-  st.add_note(op.algorithm().describe());
-  st.run(op);
+  p.dtype = gpucmp::numerics::bf16;
+  gpucmp::gemm op(p, {}, st.stream());  // allocates and fills; times nothing
+  gpucmp::run_verified(st, op);          // times cuBLASLt's candidates, keeps the verified fastest, checks it, times it
 }
 
 // A 3x3 convolution of your CNN, FP16 NHWC, batch 64.
@@ -36,11 +32,7 @@ void my_conv(gpucmp::state& st) {
   p.r = p.s = 3;
   p.pad_h = p.pad_w = 1;
   gpucmp::conv op(p, {}, st.stream());
-  gpucmp::choose_algorithm(op);
-  gpucmp::require_passed(op.name(), op.verify(st.stream()));
-  st.set_work(op.work());
-  st.add_note(op.algorithm().describe());
-  st.run(op);
+  gpucmp::run_verified(st, op);
 }
 
 }  // namespace

@@ -22,10 +22,9 @@ int main() {
     p.m = 8192;
     p.n = 256;
     p.k = 8192;
-    p.dtype = gpucmp::gemm_dtype::fp16;
+    p.dtype = gpucmp::numerics::fp16;
     gpucmp::gemm request(p, {}, s.get());
-    gpucmp::choose_algorithm(request);
-    gpucmp::require_passed(request.name(), request.verify(s.get()));
+    gpucmp::prepare_verified(request);  // the searched algorithm, its output checked
 
     gpucmp::serving_options closed;
     closed.requests = 2000;

@@ -24,13 +24,13 @@ int main() {
       p.m = p.k = 4096;
       p.n = size;
       if (size == 8192) p.m = p.k = 8192;
-      p.dtype = gpucmp::gemm_dtype::fp16;
+      p.dtype = gpucmp::numerics::fp16;
       // One verified GEMM per stream; the heuristic's choice, so every copy runs the same kernel.
       auto make = [&](std::size_t) {
         gpucmp::gemm_options o;
         o.choice = gpucmp::algorithm_choice::heuristic;
         auto g = std::make_shared<gpucmp::gemm>(p, o);
-        gpucmp::require_passed(g->name(), g->verify(nullptr));
+        gpucmp::prepare_verified(*g);  // the heuristic's choice (its options), its output checked
         return [g](cudaStream_t s) { (*g)(s); };
       };
       const std::size_t launches = size == 8192 ? 40 : 400;

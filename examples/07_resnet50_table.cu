@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    const gpucmp::conv_dtype dtype = argc > 1 ? gpucmp::parse_conv_dtype(argv[1]) : gpucmp::conv_dtype::fp16;
+    const gpucmp::numerics dtype = argc > 1 ? gpucmp::parse_numerics(argv[1]) : gpucmp::numerics::fp16;
     std::vector<std::int64_t> batches;
     for (int i = 2; i < argc; ++i) {
       char* end = nullptr;

@@ -30,7 +30,7 @@ void my_cnn_batch_128(gpucmp::state& st) {
   static const gpucmp::network_definition def = my_cnn();
   gpucmp::network_options options;
   options.batch = 128;
-  options.dtype = gpucmp::conv_dtype::fp16;
+  options.dtype = gpucmp::numerics::fp16;
   gpucmp::network net(def, options, st.stream());  // searches and verifies every layer
   st.set_work(net.work());  // FLOPs and images per forward pass
   st.run(net);

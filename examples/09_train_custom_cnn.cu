@@ -54,7 +54,7 @@ task teacher_task(cudaStream_t stream) {
   for (std::size_t i = 0; i < t.images.size(); ++i) t.images[i] = float(2 * gpucmp::unit_interval(gpucmp::random_bits(5, i)) - 1);
   gpucmp::network_options o;
   o.batch = batch;
-  o.dtype = gpucmp::conv_dtype::fp32;
+  o.dtype = gpucmp::numerics::fp32;
   gpucmp::network teacher(my_cnn(1234), o, stream);  // searched and verified like any network
   teacher.set_input(t.images, stream);
   teacher(stream);
@@ -84,7 +84,7 @@ gpucmp::training_network& student(cudaStream_t stream) {
   if (net) return *net;
   gpucmp::training_options o;
   o.batch = batch;
-  o.dtype = gpucmp::conv_dtype::fp16;  // with dynamic loss scaling
+  o.dtype = gpucmp::numerics::fp16;  // with dynamic loss scaling
   o.sgd.learning_rate = 0.05f;
   net = std::make_unique<gpucmp::training_network>(my_cnn(1), o, stream);
   const task t = teacher_task(stream);

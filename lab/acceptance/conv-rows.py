@@ -6,7 +6,7 @@ Reads the Google Benchmark JSON of benchmarks/conv_sweep (as run-ops-comparison.
 it; a file cut off mid-run, as a device call that hit its limit leaves it, is read up to its
 last whole row) and writes, for every searched row (provider "cudnn", graph mode), its key
 as compare-ops.py names it, its median seconds and the algorithm its label names. With the
-run's search log (GPUCMP_SEARCH_LOG, search_log.jsonl) each row also gets "candidates":
+run's search log (--gpucmp_search_log, search_log.jsonl) each row also gets "candidates":
 {algorithm: microseconds} of every algorithm its search timed, so a changed choice can be
 told from a tie (the committed algorithm timed as fast as the new one in the same search).
 cuDNN offers one engine in several configurations (knobs it does not print): an algorithm's

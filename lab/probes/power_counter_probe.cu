@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     gpucmp::stream s;
     gpucmp::gemm_problem p;
     p.m = p.n = p.k = 8192;
-    p.dtype = gpucmp::gemm_dtype::fp16;
+    p.dtype = gpucmp::numerics::fp16;
     gpucmp::gemm_options o;
     o.choice = gpucmp::algorithm_choice::heuristic;
     gpucmp::gemm g(p, o, s.get());

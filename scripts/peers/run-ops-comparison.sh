@@ -16,8 +16,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out_dir"
 status=0
 source "$here/same-libraries.sh"
-export GPUCMP_SEARCH_LOG="$out_dir/search_log.jsonl"
-rm -f "$GPUCMP_SEARCH_LOG"
+# Every search of every run, one JSON line each (--gpucmp_search_log, one file per run, gathered
+# into search_log.jsonl as they end).
+search_log="$out_dir/search_log.jsonl"
+rm -f "$search_log"
 # Both sides time the same number of back-to-back calls per event pair (PyTorch: graph
 # replays of that many calls; gpucmp: --gpucmp_batch), so each sample averages the GPU's
 # clock and power swings over the same window. With a batch of its own choosing gpucmp's
@@ -41,7 +43,9 @@ step_started=$(date +%s)
 step_done() { echo "run-ops-comparison: $1 took $(( $(date +%s) - step_started )) s"; step_started=$(date +%s); }
 run() {  # name, binary, calls per sample, filter, [more flags]
   "$build_dir/benchmarks/$2" --gpucmp_batch="$3" --benchmark_filter="$4" "${@:5}" --benchmark_out="$out_dir/$1.json" \
-    --benchmark_out_format=json > "$out_dir/$1.txt" 2>&1 || { echo "run-ops-comparison: $1 failed"; status=1; }
+    --benchmark_out_format=json --gpucmp_search_log="$out_dir/$1.searches.jsonl" > "$out_dir/$1.txt" 2>&1 ||
+    { echo "run-ops-comparison: $1 failed"; status=1; }
+  cat "$out_dir/$1.searches.jsonl" >> "$search_log" 2>/dev/null && rm -f "$out_dir/$1.searches.jsonl"
   step_done "$1"
 }
 large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192(_tn)?'

@@ -76,7 +76,7 @@ struct bn_buffers {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   static std::size_t bytes(const gpucmp::batch_norm_training& bn) {
-    return std::size_t(bn.shape().elements()) * gpucmp::element_bytes(bn.shape().dtype);
+    return std::size_t(bn.shape().elements()) * gpucmp::activation_bytes(bn.shape().dtype);
   }
   static std::size_t channels(const gpucmp::batch_norm_training& bn) { return std::size_t(bn.shape().c); }
 
@@ -100,7 +100,7 @@ struct bn_buffers {
   }
 };
 
-const gpucmp::conv_dtype all_dtypes[] = {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16};
+const gpucmp::numerics all_dtypes[] = {gpucmp::numerics::fp32, gpucmp::numerics::fp16, gpucmp::numerics::bf16};
 
 struct epilogue {
   bool residual, relu;
@@ -114,7 +114,7 @@ TEST_CASE("batch norm training kernels match the FP64 host reference in both lay
   handle_t handle = make_handle();
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
   for (epilogue e : all_epilogues) {
-    gpucmp::batch_norm_shape shape{3, 5, 4, 6, gpucmp::conv_dtype::fp32, layout, e.residual, e.relu};
+    gpucmp::batch_norm_shape shape{3, 5, 4, 6, gpucmp::numerics::fp32, layout, e.residual, e.relu};
     gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels);
     INFO(bn.name());
     bn_buffers b(bn, s.get());
@@ -186,7 +186,7 @@ TEST_CASE("batch norm training verifies in every precision, layout and epilogue,
   int cudnn_runs = 0;
   for (gpucmp::batch_norm_path path : {gpucmp::batch_norm_path::gpucmp_kernels, gpucmp::batch_norm_path::cudnn_persistent})
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::conv_dtype dtype : all_dtypes)
+  for (gpucmp::numerics dtype : all_dtypes)
   for (epilogue e : all_epilogues)
   for (std::int64_t c : {64, 6}) {
     // ResNet-like: 64 channels over 8 x 28 x 28, and an odd small shape.
@@ -228,7 +228,7 @@ TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for 
           "[gpu][training][batch_norm]") {
   gpucmp::stream s;
   handle_t handle = make_handle();
-  const gpucmp::batch_norm_shape shape{16, 64, 14, 14, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, true, true};
+  const gpucmp::batch_norm_shape shape{16, 64, 14, 14, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, true, true};
   gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels);
   bn_buffers b(bn, s.get());
   const gpucmp::batch_norm_tensors t = b.tensors(true);
@@ -262,7 +262,7 @@ TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for 
                   gpucmp::invalid_argument);
   CHECK_THROWS_AS(gpucmp::batch_norm_training(handle.get(), {1, 64, 1, 1}, gpucmp::batch_norm_path::gpucmp_kernels),
                   gpucmp::invalid_argument);  // one value per channel
-  const gpucmp::batch_norm_shape nchw{2, 64, 4, 4, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nchw, false, true};
+  const gpucmp::batch_norm_shape nchw{2, 64, 4, 4, gpucmp::numerics::fp16, gpucmp::conv_layout::nchw, false, true};
   CHECK_THAT(gpucmp::batch_norm_training::support(nchw, gpucmp::batch_norm_path::cudnn_persistent), GPUCMP_CONTAINS("NHWC only"));
   CHECK_THROWS_AS(gpucmp::batch_norm_training(handle.get(), nchw, gpucmp::batch_norm_path::cudnn_persistent), gpucmp::unsupported);
 }
@@ -272,7 +272,7 @@ TEST_CASE("batch norm's forward from a convolution's per-channel sums gives forw
   gpucmp::stream s;
   const handle_t handle = make_handle();
   for (bool residual : {false, true}) {
-    const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, residual, true};
+    const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, residual, true};
     gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels, {});
     bn_buffers own(bn, s.get()), from_sums(bn, s.get());  // the same random tensors (same seeds)
     bn.forward(own.tensors(residual), own.workspace.data(), own.reserve.data(), s.get());
@@ -317,7 +317,7 @@ TEST_CASE("batch norm's forward from a convolution's per-channel sums gives forw
     CHECK(worst <= 1.0);
   }
   // Refused: no sums, or cuDNN's path.
-  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, false, true};
+  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, false, true};
   gpucmp::batch_norm_training cudnn(handle.get(), shape, gpucmp::batch_norm_path::cudnn_persistent, {});
   bn_buffers b(cudnn, s.get());
   gpucmp::device_buffer<float> sum(64), squares(64);
@@ -335,7 +335,7 @@ TEST_CASE("batch norm's check holds with gamma 0 on both paths and from the sums
   // gamma was NaN and failed every dx (the H200, 2026-12-03).
   gpucmp::stream s;
   const handle_t handle = make_handle();
-  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc, true, true};
+  const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, true, true};
   for (auto path : {gpucmp::batch_norm_path::cudnn_persistent, gpucmp::batch_norm_path::gpucmp_kernels}) {
     gpucmp::batch_norm_training bn(handle.get(), shape, path, {});
     bn_buffers b(bn, s.get());

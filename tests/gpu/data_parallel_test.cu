@@ -41,7 +41,7 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
 gpucmp::training_options options() {
   gpucmp::training_options o;
   o.batch = 16;
-  o.dtype = gpucmp::conv_dtype::fp16;
+  o.dtype = gpucmp::numerics::fp16;
   o.sgd.learning_rate = 0.05f;
   return gpucmp_test::paced(o);
 }

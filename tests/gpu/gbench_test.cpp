@@ -4,6 +4,7 @@
 // The Google Benchmark adapter end to end: registrations run through RunSpecifiedBenchmarks
 // with a capturing reporter.
 #include "catch.hpp"
+#include "gbench_capture.hpp"
 #include "test_kernels.hpp"
 
 #include <gpucmp/bench.hpp>
@@ -19,50 +20,6 @@
 #include <vector>
 
 namespace {
-
-// Google Benchmark 1.8 replaced Run::error_occurred/error_message with skipped/skip_message.
-template <class R, class = void>
-struct has_skipped : std::false_type {};
-template <class R>
-struct has_skipped<R, std::void_t<decltype(std::declval<R>().skip_message)>> : std::true_type {};
-
-template <class R>
-std::string error_of(const R& run) {
-  if constexpr (has_skipped<R>::value) {
-    return run.skipped ? run.skip_message : "";
-  } else {
-    return run.error_occurred ? run.error_message : "";
-  }
-}
-
-struct captured_run {
-  std::string error;
-  double seconds_per_iteration = 0;
-  std::map<std::string, double> counters;
-  std::string label;
-};
-
-class capture_reporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) {
-      captured_run c;
-      c.error = error_of(r);
-      if (r.iterations > 0) c.seconds_per_iteration = r.real_accumulated_time / static_cast<double>(r.iterations);
-      for (const auto& [name, counter] : r.counters) c.counters[name] = counter.value;
-      c.label = r.report_label;
-      runs_by_name[r.benchmark_name()] = c;
-    }
-  }
-  std::map<std::string, captured_run> runs_by_name;
-};
-
-std::map<std::string, captured_run> run_matching(const std::string& filter) {
-  capture_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter, filter);
-  return reporter.runs_by_name;
-}
 
 void spin_benchmark(gpucmp::state& st) {
   const double seconds = static_cast<double>(st.range(0)) * 1e-6;
@@ -95,12 +52,12 @@ GPUCMP_BENCHMARK_REGISTER_F(buffer_fixture, read, gpucmp::mode::cold)->Arg(1 << 
 
 TEST_CASE("a registered benchmark reports the engine's per-launch time and rates", "[gpu][gbench]") {
   gpucmp::register_benchmark("adapter_spin", spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(100);
-  const auto runs = run_matching("^adapter_spin/");
+  const auto runs = gpucmp_test::run_matching("^adapter_spin/");
   REQUIRE(runs.size() == 2);
   for (const char* name : {"adapter_spin/hot/100/iterations:1/manual_time", "adapter_spin/graph/100/iterations:1/manual_time"}) {
     INFO(name);
     REQUIRE(runs.count(name) == 1);
-    const captured_run& r = runs.at(name);
+    const gpucmp_test::captured_run& r = runs.at(name);
     CHECK(r.error.empty());
     CHECK(r.seconds_per_iteration >= 100e-6);  // the spin lasts at least its nominal time
     // Hot and graph mode add the stream's kernel-to-kernel gap (under 1.7 us on an H200) and
@@ -128,7 +85,7 @@ TEST_CASE("the --gpucmp_batch flag fixes the launches per sample of every benchm
     gpucmp::detail::flags_everywhere().batch = launches;
     const std::string name = "adapter_batch_" + std::to_string(launches);
     gpucmp::register_benchmark(name, spin_benchmark, {gpucmp::mode::hot, gpucmp::mode::graph})->Arg(100);
-    const auto runs = run_matching("^" + name + "/");
+    const auto runs = gpucmp_test::run_matching("^" + name + "/");
     REQUIRE(runs.size() == 2);
     for (const auto& [run_name, r] : runs) {
       INFO(run_name);
@@ -146,7 +103,7 @@ TEST_CASE("errors become skipped runs with their message and the run goes on", "
   gpucmp::register_benchmark("adapter_errors/forgetful", forgetful_benchmark);
   gpucmp::register_benchmark("adapter_errors/invalid_launch", invalid_launch_benchmark);
   gpucmp::register_benchmark("adapter_errors/ok", spin_benchmark)->Arg(10);
-  const auto runs = run_matching("^adapter_errors/");
+  const auto runs = gpucmp_test::run_matching("^adapter_errors/");
   REQUIRE(runs.size() == 4);
   // unsupported (and out_of_memory) are typed results, reported with their message but not
   // counted as failures: a sweep over every precision must not fail on a GPU that lacks one.
@@ -195,9 +152,9 @@ TEST_CASE("every run's typed row gives its status, mode, work and time, errors i
 }
 
 TEST_CASE("a fixture's buffers are set up outside the timed path and measured cold", "[gpu][gbench]") {
-  const auto runs = run_matching("^buffer_fixture/read/");
+  const auto runs = gpucmp_test::run_matching("^buffer_fixture/read/");
   REQUIRE(runs.size() == 1);
-  const captured_run& r = runs.begin()->second;
+  const gpucmp_test::captured_run& r = runs.begin()->second;
   INFO(runs.begin()->first << ": " << r.error);
   CHECK(runs.begin()->first == "buffer_fixture/read/cold/16777216/iterations:1/manual_time");
   CHECK(r.error.empty());
@@ -209,9 +166,9 @@ TEST_CASE("a fixture's buffers are set up outside the timed path and measured co
 #if GPUCMP_TEST_KERNEL_MODE
 TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the label", "[gpu][gbench][cupti]") {
   gpucmp::register_benchmark("adapter_kernel", spin_benchmark, {gpucmp::mode::kernel})->Arg(50);
-  const auto runs = run_matching("^adapter_kernel/");
+  const auto runs = gpucmp_test::run_matching("^adapter_kernel/");
   REQUIRE(runs.size() == 1);
-  const captured_run& r = runs.at("adapter_kernel/kernel/50/iterations:1/manual_time");
+  const gpucmp_test::captured_run& r = runs.at("adapter_kernel/kernel/50/iterations:1/manual_time");
   INFO(r.error << " " << r.label);
   CHECK(r.error.empty());
   CHECK(r.seconds_per_iteration >= 50e-6);

@@ -30,8 +30,8 @@
 
 namespace {
 
-const gpucmp::conv_dtype all_dtypes[] = {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16,
-                                         gpucmp::conv_dtype::bf16};
+const gpucmp::numerics all_dtypes[] = {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16,
+                                         gpucmp::numerics::bf16};
 
 // A small CNN with every layer kind: stem with 3 channels, residual block, strided conv,
 // both poolings, global average pooling, linear, softmax (optional).
@@ -148,8 +148,8 @@ struct layer_buffers {
     std::uint64_t seed = 1;
     for (auto* buf : {&x, &w, &b, &z}) {
       switch (p.dtype) {
-        case gpucmp::conv_dtype::fp16: fill<__half>(*buf, seed++, stream); break;
-        case gpucmp::conv_dtype::bf16: fill<__nv_bfloat16>(*buf, seed++, stream); break;
+        case gpucmp::numerics::fp16: fill<__half>(*buf, seed++, stream); break;
+        case gpucmp::numerics::bf16: fill<__nv_bfloat16>(*buf, seed++, stream); break;
         default: fill<float>(*buf, seed++, stream); break;
       }
     }
@@ -158,7 +158,7 @@ struct layer_buffers {
 
  private:
   static std::size_t bytes(const gpucmp::conv_problem& p, std::int64_t elements) {
-    return std::size_t(elements) * gpucmp::element_bytes(p.dtype);
+    return std::size_t(elements) * gpucmp::activation_bytes(p.dtype);
   }
   template <class T>
   static void fill(gpucmp::device_buffer<unsigned char>& buf, std::uint64_t seed, cudaStream_t stream) {
@@ -172,7 +172,7 @@ TEST_CASE("fused convolution layers verify in every precision, epilogue and layo
   gpucmp::stream s;
   const cudnn_handle handle = make_cudnn_handle();
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw}) {
-    for (gpucmp::conv_dtype t : all_dtypes) {
+    for (gpucmp::numerics t : all_dtypes) {
       for (std::int64_t c : {3, 32}) {  // the 3-channel stem has no fused engine: another path must win
         for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
                                         gpucmp::conv_epilogue{false, false}}) {
@@ -218,7 +218,7 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
   p.r = p.s = 3;
   p.pad_h = p.pad_w = 1;
   p.layout = gpucmp::conv_layout::nchw;
-  for (gpucmp::conv_dtype t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16}) {
+  for (gpucmp::numerics t : {gpucmp::numerics::fp32, gpucmp::numerics::fp16}) {
     p.dtype = t;
     layer_buffers buf(p, s.get());
     for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{true, true}, gpucmp::conv_epilogue{false, false}}) {
@@ -247,7 +247,7 @@ TEST_CASE("in NCHW every fusion path that cuDNN offers runs and verifies", "[gpu
 
 TEST_CASE("pooling and softmax match host references and a corrupted output is caught", "[gpu][models]") {
   gpucmp::stream s;
-  const gpucmp::tolerance tol = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  const gpucmp::tolerance tol = gpucmp::conv_tolerance(gpucmp::numerics::fp16);
   // 24 channels take the 16-byte vector kernel, 5 the scalar one.
   for (const gpucmp::pool_shape& each : {gpucmp::pool_shape{2, 24, 9, 11, 3, 2, 1}, gpucmp::pool_shape{2, 5, 9, 11, 3, 2, 1}}) {
     gpucmp::device_buffer<__half> px(std::size_t(each.n * each.h * each.w * each.c)), py(std::size_t(each.n * each.p() * each.q() * each.c));
@@ -337,7 +337,7 @@ TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both lay
   const std::vector<float> images = random_images(std::size_t(batch * 3 * 20 * 20), 21);
   const std::vector<double> reference = host_forward(def, batch, images);
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::conv_dtype t : all_dtypes) {
+  for (gpucmp::numerics t : all_dtypes) {
     gpucmp::network_options o;
     o.batch = batch;
     o.dtype = t;
@@ -354,7 +354,7 @@ TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both lay
     // Relative to the logits' scale: precision-dependent (inputs and activations round to T).
     const double scale = std::fabs(*std::max_element(reference.begin(), reference.end(),
                                                      [](double a, double b) { return std::fabs(a) < std::fabs(b); }));
-    const double allowed = t == gpucmp::conv_dtype::fp32 ? 1e-5 : t == gpucmp::conv_dtype::bf16 ? 3e-2 : 5e-3;
+    const double allowed = t == gpucmp::numerics::fp32 ? 1e-5 : t == gpucmp::numerics::bf16 ? 3e-2 : 5e-3;
     double worst = 0;
     for (std::size_t i = 0; i < eager.size(); ++i) worst = std::max(worst, std::fabs(double(eager[i]) - reference[i]) / scale);
     INFO("worst error / max |logit| = " << worst);
@@ -437,7 +437,7 @@ TEST_CASE("kernel mode layer by layer: every ResNet-50 layer's kernels add up to
   const gpucmp::network_definition def = gpucmp::resnet50_random(1);
   gpucmp::network_options o;
   o.batch = 16;
-  o.dtype = gpucmp::conv_dtype::fp16;
+  o.dtype = gpucmp::numerics::fp16;
   gpucmp::network net(def, o, eng.stream());
   const auto tracer = gpucmp::make_activity_tracer();
   const gpucmp::network_trace t = net.trace_layers(*tracer, eng.stream(), 10);
@@ -480,7 +480,7 @@ TEST_CASE("an impossible batch is a typed out-of-memory and the largest batch th
   const gpucmp::network_definition def = gpucmp::resnet50_random(1);
   std::size_t free_bytes = 0, total_bytes = 0;
   REQUIRE(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess);
-  const std::int64_t largest = gpucmp::largest_batch_that_fits(def, gpucmp::conv_dtype::fp16, free_bytes);
+  const std::int64_t largest = gpucmp::largest_batch_that_fits(def, gpucmp::numerics::fp16, free_bytes);
   CHECK(largest > 256);
   gpucmp::network_options o;
   o.batch = largest * 2;

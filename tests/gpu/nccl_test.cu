@@ -23,7 +23,7 @@ TEST_CASE("every collective verifies on every rank, in place and out of place, i
   gpucmp::stream s;
   INFO(group.ranks() << " rank(s)");
   for (gpucmp::collective c : gpucmp::all_collectives())
-  for (gpucmp::nccl_dtype t : {gpucmp::nccl_dtype::fp32, gpucmp::nccl_dtype::fp16, gpucmp::nccl_dtype::bf16, gpucmp::nccl_dtype::int32})
+  for (gpucmp::element_type t : {gpucmp::element_type::fp32, gpucmp::element_type::fp16, gpucmp::element_type::bf16, gpucmp::element_type::int32})
   for (std::size_t bytes : {std::size_t{8}, std::size_t{4096 + 12}, std::size_t{1} << 22})
   for (bool in_place : {false, true}) {
     if (in_place && (c == gpucmp::collective::all_to_all || c == gpucmp::collective::send_recv)) continue;
@@ -42,7 +42,7 @@ TEST_CASE("every collective verifies on every rank, in place and out of place, i
 TEST_CASE("a corrupted collective output is caught and located", "[gpu][multigpu][nccl]") {
   const gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
   gpucmp::stream s;
-  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, 4096, gpucmp::nccl_dtype::fp32);
+  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, 4096, gpucmp::element_type::fp32);
   REQUIRE(op.verify(s.get()).passed());
   op(s.get());
   REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
@@ -57,7 +57,7 @@ TEST_CASE("a corrupted collective output is caught and located", "[gpu][multigpu
 TEST_CASE("the engine times a collective across ranks in hot and graph modes", "[gpu][multigpu][nccl]") {
   const gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
   gpucmp::engine eng;
-  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{64} << 20, gpucmp::nccl_dtype::fp32);
+  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{64} << 20, gpucmp::element_type::fp32);
   REQUIRE(op.verify(eng.stream()).passed());
   gpucmp::measure_options o;
   o.min_samples = 5;
@@ -80,9 +80,12 @@ TEST_CASE("bad groups and calls are refused by name", "[gpu][multigpu][nccl][api
   const gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
   gpucmp::nccl_collective_options in_place;
   in_place.in_place = true;
-  CHECK_THROWS_WITH(gpucmp::nccl_collective(group, gpucmp::collective::all_to_all, 4096, gpucmp::nccl_dtype::fp32, in_place),
+  CHECK_THROWS_WITH(gpucmp::nccl_collective(group, gpucmp::collective::all_to_all, 4096, gpucmp::element_type::fp32, in_place),
                     GPUCMP_CONTAINS("no in-place all_to_all"));
-  CHECK_THROWS_WITH(gpucmp::parse_nccl_dtype("fp8"), GPUCMP_CONTAINS("unknown collective element type 'fp8'"));
+  CHECK_THROWS_WITH(gpucmp::parse_element_type("fp8"), GPUCMP_CONTAINS("unknown element type 'fp8'"));
+  // A type of the vocabulary that the collectives' data check has no rule for is refused by name.
+  CHECK_THROWS_AS(gpucmp::nccl_collective(group, gpucmp::collective::all_reduce, 4096, gpucmp::element_type::fp8_e4m3),
+                  gpucmp::unsupported);
 }
 
 TEST_CASE("a world joined through a unique id: every collective verifies, and lockstep timing takes its exact count",
@@ -102,11 +105,11 @@ TEST_CASE("a world joined through a unique id: every collective verifies, and lo
   CHECK(group.rank(group.local_ranks() - 1) == visible - 1);
   gpucmp::engine eng;
   for (gpucmp::collective c : gpucmp::all_collectives()) {
-    gpucmp::nccl_collective op(group, c, std::size_t{1} << 20, gpucmp::nccl_dtype::fp32);
+    gpucmp::nccl_collective op(group, c, std::size_t{1} << 20, gpucmp::element_type::fp32);
     INFO(op.name());
     CHECK(op.verify(eng.stream()).passed());
   }
-  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{16} << 20, gpucmp::nccl_dtype::fp32);
+  gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{16} << 20, gpucmp::element_type::fp32);
   gpucmp::measure_options o;
   gpucmp::make_lockstep(o, 12, 4);
   for (gpucmp::mode m : {gpucmp::mode::hot, gpucmp::mode::graph}) {

@@ -59,7 +59,7 @@ TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][co
   gpucmp::stream s;
   for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
                  gpucmp::conv_direction::backward_filter}) {
-    for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+    for (auto t : {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16, gpucmp::numerics::bf16}) {
       for (auto l : {gpucmp::conv_layout::nchw, gpucmp::conv_layout::nhwc}) {
         gpucmp::conv_problem p = small_problem();
         p.dtype = t;
@@ -79,8 +79,8 @@ TEST_CASE("every pass, layout and precision passes verification", "[gpu][ops][co
           CHECK(!c.algorithm().name.empty());
           if (api != gpucmp::conv_api::any) CHECK(c.algorithm().api == api);
           CHECK(c.algorithm().chosen_by == gpucmp::algorithm_choice::search);
-          CHECK(!c.candidates().empty());
-          if (t == gpucmp::conv_dtype::fp32) {  // no tensor cores for true FP32
+          CHECK(!c.search_log().empty());
+          if (t == gpucmp::numerics::fp32) {  // no tensor cores for true FP32
             CHECK(c.algorithm().math.find("TENSOR") == std::string::npos);
           }
         }
@@ -96,7 +96,7 @@ TEST_CASE("a searched convolution bound to other tensors computes what it verifi
                  gpucmp::conv_direction::backward_filter}) {
     for (auto api : {gpucmp::conv_api::backend, gpucmp::conv_api::legacy}) {
       gpucmp::conv_problem p = small_problem();
-      p.dtype = gpucmp::conv_dtype::fp16;
+      p.dtype = gpucmp::numerics::fp16;
       p.layout = gpucmp::conv_layout::nhwc;
       gpucmp::conv_options o;
       o.direction = d;
@@ -159,7 +159,7 @@ TEST_CASE("an accumulating pass adds its result to what its output held (beta 1)
   gpucmp::stream s;
   for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
                  gpucmp::conv_direction::backward_filter}) {
-    for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::fp16}) {
+    for (auto t : {gpucmp::numerics::fp32, gpucmp::numerics::fp16}) {
       for (auto api : {gpucmp::conv_api::backend, gpucmp::conv_api::legacy, gpucmp::conv_api::any}) {
         gpucmp::conv_problem p = small_problem();
         p.dtype = t;
@@ -189,7 +189,7 @@ TEST_CASE("an accumulating pass adds its result to what its output held (beta 1)
         const std::int64_t out_elements = d == gpucmp::conv_direction::forward         ? q.y_elements()
                                           : d == gpucmp::conv_direction::backward_data ? q.x_elements()
                                                                                        : q.w_elements();
-        const std::size_t bytes = std::size_t(out_elements) * gpucmp::element_bytes(t);
+        const std::size_t bytes = std::size_t(out_elements) * gpucmp::activation_bytes(t);
         REQUIRE(cudaMemcpy(output_of(acc), output_of(plain), bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
         CHECK_FALSE(acc.check_output(s.get()).passed());
       }
@@ -197,7 +197,7 @@ TEST_CASE("an accumulating pass adds its result to what its output held (beta 1)
   }
   // A ResNet-50 data gradient at batch 8 (layer1's 256 -> 64 1x1, a block input's second part):
   // checked on the GPU reference's samples.
-  const auto shapes = gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc);
+  const auto shapes = gpucmp::resnet50_conv_shapes(8, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc);
   const auto found = std::find_if(shapes.begin(), shapes.end(),
                                   [](const gpucmp::conv_problem& q) { return q.c == 256 && q.k == 64 && q.r == 1 && q.h == 56; });
   REQUIRE(found != shapes.end());
@@ -228,7 +228,7 @@ TEST_CASE("a forward pass with batch norm's statistics in its epilogue writes y 
   // ResNet-50's 1x1 and 3x3 forward shapes at batch 8 in FP16 NHWC (the stem's 3 channels aside).
   int fused = 0;
   std::string refusals;
-  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
+  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc)) {
     if (p.c % 8 != 0 || !(p.h == 56 || p.h == 14)) continue;  // layer1 and layer3: a 1x1 and a 3x3 of each
     gpucmp::conv_options o;
     o.statistics = true;
@@ -279,7 +279,7 @@ TEST_CASE("a forward pass with batch norm's statistics in its epilogue writes y 
   // BF16 too: gen-stats in FP32 math over a BF16 y.
   int fused_bf16 = 0;
   std::string refusals_bf16;
-  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::bf16, gpucmp::conv_layout::nhwc)) {
+  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::numerics::bf16, gpucmp::conv_layout::nhwc)) {
     if (p.c % 8 != 0 || p.h != 56) continue;
     gpucmp::conv_options o;
     o.statistics = true;
@@ -307,7 +307,7 @@ TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
     p.dilation_h = p.dilation_w = 2;
     p.pad_h = p.pad_w = 2;
     p.groups = 4;
-    p.dtype = gpucmp::conv_dtype::fp16;
+    p.dtype = gpucmp::numerics::fp16;
     gpucmp::conv_options o;
     o.direction = d;
     o.search = short_search();
@@ -322,7 +322,7 @@ TEST_CASE("dilation and groups are verified", "[gpu][ops][conv]") {
 TEST_CASE("ResNet-50 shapes at batch 8 pass verification against the GPU reference", "[gpu][ops][conv]") {
   gpucmp::stream s;
   int checked = 0;
-  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc)) {
+  for (const auto& p : gpucmp::resnet50_conv_shapes(8, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc)) {
     for (auto d : {gpucmp::conv_direction::forward, gpucmp::conv_direction::backward_data,
                    gpucmp::conv_direction::backward_filter}) {
       gpucmp::conv_options o;
@@ -348,7 +348,7 @@ TEST_CASE("a corrupted convolution output fails verification", "[gpu][ops][conv]
     p.k = 64;
     p.h = p.w = 56;
     p.stride_h = p.stride_w = 1;
-    p.dtype = gpucmp::conv_dtype::fp32;
+    p.dtype = gpucmp::numerics::fp32;
     p.layout = gpucmp::conv_layout::nchw;
     gpucmp::conv c(p, gpucmp_test::paced(gpucmp::conv_options{}), s.get());
     gpucmp::choose_algorithm(c);

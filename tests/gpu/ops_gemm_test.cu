@@ -20,19 +20,19 @@
 
 namespace {
 
-bool supported_here(gpucmp::gemm_dtype t) {
+bool supported_here(gpucmp::numerics t) {
   const auto d = gpucmp::query_current_device();
   return d.cc_major * 10 + d.cc_minor >= gpucmp::minimum_compute_capability(t);
 }
 
-bool needs_tn(gpucmp::gemm_dtype t) {
-  return t == gpucmp::gemm_dtype::fp8_e4m3 || t == gpucmp::gemm_dtype::fp8_e5m2 || t == gpucmp::gemm_dtype::int8;
+bool needs_tn(gpucmp::numerics t) {
+  return t == gpucmp::numerics::fp8_e4m3 || t == gpucmp::numerics::fp8_e5m2 || t == gpucmp::numerics::int8;
 }
 
-const gpucmp::gemm_dtype all_dtypes[] = {
-    gpucmp::gemm_dtype::fp64, gpucmp::gemm_dtype::fp32,       gpucmp::gemm_dtype::tf32,
-    gpucmp::gemm_dtype::fp16, gpucmp::gemm_dtype::fp16_acc16, gpucmp::gemm_dtype::bf16,
-    gpucmp::gemm_dtype::fp8_e4m3, gpucmp::gemm_dtype::fp8_e5m2, gpucmp::gemm_dtype::int8};
+const gpucmp::numerics all_dtypes[] = {
+    gpucmp::numerics::fp64, gpucmp::numerics::fp32,       gpucmp::numerics::tf32,
+    gpucmp::numerics::fp16, gpucmp::numerics::fp16_acc16, gpucmp::numerics::bf16,
+    gpucmp::numerics::fp8_e4m3, gpucmp::numerics::fp8_e5m2, gpucmp::numerics::int8};
 
 // Writes `value` over output element (i, j) of batch 0.
 template <class C>
@@ -46,7 +46,7 @@ void corrupt(gpucmp::gemm& g, std::int64_t i, std::int64_t j, double value) {
 
 TEST_CASE("every GEMM precision passes verification on the CPU and the GPU reference", "[gpu][ops][gemm]") {
   gpucmp::stream s;
-  for (gpucmp::gemm_dtype t : all_dtypes) {
+  for (gpucmp::numerics t : all_dtypes) {
     if (!supported_here(t)) {
       WARN("skipping " << gpucmp::to_string(t) << ": not supported on this GPU");
       continue;
@@ -68,7 +68,7 @@ TEST_CASE("every GEMM precision passes verification on the CPU and the GPU refer
       CHECK(v.method.find(size <= 96 ? "CPU" : "GPU") != std::string::npos);
       CHECK(g.algorithm().id >= 0);
       CHECK(g.algorithm().chosen_by == gpucmp::algorithm_choice::search);
-      CHECK(!g.candidates().empty());
+      CHECK(!g.search_log().empty());
       CHECK(g.algorithm().searched_seconds > 0);
     }
   }
@@ -90,7 +90,7 @@ TEST_CASE("transposes, leading dimensions and batches are verified", "[gpu][ops]
           p.ldb = p.b_rows() + 16;
           p.ldc = p.m + 8;
           p.batch = batch;
-          p.dtype = gpucmp::gemm_dtype::fp16;
+          p.dtype = gpucmp::numerics::fp16;
           INFO(p.shape_name());
           gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
           gpucmp::choose_algorithm(g);
@@ -108,7 +108,7 @@ TEST_CASE("a corrupted output element fails verification and is located", "[gpu]
   for (std::int64_t size : {64, 2048}) {
     gpucmp::gemm_problem p;
     p.m = p.n = p.k = size;
-    p.dtype = gpucmp::gemm_dtype::fp32;
+    p.dtype = gpucmp::numerics::fp32;
     gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());
     gpucmp::choose_algorithm(g);
     REQUIRE(g.verify(s.get()).passed());
@@ -129,12 +129,12 @@ TEST_CASE("the heuristic choice records its algorithm without timing candidates"
   p.m = 35;
   p.n = 8457;
   p.k = 2560;
-  p.dtype = gpucmp::gemm_dtype::fp16;
+  p.dtype = gpucmp::numerics::fp16;
   gpucmp::gemm_options o;
   o.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, o, s.get());
   gpucmp::choose_algorithm(g);
-  CHECK(g.candidates().empty());
+  CHECK(g.search_log().empty());
   CHECK(g.algorithm().heuristic_rank == 0);
   CHECK(g.algorithm().describe().find("heuristic") != std::string::npos);
   CHECK(g.verify(s.get()).passed());
@@ -146,7 +146,7 @@ namespace {
 // them ran, or says why not.
 std::size_t candidates_marked(const gpucmp::gemm& g, const char* marker) {
   std::size_t n = 0;
-  for (const auto& c : g.candidates()) {
+  for (const auto& c : g.search_log()) {
     if (c.description.find(marker) == std::string::npos) continue;
     ++n;
     INFO(c.description << ": " << c.failure);
@@ -164,9 +164,9 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
   // at 4096x128x4096 take no split-K setting: no variant there, which is fine).
   struct shape {
     std::int64_t m, n, k;
-    gpucmp::gemm_dtype dtype;
+    gpucmp::numerics dtype;
   };
-  for (const shape& sh : {shape{4096, 128, 4096, gpucmp::gemm_dtype::fp16}, shape{35, 8457, 2560, gpucmp::gemm_dtype::tf32}}) {
+  for (const shape& sh : {shape{4096, 128, 4096, gpucmp::numerics::fp16}, shape{35, 8457, 2560, gpucmp::numerics::tf32}}) {
     gpucmp::gemm_problem skinny;
     skinny.m = sh.m;
     skinny.n = sh.n;
@@ -184,7 +184,7 @@ TEST_CASE("a skinny GEMM's search also times split-K variants; a large one's doe
   gpucmp::gemm_problem large;  // 16.8 M outputs: many waves of tiles already
   large.m = large.n = 4096;
   large.k = 256;
-  large.dtype = gpucmp::gemm_dtype::fp16;
+  large.dtype = gpucmp::numerics::fp16;
   CHECK(variants(gpucmp_test::chosen(gpucmp::gemm(large, gpucmp_test::paced(gpucmp::gemm_options{}), s.get()))) == 0);
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
   auto variants = [](const gpucmp::gemm& g) { return candidates_marked(g, "config variant"); };
   // The settings before " ws ": algorithm, tile, stages, split-K, reduction, swizzle, custom, cluster.
   auto settings = [](const std::string& description) { return description.substr(0, description.find(" ws ")); };
-  for (gpucmp::gemm_dtype dtype : {gpucmp::gemm_dtype::fp16, gpucmp::gemm_dtype::tf32}) {
+  for (gpucmp::numerics dtype : {gpucmp::numerics::fp16, gpucmp::numerics::tf32}) {
     gpucmp::gemm_problem p;
     p.m = p.n = 4096;
     p.k = 1024;
@@ -206,7 +206,7 @@ TEST_CASE("a search asked for neighbours of the heuristic's first candidates tim
     CHECK(variants(g) > 0);
     std::set<std::string> seen;
     std::size_t timed = 0;
-    for (const auto& c : g.candidates()) {
+    for (const auto& c : g.search_log()) {
       INFO(c.description);
       CHECK(seen.insert(settings(c.description)).second);  // no configuration timed twice
       if (c.description.find("config variant") != std::string::npos && c.seconds > 0) ++timed;
@@ -223,7 +223,7 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
   struct shape {
     std::int64_t m, n, k;
     bool transpose_a;
-    gpucmp::gemm_dtype dtype;
+    gpucmp::numerics dtype;
     const char* operands;
     std::int64_t batch;
   };
@@ -231,10 +231,10 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
   // A and C staged); K padded to 256 with zeros in a batch of 2 (A and B staged: nonzero
   // padding would change every output); FP64 7x9x11 stages all three and is checked on the
   // CPU, every output, in a batch of 3.
-  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::gemm_dtype::fp16, "A, C", 1},
-                          shape{35, 1000, 512, false, gpucmp::gemm_dtype::tf32, "A, C", 1},
-                          shape{256, 384, 250, false, gpucmp::gemm_dtype::bf16, "A, B", 2},
-                          shape{7, 9, 11, false, gpucmp::gemm_dtype::fp64, "A, B, C", 3}}) {
+  for (const shape& sh : {shape{5124, 512, 256, true, gpucmp::numerics::fp16, "A, C", 1},
+                          shape{35, 1000, 512, false, gpucmp::numerics::tf32, "A, C", 1},
+                          shape{256, 384, 250, false, gpucmp::numerics::bf16, "A, B", 2},
+                          shape{7, 9, 11, false, gpucmp::numerics::fp64, "A, B, C", 3}}) {
     gpucmp::gemm_problem p;
     p.m = sh.m;
     p.n = sh.n;
@@ -250,12 +250,12 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
     gpucmp::choose_algorithm(forced);
     CHECK(forced.algorithm().staged == sh.operands);
     CHECK_FALSE(forced.algorithm().staged_as.empty());  // each of these runs padded
-    CHECK(staged(forced) == forced.candidates().size());
+    CHECK(staged(forced) == forced.search_log().size());
     CHECK(forced.verify(s.get()).passed());
     gpucmp::gemm searched(p, gpucmp_test::paced(gpucmp::gemm_options{}), s.get());  // default: both kinds compete
     gpucmp::choose_algorithm(searched);
     CHECK(staged(searched) > 0);
-    CHECK(staged(searched) < searched.candidates().size());
+    CHECK(staged(searched) < searched.search_log().size());
     CHECK(searched.verify(s.get()).passed());
     gpucmp::gemm_options off;
     off.staging = gpucmp::operand_staging::off;
@@ -264,7 +264,7 @@ TEST_CASE("misaligned operands get staged candidates that verify; aligned ones g
   gpucmp::gemm_problem aligned;  // nothing to stage: "only" leaves the plain candidates
   aligned.m = aligned.n = 1024;
   aligned.k = 256;
-  aligned.dtype = gpucmp::gemm_dtype::fp16;
+  aligned.dtype = gpucmp::numerics::fp16;
   gpucmp::gemm_options only;
   only.staging = gpucmp::operand_staging::only;
   gpucmp::gemm plain(aligned, gpucmp_test::paced(only), s.get());
@@ -277,7 +277,7 @@ TEST_CASE("the search times its close contenders again and keeps the fastest med
   gpucmp::stream s;
   gpucmp::gemm_problem p;  // many near-equal candidates of one kernel family
   p.m = p.n = p.k = 4096;
-  p.dtype = gpucmp::gemm_dtype::bf16;
+  p.dtype = gpucmp::numerics::bf16;
   gpucmp::gemm_options o;
   o.search.duel_contenders = 0;  // the re-timing alone; the duel has its own test
   o = gpucmp_test::paced(o);
@@ -285,7 +285,7 @@ TEST_CASE("the search times its close contenders again and keeps the fastest med
   gpucmp::choose_algorithm(g);
   std::size_t retimed = 0;
   double fastest = std::numeric_limits<double>::infinity(), fastest_median = fastest;
-  for (const auto& c : g.candidates()) {
+  for (const auto& c : g.search_log()) {
     INFO(c.description << ": " << c.seconds << " s, " << c.timings << " timings; " << c.failure);
     if (c.timings > 1) {
       ++retimed;
@@ -307,13 +307,13 @@ TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's 
   gpucmp::stream s;
   gpucmp::gemm_problem p;  // 1.4 ms per call on an H200: long enough to duel
   p.m = p.n = p.k = 8192;
-  p.dtype = gpucmp::gemm_dtype::bf16;
+  p.dtype = gpucmp::numerics::bf16;
   const gpucmp::gemm_options o = gpucmp_test::paced(gpucmp::gemm_options{});
   gpucmp::gemm g(p, o, s.get());
   gpucmp::choose_algorithm(g);
   std::size_t duelists = 0;
   double best_sustained = std::numeric_limits<double>::infinity();
-  for (const auto& c : g.candidates()) {
+  for (const auto& c : g.search_log()) {
     INFO(c.description << ": " << c.seconds << " s, " << c.timings << " timings, " << c.duel_timings
                        << " in the duel; " << c.failure);
     if (c.duel_timings > 0) {
@@ -327,7 +327,7 @@ TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's 
   CHECK(duelists <= std::size_t(o.search.duel_contenders) + 1);
   CHECK(duelists != 1);
   REQUIRE(o.search.duel_incumbent_lead == 0.01);
-  const gpucmp::candidate_time& incumbent = g.candidates().front();
+  const gpucmp::candidate_time& incumbent = g.search_log().front();
   if (duelists > 0) {
     const double chosen = g.algorithm().searched_seconds;
     if (g.algorithm().heuristic_rank == 0 && incumbent.duel_timings > 0 && chosen != best_sustained) {
@@ -347,7 +347,7 @@ TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]
 
   gpucmp::gemm_problem huge;
   huge.m = huge.n = huge.k = 400000;  // 3 x 320 GB of FP16
-  huge.dtype = gpucmp::gemm_dtype::fp16;
+  huge.dtype = gpucmp::numerics::fp16;
   try {
     gpucmp::gemm g(huge, {}, s.get());
     FAIL("a 400000^3 GEMM fit in memory");
@@ -356,17 +356,17 @@ TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]
     CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("gemm/cublaslt/fp16/400000x400000x400000") && GPUCMP_CONTAINS("free of"));
   }
 
-  if (supported_here(gpucmp::gemm_dtype::fp8_e4m3)) {
+  if (supported_here(gpucmp::numerics::fp8_e4m3)) {
     gpucmp::gemm_problem nn;
     nn.m = nn.n = nn.k = 256;
-    nn.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+    nn.dtype = gpucmp::numerics::fp8_e4m3;
     CHECK_THROWS_AS(gpucmp::gemm(nn, {}, s.get()), gpucmp::unsupported);
     CHECK_THROWS_WITH(gpucmp::gemm(nn, {}, s.get()), GPUCMP_CONTAINS("_tn"));
   } else {
     gpucmp::gemm_problem fp8;
     fp8.m = fp8.n = fp8.k = 256;
     fp8.transpose_a = true;
-    fp8.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+    fp8.dtype = gpucmp::numerics::fp8_e4m3;
     CHECK_THROWS_WITH(gpucmp::gemm(fp8, {}, s.get()), GPUCMP_CONTAINS("fp8_e4m3 needs sm_89+"));
   }
   // The stream and device are still usable after all of that.

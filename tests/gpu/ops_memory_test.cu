@@ -56,8 +56,8 @@ TEST_CASE("every memory operation copies every byte", "[gpu][ops][memory]") {
           for (int limit : limits) launchable += threads <= limit ? 1 : 0;
         }
         CHECK(launchable >= 13);  // only 1024 threads can be out of reach (64 K registers per SM)
-        CHECK(m.candidates().size() == launchable);
-        for (const gpucmp::candidate_time& c : m.candidates()) {
+        CHECK(m.search_log().size() == launchable);
+        for (const gpucmp::candidate_time& c : m.search_log()) {
           INFO(c.description << ": " << c.failure);
           CHECK(c.failure.empty());
           CHECK(c.seconds > 0);

@@ -24,7 +24,7 @@ TEST_CASE("power under a long GEMM lies between idle and the power limit; energy
   gpucmp::stream s;
   gpucmp::gemm_problem p;
   p.m = p.n = p.k = 8192;
-  p.dtype = gpucmp::gemm_dtype::fp16;
+  p.dtype = gpucmp::numerics::fp16;
   gpucmp::gemm_options o;
   o.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, o, s.get());
@@ -93,7 +93,7 @@ TEST_CASE("a measurement with power on carries a power record over at least the 
   gpucmp::engine eng(gpucmp::current_device());
   gpucmp::gemm_problem p;
   p.m = p.n = p.k = 4096;
-  p.dtype = gpucmp::gemm_dtype::bf16;
+  p.dtype = gpucmp::numerics::bf16;
   gpucmp::gemm g(p, gpucmp_test::paced(gpucmp::gemm_options{}), eng.stream());
   gpucmp::choose_algorithm(g);
   gpucmp::measure_options o;
@@ -118,7 +118,7 @@ TEST_CASE("a sustained GEMM measured from idle with power on averages at most th
   gpucmp::engine eng(gpucmp::current_device());
   gpucmp::gemm_problem p;
   p.m = p.n = p.k = 8192;
-  p.dtype = gpucmp::gemm_dtype::fp16;
+  p.dtype = gpucmp::numerics::fp16;
   gpucmp::gemm_options go;
   go.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::gemm g(p, go, eng.stream());

@@ -271,7 +271,7 @@ TEST_CASE("a linear layer's data, weight and bias gradients match the FP64 refer
   std::vector<double> db_ref;
   const gpucmp::reference::tensor dx_ref = gpucmp::reference::linear_backward(dy, x, w, dw_ref, db_ref);
   gpucmp::device_buffer<unsigned char> workspace(std::size_t{4} << 20, gpucmp::initial_fill::uninitialized());
-  auto run = [&](auto zero, gpucmp::conv_dtype dtype, double allowed) {
+  auto run = [&](auto zero, gpucmp::numerics dtype, double allowed) {
     using T = decltype(zero);
     INFO(gpucmp::to_string(dtype));
     auto upload = [](const gpucmp::reference::tensor& t) {
@@ -306,6 +306,6 @@ TEST_CASE("a linear layer's data, weight and bias gradients match the FP64 refer
     CHECK(v.passed());
   };
   // The inputs are exactly representable in each type; FP16 rounds dx on output (|dx| < 8).
-  run(float{}, gpucmp::conv_dtype::fp32, 1e-5);
-  run(__half{}, gpucmp::conv_dtype::fp16, 8 * std::ldexp(1.0, -11) + 1e-5);
+  run(float{}, gpucmp::numerics::fp32, 1e-5);
+  run(__half{}, gpucmp::numerics::fp16, 8 * std::ldexp(1.0, -11) + 1e-5);
 }

@@ -163,7 +163,7 @@ double relative_error(const std::vector<float>& got, const std::vector<double>& 
   return std::sqrt(diff / std::max(norm, 1e-300));
 }
 
-gpucmp::training_options small_options(gpucmp::conv_dtype dtype, std::int64_t batch = 4) {
+gpucmp::training_options small_options(gpucmp::numerics dtype, std::int64_t batch = 4) {
   gpucmp::training_options o;
   o.batch = batch;
   o.dtype = dtype;
@@ -202,7 +202,7 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
   gpucmp::stream s;
   const gpucmp::network_definition def = every_layer_kind();
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16})
+  for (gpucmp::numerics dtype : {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16, gpucmp::numerics::bf16})
   // The second gradient parts of b's input and of c's (b and c read a tensor another read
   // first) added by the data-gradient pass itself, and by a kernel.
   for (bool in_conv : {true, false}) {
@@ -223,7 +223,7 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
     const host_step& want = r.want;
 
     net.forward_backward(s.get());
-    CHECK(net.loss(s.get()) == Approx(want.loss).epsilon(dtype == gpucmp::conv_dtype::fp32 ? 1e-5 : 2e-2));
+    CHECK(net.loss(s.get()) == Approx(want.loss).epsilon(dtype == gpucmp::numerics::fp32 ? 1e-5 : 2e-2));
     // FP32 within 1e-4 per tensor (the issue's bound against PyTorch); the others track it.
     // FP16 and BF16 store every activation in 16 bits: a pre-activation within rounding of 0
     // can land on the other side of a ReLU (or a max-pool tie) than in FP64, a discrete change
@@ -231,7 +231,7 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
     // (2026-12-02) both reached 4.5e-2 (d.weight; the same in both layouts and both ways of
     // adding second gradient parts), while TF32, whose products round as FP16's do but whose
     // tensors stay FP32, stayed at 7e-4. Each layer is verified on its own (the checks above).
-    const double bound = dtype == gpucmp::conv_dtype::fp32 ? 1e-4 : dtype == gpucmp::conv_dtype::tf32 ? 2e-2 : 6e-2;
+    const double bound = dtype == gpucmp::numerics::fp32 ? 1e-4 : dtype == gpucmp::numerics::tf32 ? 2e-2 : 6e-2;
     const auto got = by_name(net.gradients(s.get()));
     REQUIRE(got.size() == want.gradients.size());
     for (const auto& [name, values] : want.gradients) {
@@ -242,7 +242,7 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
     const auto after_forward = by_name(net.parameters(s.get()));
     for (const auto& [name, values] : want.running) {
       INFO(name);
-      CHECK(relative_error(after_forward.at(name).values, values) <= (dtype == gpucmp::conv_dtype::fp32 ? 1e-5 : bound));
+      CHECK(relative_error(after_forward.at(name).values, values) <= (dtype == gpucmp::numerics::fp32 ? 1e-5 : bound));
     }
 
     // One SGD step from the initial weights changes p by -lr (g + wd p) (the momentum buffer
@@ -261,7 +261,7 @@ TEST_CASE("a training step's gradients, statistics and updated weights match an 
       }
       const double error = relative_error(change, expected);
       INFO(name << ": one step's update, relative error " << error);
-      CHECK(error <= bound + (dtype == gpucmp::conv_dtype::fp32 ? 1e-4 : 0.0));  // FP32 masters round each update
+      CHECK(error <= bound + (dtype == gpucmp::numerics::fp32 ? 1e-4 : 0.0));  // FP32 masters round each update
     }
   }
 }
@@ -270,7 +270,7 @@ TEST_CASE("with batch norm's statistics from the convolutions' epilogues, a step
           "[gpu][training][training_network]") {
   gpucmp::stream s;
   const gpucmp::network_definition def = every_layer_kind();
-  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+  for (gpucmp::numerics dtype : {gpucmp::numerics::fp16, gpucmp::numerics::bf16}) {
     gpucmp::training_options o = small_options(dtype);
     o.statistics_in_conv = gpucmp::conv_statistics::always;
     o.loss_scale.initial_scale = 1024;
@@ -306,7 +306,7 @@ TEST_CASE("the loss falls over 30 steps in every precision, and a graph of the s
           "[gpu][training][training_network]") {
   gpucmp::stream s;
   const gpucmp::network_definition def = every_layer_kind();
-  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
+  for (gpucmp::numerics dtype : {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16, gpucmp::numerics::bf16}) {
     gpucmp::training_network net(def, small_options(dtype, 16), s.get());
     INFO(net.name());
     std::vector<float> eager;
@@ -343,7 +343,7 @@ TEST_CASE("the loss falls over 30 steps in every precision, and a graph of the s
 
 TEST_CASE("FP16 loss scaling skips overflowing steps, backs off, and trains on", "[gpu][training][training_network]") {
   gpucmp::stream s;
-  gpucmp::training_options o = small_options(gpucmp::conv_dtype::fp16, 16);
+  gpucmp::training_options o = small_options(gpucmp::numerics::fp16, 16);
   o.loss_scale.initial_scale = 0x1p40f;  // the logits' gradient overflows FP16 until the scale is ~2^20
   gpucmp::training_network net(every_layer_kind(), o, s.get());
   const auto before = net.parameters(s.get());
@@ -374,7 +374,7 @@ TEST_CASE("a step traced in kernel mode names every piece, its kernels add up to
           "[gpu][training][training_network][cupti]") {
   gpucmp::stream s;
   const gpucmp::network_definition def = every_layer_kind();
-  gpucmp::training_network net(def, small_options(gpucmp::conv_dtype::fp16), s.get());
+  gpucmp::training_network net(def, small_options(gpucmp::numerics::fp16), s.get());
   net.step(s.get());
   const float first_loss = net.loss(s.get());
   net.reset(s.get());
@@ -415,17 +415,17 @@ TEST_CASE("a step traced in kernel mode names every piece, its kernels add up to
 
 TEST_CASE("a training network refuses bad batches, definitions and options by name", "[gpu][training][training_network][api_error]") {
   gpucmp::stream s;
-  gpucmp::training_network net(every_layer_kind(), small_options(gpucmp::conv_dtype::fp32), s.get());
+  gpucmp::training_network net(every_layer_kind(), small_options(gpucmp::numerics::fp32), s.get());
   CHECK_THROWS_WITH(net.set_batch(std::vector<float>(5), {0, 1, 2, 3}, s.get()), GPUCMP_CONTAINS("5 image values"));
   CHECK_THROWS_WITH(net.set_batch(random_images(4 * 3 * 12 * 12, 1), {0, 1, 2, 9}, s.get()), GPUCMP_CONTAINS("label 3 is 9"));
   CHECK_THROWS_WITH(net.set_batch(random_images(4 * 3 * 12 * 12, 1), {0, 1}, s.get()), GPUCMP_CONTAINS("2 labels"));
-  CHECK_THROWS_AS(gpucmp::training_network(every_layer_kind(), small_options(gpucmp::conv_dtype::fp32, 1), s.get()),
+  CHECK_THROWS_AS(gpucmp::training_network(every_layer_kind(), small_options(gpucmp::numerics::fp32, 1), s.get()),
                   gpucmp::invalid_argument);
   gpucmp::network_definition no_classifier("no_classifier", {3, 8, 8});
   no_classifier.global_average_pool(no_classifier.conv(no_classifier.input(), {4, 3, 1, 1, true}));
-  CHECK_THROWS_WITH(gpucmp::training_network(no_classifier, small_options(gpucmp::conv_dtype::fp32), s.get()),
+  CHECK_THROWS_WITH(gpucmp::training_network(no_classifier, small_options(gpucmp::numerics::fp32), s.get()),
                     GPUCMP_CONTAINS("linear layer last"));
-  gpucmp::training_options huge = small_options(gpucmp::conv_dtype::fp16, std::int64_t{1} << 40);
+  gpucmp::training_options huge = small_options(gpucmp::numerics::fp16, std::int64_t{1} << 40);
   CHECK_THROWS_AS(gpucmp::training_network(every_layer_kind(), huge, s.get()), gpucmp::out_of_memory);
 }
 
@@ -447,7 +447,7 @@ TEST_CASE("a user's CNN learns a random teacher's labels: its loss falls on a fi
   // centred over the batch so the labels spread over the classes.
   gpucmp::network_options teacher_options;
   teacher_options.batch = batch;
-  teacher_options.dtype = gpucmp::conv_dtype::fp32;
+  teacher_options.dtype = gpucmp::numerics::fp32;
   gpucmp::network teacher(cnn(99), gpucmp_test::paced(teacher_options), s.get());
   teacher.set_input(images, s.get());
   teacher(s.get());
@@ -466,7 +466,7 @@ TEST_CASE("a user's CNN learns a random teacher's labels: its loss falls on a fi
     ++per_class[std::size_t(best)];
   }
   CHECK(std::count_if(per_class.begin(), per_class.end(), [](int n) { return n > 0; }) >= 3);  // a real task, not one class
-  for (gpucmp::conv_dtype dtype : {gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::fp32}) {
+  for (gpucmp::numerics dtype : {gpucmp::numerics::fp16, gpucmp::numerics::fp32}) {
     gpucmp::training_network student(cnn(1), small_options(dtype, batch), s.get());
     INFO(student.name());
     student.set_batch(images, labels, s.get());

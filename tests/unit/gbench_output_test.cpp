@@ -71,11 +71,12 @@ std::pair<gpucmp::detail::gpucmp_flags, std::vector<std::string>> take(std::vect
 
 TEST_CASE("gpucmp's flags are taken out of argv and Google Benchmark's are kept in order", "[gbench]") {
   const auto [flags, rest] = take({"sweep", "--benchmark_filter=gemm", "--gpucmp_batch=10", "--gpucmp_power",
-                                   "--gpucmp_kernels_out=k.json", "--benchmark_out=x.json"});
+                                   "--gpucmp_kernels_out=k.json", "--benchmark_out=x.json", "--gpucmp_search_log=s.jsonl"});
   CHECK(flags.error.empty());
   CHECK(flags.batch == 10);
   CHECK(flags.power);
   CHECK(flags.kernels_out == "k.json");
+  CHECK(flags.search_log == "s.jsonl");
   CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=gemm", "--benchmark_out=x.json"});
   CHECK(take({"sweep"}).first.batch == 0);  // not given: each benchmark chooses its batch
 }
@@ -133,6 +134,7 @@ TEST_CASE("the --gpucmp_timeout_s flag sets every measurement budget; a misspelt
   CHECK(take({"sweep", "--gpucmp_timeout_s=0x10"}).first.error.rfind("--gpucmp_timeout_s=0x10: expected", 0) == 0);
   CHECK(take({"sweep", "--gpucmp_powr"}).first.error == "--gpucmp_powr: unknown gpucmp flag");
   CHECK(take({"sweep", "--gpucmp_kernels_out="}).first.error == "--gpucmp_kernels_out=: expected a file name");
+  CHECK(take({"sweep", "--gpucmp_search_log="}).first.error == "--gpucmp_search_log=: expected a file name");
 }
 
 TEST_CASE("output files that cannot be written are found before anything is measured", "[gbench]") {
@@ -141,10 +143,12 @@ TEST_CASE("output files that cannot be written are found before anything is meas
   for (auto& a : args) argv.push_back(a.data());
   gpucmp::detail::gpucmp_flags flags;
   flags.kernels_out = "/nonexistent-dir/kernels.json";
+  flags.search_log = "/nonexistent-dir/searches.jsonl";
   const auto problems = gpucmp::detail::unwritable_outputs(static_cast<int>(argv.size()), argv.data(), flags);
-  REQUIRE(problems.size() == 2);
+  REQUIRE(problems.size() == 3);
   CHECK_THAT(problems[0], GPUCMP_CONTAINS("--benchmark_out=/nonexistent-dir/out.json: cannot be written"));
   CHECK_THAT(problems[1], GPUCMP_CONTAINS("--gpucmp_kernels_out=/nonexistent-dir/kernels.json: cannot be written"));
+  CHECK_THAT(problems[2], GPUCMP_CONTAINS("--gpucmp_search_log=/nonexistent-dir/searches.jsonl: cannot be written"));
   // A writable path passes, and a file that did not exist is not left behind.
   const std::string fresh = "gpucmp_writable_probe.json";
   std::remove(fresh.c_str());
@@ -345,4 +349,34 @@ TEST_CASE("a JSON --benchmark_out is what selects the typed reporter", "[gbench]
   CHECK(writes({"prog", "--benchmark_out=r.json", "--benchmark_out_format=json"}));
   CHECK_FALSE(writes({"prog", "--benchmark_out=r.csv", "--benchmark_out_format=csv"}));
   CHECK_FALSE(writes({"prog", "--benchmark_format=json"}));  // stdout only: Google Benchmark's own
+}
+
+TEST_CASE("the search log gets one JSON line per search: chosen, wall time, every candidate", "[gbench]") {
+  const std::string path = "gpucmp_search_log_probe.jsonl";
+  std::remove(path.c_str());
+  std::vector<gpucmp::candidate_time> log(2);
+  log[0].description = "algo \"1\"";
+  log[0].seconds = 12.5e-6;
+  log[0].timings = 3;
+  log[1].description = "algo 2";
+  log[1].failure = "needs 2 GB of workspace";
+  REQUIRE(gpucmp::detail::append_search_log(path, "gemm/x/graph", "gemm/cublaslt/fp16/8x8x8", "algo \"1\"", 0.75, log));
+  REQUIRE(gpucmp::detail::append_search_log(path, "gemm/y/graph", "gemm/cublaslt/fp16/16x16x16", "algo 2", 1.5, {}));
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  REQUIRE(file != nullptr);
+  std::string text;
+  for (int c = std::fgetc(file); c != EOF; c = std::fgetc(file)) text += char(c);
+  std::fclose(file);
+  std::remove(path.c_str());
+  const std::size_t end = text.find('\n');
+  REQUIRE(end != std::string::npos);
+  const gpucmp::detail::json first = gpucmp::detail::parse_json(text.substr(0, end));
+  CHECK(first.find("benchmark")->string() == "gemm/x/graph");
+  CHECK(first.find("chosen")->string() == "algo \"1\"");
+  CHECK(first.find("search_wall_s")->number() == 0.75);
+  REQUIRE(first.find("candidates")->items().size() == 2);
+  CHECK(first.find("candidates")->items()[0].find("us")->number() == Approx(12.5));
+  CHECK(first.find("candidates")->items()[1].find("failure")->string() == "needs 2 GB of workspace");
+  CHECK(gpucmp::detail::parse_json(text.substr(end + 1)).find("candidates")->items().empty());
+  CHECK_FALSE(gpucmp::detail::append_search_log("/nonexistent-dir/s.jsonl", "b", "o", "c", 1, {}));
 }

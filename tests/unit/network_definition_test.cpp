@@ -133,7 +133,7 @@ TEST_CASE("a custom CNN takes a few lines and shape errors name the layer", "[mo
 
 TEST_CASE("memory plans reuse dead tensors' buffers and never alias live ones", "[models][memory]") {
   const gpucmp::network_definition def = gpucmp::resnet50_definition();
-  const auto plan = gpucmp::plan_network_memory(def, 64, gpucmp::conv_dtype::fp16);
+  const auto plan = gpucmp::plan_network_memory(def, 64, gpucmp::numerics::fp16);
   CHECK(plan.activation_bytes < plan.activation_bytes_without_reuse / 4);
   // FP16 parameters: every weight and bias in 2 bytes, the classifier's bias in FP32.
   CHECK(plan.parameter_bytes == std::size_t(def.parameter_count() - 1000) * 2 + 1000 * 4);
@@ -143,7 +143,7 @@ TEST_CASE("memory plans reuse dead tensors' buffers and never alias live ones", 
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const std::size_t out_slot = plan.slot_of[std::size_t(layers[i].output.id)];
     CHECK(out_slot != plan.slot_of[0]);
-    CHECK(plan.slot_bytes[out_slot] >= gpucmp::tensor_bytes(def, layers[i].output, 64, gpucmp::conv_dtype::fp16));
+    CHECK(plan.slot_bytes[out_slot] >= gpucmp::tensor_bytes(def, layers[i].output, 64, gpucmp::numerics::fp16));
     for (std::size_t j = i + 1; j < layers.size(); ++j) {
       for (gpucmp::tensor_ref read : {layers[j].input, layers[j].residual}) {
         if (!read.valid() || read.id > layers[i].output.id || read.id == layers[i].output.id) continue;
@@ -153,17 +153,17 @@ TEST_CASE("memory plans reuse dead tensors' buffers and never alias live ones", 
     }
   }
   // Twice the batch, about twice the activations.
-  const auto twice = gpucmp::plan_network_memory(def, 128, gpucmp::conv_dtype::fp16);
+  const auto twice = gpucmp::plan_network_memory(def, 128, gpucmp::numerics::fp16);
   CHECK(double(twice.activation_bytes) == Approx(2.0 * double(plan.activation_bytes)).epsilon(0.01));
 }
 
 TEST_CASE("the largest batch that fits is the boundary of the plan", "[models][memory]") {
   const gpucmp::network_definition def = gpucmp::resnet50_definition();
   const std::size_t free_bytes = std::size_t{10} << 30;
-  const std::int64_t b = gpucmp::largest_batch_that_fits(def, gpucmp::conv_dtype::fp16, free_bytes);
+  const std::int64_t b = gpucmp::largest_batch_that_fits(def, gpucmp::numerics::fp16, free_bytes);
   CHECK(b > 16);
-  CHECK(gpucmp::plan_network_memory(def, b, gpucmp::conv_dtype::fp16).total(gpucmp::network_workspace_reserve) <= free_bytes);
-  CHECK(gpucmp::plan_network_memory(def, b + 1, gpucmp::conv_dtype::fp16).total(gpucmp::network_workspace_reserve) > free_bytes);
-  CHECK(gpucmp::largest_batch_that_fits(def, gpucmp::conv_dtype::fp32, free_bytes) < b);
-  CHECK(gpucmp::largest_batch_that_fits(def, gpucmp::conv_dtype::fp16, 1 << 20) == 0);
+  CHECK(gpucmp::plan_network_memory(def, b, gpucmp::numerics::fp16).total(gpucmp::network_workspace_reserve) <= free_bytes);
+  CHECK(gpucmp::plan_network_memory(def, b + 1, gpucmp::numerics::fp16).total(gpucmp::network_workspace_reserve) > free_bytes);
+  CHECK(gpucmp::largest_batch_that_fits(def, gpucmp::numerics::fp32, free_bytes) < b);
+  CHECK(gpucmp::largest_batch_that_fits(def, gpucmp::numerics::fp16, 1 << 20) == 0);
 }

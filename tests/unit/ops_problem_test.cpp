@@ -12,7 +12,7 @@
 TEST_CASE("GEMM FLOPs and minimum bytes", "[ops][gemm]") {
   gpucmp::gemm_problem g;
   g.m = g.n = g.k = 8192;
-  g.dtype = gpucmp::gemm_dtype::bf16;
+  g.dtype = gpucmp::numerics::bf16;
   CHECK(g.flops() == 2.0 * 8192.0 * 8192.0 * 8192.0);
   CHECK(g.min_bytes() == 3.0 * 8192.0 * 8192.0 * 2);
   CHECK(g.shape_name() == "8192x8192x8192");
@@ -23,13 +23,13 @@ TEST_CASE("GEMM FLOPs and minimum bytes", "[ops][gemm]") {
   f.k = 2560;
   f.transpose_a = true;
   f.batch = 2;
-  f.dtype = gpucmp::gemm_dtype::fp8_e4m3;
+  f.dtype = gpucmp::numerics::fp8_e4m3;
   CHECK(f.flops() == 2.0 * 35 * 8457 * 2560 * 2);
   CHECK(f.min_bytes() == 2.0 * (35.0 * 2560 + 2560.0 * 8457 + 35.0 * 8457 * 2));
   CHECK(f.lda_or_tight() == 2560);  // A stored k x m
   CHECK(f.shape_name() == "35x8457x2560_tn_b2");
-  CHECK(gpucmp::output_bytes(gpucmp::gemm_dtype::int8) == 4);
-  CHECK(gpucmp::peak_precision(gpucmp::gemm_dtype::fp16_acc16) == gpucmp::precision::fp16);
+  CHECK(gpucmp::output_bytes(gpucmp::numerics::int8) == 4);
+  CHECK(gpucmp::peak_precision(gpucmp::numerics::fp16_acc16) == gpucmp::precision::fp16);
 }
 
 TEST_CASE("impossible GEMMs are named", "[ops][gemm]") {
@@ -49,15 +49,15 @@ TEST_CASE("impossible GEMMs are named", "[ops][gemm]") {
 }
 
 TEST_CASE("precisions a GPU cannot run are typed unsupported", "[ops][gemm]") {
-  CHECK_THROWS_WITH(gpucmp::check_supported(gpucmp::gemm_dtype::fp8_e4m3, 8, 0),
+  CHECK_THROWS_WITH(gpucmp::check_supported(gpucmp::numerics::fp8_e4m3, 8, 0),
                     "unsupported: fp8_e4m3 needs sm_89+, this GPU is sm_80");
-  CHECK_THROWS_AS(gpucmp::check_supported(gpucmp::gemm_dtype::bf16, 7, 5), gpucmp::unsupported);
-  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp8_e5m2, 8, 9));
-  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::gemm_dtype::fp64, 6, 0));
+  CHECK_THROWS_AS(gpucmp::check_supported(gpucmp::numerics::bf16, 7, 5), gpucmp::unsupported);
+  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::numerics::fp8_e5m2, 8, 9));
+  CHECK_NOTHROW(gpucmp::check_supported(gpucmp::numerics::fp64, 6, 0));
 }
 
 TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand that needs copying", "[ops][gemm]") {
-  auto problem = [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, gpucmp::gemm_dtype t) {
+  auto problem = [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, gpucmp::numerics t) {
     gpucmp::gemm_problem p;
     p.m = m;
     p.n = n;
@@ -68,7 +68,7 @@ TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand 
   };
   // DeepBench's FP16 5124x9124x2560 with A transposed: C's 5124 rows (10,248-byte columns)
   // pad M to 5128, so A (K x M stored) gains 4 zero columns; K and N are aligned.
-  const auto c_rows = gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::fp16));
+  const auto c_rows = gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::numerics::fp16));
   CHECK(c_rows.operands() == "A, C");
   CHECK(c_rows.m == 5128);
   CHECK(c_rows.n == 9124);
@@ -77,16 +77,16 @@ TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand 
   CHECK(c_rows.lda == 2560);
   CHECK(c_rows.ldb == 2560);
   // In FP32 the same columns are 20,496 bytes: aligned, nothing to stage.
-  CHECK_FALSE(gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::gemm_dtype::tf32)).any());
+  CHECK_FALSE(gpucmp::staging_plan(problem(5124, 9124, 2560, true, gpucmp::numerics::tf32)).any());
   // 35x8457x2560: A (35 rows) and C; in TF32 padded to 36 rows, in FP16 to 40.
-  const auto tf32 = gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::tf32));
+  const auto tf32 = gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::numerics::tf32));
   CHECK(tf32.operands() == "A, C");
   CHECK(tf32.m == 36);
   CHECK(tf32.lda == 36);
   CHECK(tf32.ldc == 36);
-  CHECK(gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::gemm_dtype::fp16)).lda == 40);
+  CHECK(gpucmp::staging_plan(problem(35, 8457, 2560, false, gpucmp::numerics::fp16)).lda == 40);
   // FP64 7x9x11: every operand, M and K padded to even counts (N is no matrix's row count).
-  const auto fp64 = gpucmp::staging_plan(problem(7, 9, 11, false, gpucmp::gemm_dtype::fp64));
+  const auto fp64 = gpucmp::staging_plan(problem(7, 9, 11, false, gpucmp::numerics::fp64));
   CHECK(fp64.operands() == "A, B, C");
   CHECK(fp64.m == 8);
   CHECK(fp64.n == 9);
@@ -94,13 +94,13 @@ TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand 
   CHECK(fp64.lda == 8);
   CHECK(fp64.ldb == 12);
   // Aligned leading dimensions but a K of 8190 rows of B: A and B padded, C untouched.
-  const auto k_rows = gpucmp::staging_plan(problem(8192, 8192, 8190, false, gpucmp::gemm_dtype::fp16));
+  const auto k_rows = gpucmp::staging_plan(problem(8192, 8192, 8190, false, gpucmp::numerics::fp16));
   CHECK(k_rows.operands() == "A, B");
   CHECK(k_rows.k == 8192);
   CHECK(k_rows.ldc == 8192);
   // B transposed (N x K stored): N is B's row count, so it is padded, and C, which gains the
   // padded N's columns, is staged too; A is untouched.
-  auto n_rows = problem(64, 1001, 64, false, gpucmp::gemm_dtype::fp16);
+  auto n_rows = problem(64, 1001, 64, false, gpucmp::numerics::fp16);
   n_rows.transpose_b = true;
   const auto n_plan = gpucmp::staging_plan(n_rows);
   CHECK(n_plan.operands() == "B, C");
@@ -108,11 +108,11 @@ TEST_CASE("the staging plan pads row counts to 16 bytes and names every operand 
   CHECK(n_plan.ldb == 1008);
   // A loose leading dimension that is aligned, with aligned extents, needs nothing; FP8 and
   // INT8 are never staged.
-  auto loose = problem(40, 64, 64, false, gpucmp::gemm_dtype::fp16);
+  auto loose = problem(40, 64, 64, false, gpucmp::numerics::fp16);
   loose.lda = loose.ldc = 48;
   CHECK_FALSE(gpucmp::staging_plan(loose).any());
-  CHECK_FALSE(gpucmp::staging_plan(problem(8192, 8192, 8192, false, gpucmp::gemm_dtype::fp16)).any());
-  CHECK_FALSE(gpucmp::staging_plan(problem(35, 8457, 2560, true, gpucmp::gemm_dtype::int8)).any());
+  CHECK_FALSE(gpucmp::staging_plan(problem(8192, 8192, 8192, false, gpucmp::numerics::fp16)).any());
+  CHECK_FALSE(gpucmp::staging_plan(problem(35, 8457, 2560, true, gpucmp::numerics::int8)).any());
 }
 
 TEST_CASE("convolution output size, FLOPs and bytes", "[ops][conv]") {

@@ -21,15 +21,15 @@
 #include <vector>
 
 TEST_CASE("INT8 GEMMs must be exact; the other precisions get growing bounds", "[ops][verification]") {
-  using gpucmp::gemm_dtype;
+  using gpucmp::numerics;
   const double ref = 10.0, l2 = 3.0, k = 4096;
-  CHECK(gpucmp::tolerance_for(gemm_dtype::int8).bound(ref, l2, k) < 1e-200);
-  const double fp64 = gpucmp::tolerance_for(gemm_dtype::fp64).bound(ref, l2, k);
-  const double fp32 = gpucmp::tolerance_for(gemm_dtype::fp32).bound(ref, l2, k);
-  const double tf32 = gpucmp::tolerance_for(gemm_dtype::tf32).bound(ref, l2, k);
-  const double fp16 = gpucmp::tolerance_for(gemm_dtype::fp16).bound(ref, l2, k);
-  const double acc16 = gpucmp::tolerance_for(gemm_dtype::fp16_acc16).bound(ref, l2, k);
-  const double bf16 = gpucmp::tolerance_for(gemm_dtype::bf16).bound(ref, l2, k);
+  CHECK(gpucmp::gemm_tolerance(numerics::int8).bound(ref, l2, k) < 1e-200);
+  const double fp64 = gpucmp::gemm_tolerance(numerics::fp64).bound(ref, l2, k);
+  const double fp32 = gpucmp::gemm_tolerance(numerics::fp32).bound(ref, l2, k);
+  const double tf32 = gpucmp::gemm_tolerance(numerics::tf32).bound(ref, l2, k);
+  const double fp16 = gpucmp::gemm_tolerance(numerics::fp16).bound(ref, l2, k);
+  const double acc16 = gpucmp::gemm_tolerance(numerics::fp16_acc16).bound(ref, l2, k);
+  const double bf16 = gpucmp::gemm_tolerance(numerics::bf16).bound(ref, l2, k);
   CHECK(fp64 < fp32);
   CHECK(fp32 < fp16);
   CHECK(fp16 < bf16);
@@ -39,19 +39,19 @@ TEST_CASE("INT8 GEMMs must be exact; the other precisions get growing bounds", "
   CHECK(fp32 < 0.01 * ref);
   CHECK(fp16 < 0.01 * ref);
   // The accumulation term grows with sqrt(terms), not linearly.
-  const gpucmp::tolerance acc = gpucmp::tolerance_for(gemm_dtype::fp16_acc16);
+  const gpucmp::tolerance acc = gpucmp::gemm_tolerance(numerics::fp16_acc16);
   const double grow = (acc.bound(0, 1, 4 * k) - 1e-300) / (acc.bound(0, 1, k) - 1e-300);
   CHECK(grow == Approx(2.0).epsilon(1e-6));
 }
 
 TEST_CASE("transform convolution algorithms get a looser bound than direct ones", "[ops][verification]") {
-  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
-    CHECK(gpucmp::tolerance_for(t, true).bound(1, 1, 576) > gpucmp::tolerance_for(t, false).bound(1, 1, 576));
+  for (auto t : {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16, gpucmp::numerics::bf16}) {
+    CHECK(gpucmp::conv_tolerance(t, true).bound(1, 1, 576) > gpucmp::conv_tolerance(t, false).bound(1, 1, 576));
   }
 }
 
 TEST_CASE("FP16 results rounded to subnormals get an absolute allowance, normal ones none", "[ops][verification]") {
-  const gpucmp::tolerance fp16 = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  const gpucmp::tolerance fp16 = gpucmp::conv_tolerance(gpucmp::numerics::fp16);
   // 1.144e-5 lies among FP16's subnormals (spacing 2^-24): rounding it can miss by 2^-25,
   // far more than 2^-11 of its value, and no l2 term covers a reduction of tiny products.
   const double tiny = 1.144e-5;
@@ -60,17 +60,17 @@ TEST_CASE("FP16 results rounded to subnormals get an absolute allowance, normal 
   // For normal values the absolute term is negligible against the relative one.
   CHECK(fp16.bound(1.0, 0.0, 49) == Approx(std::ldexp(1.0, -11)).epsilon(1e-4));
   // FP32 keeps no absolute term.
-  CHECK(gpucmp::tolerance_for(gpucmp::conv_dtype::fp32).output_abs == 0.0);
+  CHECK(gpucmp::conv_tolerance(gpucmp::numerics::fp32).output_abs == 0.0);
 }
 
 TEST_CASE("tensor-core convolutions get two FP32 units per addition, FP32's FMA path half of one", "[ops][verification]") {
-  using gpucmp::conv_dtype;
-  CHECK(gpucmp::tolerance_for(conv_dtype::fp32).accumulate_eps == std::ldexp(1.0, -24));
-  for (conv_dtype t : {conv_dtype::tf32, conv_dtype::fp16, conv_dtype::bf16}) CHECK(gpucmp::tolerance_for(t).accumulate_eps == std::ldexp(1.0, -22));
+  using gpucmp::numerics;
+  CHECK(gpucmp::conv_tolerance(numerics::fp32).accumulate_eps == std::ldexp(1.0, -24));
+  for (numerics t : {numerics::tf32, numerics::fp16, numerics::bf16}) CHECK(gpucmp::conv_tolerance(t).accumulate_eps == std::ldexp(1.0, -22));
   // The H200's weight gradients near batch 2600, products of values in [-1, 1] (l2 about
   // sqrt(terms / 9)): a 3x3 with 64 channels at batch 2548 (8 million terms) and a 1x1 with
   // 1024 at 2588 (127 thousand). Their outliers pass; an error of 1 % of the output does not.
-  const gpucmp::tolerance fp16 = gpucmp::tolerance_for(conv_dtype::fp16);
+  const gpucmp::tolerance fp16 = gpucmp::conv_tolerance(numerics::fp16);
   struct seen {
     double terms, got, reference;
   };
@@ -86,7 +86,7 @@ TEST_CASE("an accumulating pass may round its own result before adding the prior
   // The kind of failure seen on the H200 (backward-data at batch 2628, FP16: 0.01123047 against
   // 0.01158925): the pass's own result near 2 cancels a prior near -2, and an epilogue that
   // rounds its own result to FP16 first misses by up to half an FP16 step of 2.
-  const gpucmp::tolerance fp16 = gpucmp::tolerance_for(gpucmp::conv_dtype::fp16);
+  const gpucmp::tolerance fp16 = gpucmp::conv_tolerance(gpucmp::numerics::fp16);
   const double own = 2.0 + std::ldexp(1.0, -10);  // half an FP16 step of 2 away from the grid
   const double prior = -1.98841, reference = own + prior, l2 = 1e-3, terms = 64;
   const double rounded_first = 2.0 + prior;  // own rounded to FP16 (ties to even), then added
@@ -124,18 +124,18 @@ TEST_CASE("a verification record counts failures, NaNs included, and names the w
 }
 
 TEST_CASE("DeepBench's representative GEMMs are the eleven listed, in the requested precision", "[ops][shapes]") {
-  const auto shapes = gpucmp::deepbench_gemm_shapes(gpucmp::gemm_dtype::tf32);
+  const auto shapes = gpucmp::deepbench_gemm_shapes(gpucmp::numerics::tf32);
   REQUIRE(shapes.size() == 11);
   CHECK(shapes[4].shape_name() == "5124x9124x2560_tn");
   CHECK(shapes[8].shape_name() == "1024x16x500000");
   for (const auto& p : shapes) {
-    CHECK(p.dtype == gpucmp::gemm_dtype::tf32);
+    CHECK(p.dtype == gpucmp::numerics::tf32);
     CHECK_NOTHROW(p.validate());
   }
 }
 
 TEST_CASE("ResNet-50's distinct convolutions are 23, at the requested batch", "[ops][shapes]") {
-  const auto shapes = gpucmp::resnet50_conv_shapes(256, gpucmp::conv_dtype::fp16, gpucmp::conv_layout::nhwc);
+  const auto shapes = gpucmp::resnet50_conv_shapes(256, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc);
   REQUIRE(shapes.size() == 23);
   std::set<std::string> names;
   double flops = 0;
@@ -152,7 +152,7 @@ TEST_CASE("ResNet-50's distinct convolutions are 23, at the requested batch", "[
 }
 
 TEST_CASE("DeepBench's convolutions keep its width/height order", "[ops][shapes]") {
-  const auto shapes = gpucmp::deepbench_conv_shapes(gpucmp::conv_dtype::fp32, gpucmp::conv_layout::nchw);
+  const auto shapes = gpucmp::deepbench_conv_shapes(gpucmp::numerics::fp32, gpucmp::conv_layout::nchw);
   REQUIRE(shapes.size() == 12);
   const auto& speech = shapes[10];  // 700x161x1, 32 filters of 20 (height) x 5 (width), stride 2
   CHECK(speech.w == 700);
@@ -571,11 +571,11 @@ TEST_CASE("a search where nothing verifies, or the context is lost, stops with t
 }
 
 TEST_CASE("precision and layout names parse back, and an unknown one is named in the error", "[ops][conv]") {
-  for (auto t : {gpucmp::conv_dtype::fp32, gpucmp::conv_dtype::tf32, gpucmp::conv_dtype::fp16, gpucmp::conv_dtype::bf16}) {
-    CHECK(gpucmp::parse_conv_dtype(gpucmp::to_string(t)) == t);
+  for (auto t : {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16, gpucmp::numerics::bf16}) {
+    CHECK(gpucmp::parse_numerics(gpucmp::to_string(t)) == t);
   }
   try {
-    gpucmp::parse_conv_dtype("fp8");
+    gpucmp::parse_numerics("fp8");
     FAIL("fp8 is not a convolution precision");
   } catch (const gpucmp::invalid_argument& e) {
     CHECK_THAT(std::string(e.what()), GPUCMP_CONTAINS("unknown precision 'fp8'"));

@@ -72,6 +72,13 @@ TEST_CASE("a typed result row survives the trip through JSON text", "[schema]") 
   CHECK(back.power->average_w == 612.5);
   CHECK(back.power->throttled_fraction == 0.25);
   CHECK(back.kernels == r.kernels);
+  CHECK(back.declared.structure == gpucmp::sparsity::dense);
+  // A 2:4 row says so, and says it again when read back; a dense row has no sparsity key.
+  CHECK(gpucmp::to_json(r).find("sparsity") == nullptr);
+  gpucmp::result_row sparse = r;
+  sparse.declared.structure = gpucmp::sparsity::structured_2_4;
+  CHECK(gpucmp::to_json(sparse).find("sparsity")->string() == "2:4");
+  CHECK(round_trip(sparse).declared.structure == gpucmp::sparsity::structured_2_4);
 }
 
 TEST_CASE("every status and mode is written and read by name", "[schema]") {
@@ -127,6 +134,7 @@ TEST_CASE("a row that breaks the schema is an error naming the key", "[schema]")
       {"status", json::make_string("great"), "'status' is 'great'"},
       {"mode", json::make_string("warm"), "unknown mode 'warm'"},
       {"precision", json::make_string("fp12"), "'precision' is 'fp12', not a precision"},
+      {"sparsity", json::make_string("1:2"), "'sparsity' is '1:2' (expected 2:4 or dense)"},
       {"seconds", json::make_number(-1), "'seconds' is -1"},
       {"seconds", json::make_number(0), "'seconds' is 0 in a measured row"},
       {"seconds", json(), "'seconds' is missing"},

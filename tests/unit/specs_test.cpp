@@ -2,7 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
+#include <gpucmp/specs/roofline.hpp>
 #include <gpucmp/specs/specs.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cmath>
 #include <string>
@@ -114,4 +116,27 @@ TEST_CASE("precision names round-trip and benchmark dtypes map to their rate", "
   CHECK(gpucmp::precision_from_name("fp8_e4m3") == gpucmp::precision::fp8);
   CHECK(gpucmp::precision_from_name("fp16_acc16") == gpucmp::precision::fp16);
   CHECK(gpucmp::precision_from_name("8192x8192x8192") == gpucmp::precision::none);
+}
+
+TEST_CASE("2:4 sparsity doubles the tensor-core peaks of Ampere and later, and only those", "[specs]") {
+  const auto h200 = gpucmp::find_spec_by_key("h200_sxm");
+  REQUIRE(h200.has_value());
+  using gpucmp::precision;
+  using gpucmp::sparsity;
+  for (precision p : {precision::tf32, precision::fp16, precision::bf16, precision::fp8, precision::int8}) {
+    INFO(gpucmp::to_string(p));
+    CHECK(h200->peak_per_s(p, sparsity::structured_2_4) == 2 * h200->peak_per_s(p));
+    CHECK(h200->peak_per_s(p, sparsity::dense) == h200->peak_per_s(p));
+  }
+  // No datasheet gives a sparse FP64 or CUDA-core FP32 rate.
+  CHECK_FALSE(h200->supports(precision::fp64_tensor, sparsity::structured_2_4));
+  CHECK_FALSE(h200->supports(precision::fp32, sparsity::structured_2_4));
+  // % of peak of a 2:4 GEMM at the dense rate's speed is half.
+  gpucmp::work w;
+  w.flops = 1e12;
+  w.arithmetic = precision::fp16;
+  const double seconds = w.flops / h200->peak_per_s(precision::fp16);
+  CHECK(gpucmp::place_on_roofline(w, seconds, *h200).fraction_of_peak_compute == Approx(1.0));
+  w.structure = sparsity::structured_2_4;
+  CHECK(gpucmp::place_on_roofline(w, seconds, *h200).fraction_of_peak_compute == Approx(0.5));
 }

@@ -29,8 +29,8 @@ gpucmp::network_definition small_residual() {
 
 TEST_CASE("ResNet-50's training parameters and optimizer state are torchvision's, counted exactly", "[training][memory]") {
   const gpucmp::network_definition def = gpucmp::resnet50_definition();
-  const gpucmp::training_memory_plan fp16 = gpucmp::plan_training_memory(def, 256, gpucmp::conv_dtype::fp16);
-  const gpucmp::training_memory_plan fp32 = gpucmp::plan_training_memory(def, 256, gpucmp::conv_dtype::fp32);
+  const gpucmp::training_memory_plan fp16 = gpucmp::plan_training_memory(def, 256, gpucmp::numerics::fp16);
+  const gpucmp::training_memory_plan fp32 = gpucmp::plan_training_memory(def, 256, gpucmp::numerics::fp32);
   // Filters, batch norms' gamma and beta (26,560 channels), fc weight and bias.
   CHECK(fp16.parameter_count == 25557032);
   CHECK(fp16.master_bytes == 4u * 25557032u);
@@ -55,14 +55,14 @@ TEST_CASE("ResNet-50's training parameters and optimizer state are torchvision's
   // Every block input's second gradient part comes from a data-gradient pass, which adds it in
   // place: no scratch. Added by a kernel instead, the scratch is the largest block input.
   CHECK(fp16.accumulate_scratch_bytes == 0);
-  CHECK(gpucmp::plan_training_memory(def, 256, gpucmp::conv_dtype::fp16, false).accumulate_scratch_bytes ==
+  CHECK(gpucmp::plan_training_memory(def, 256, gpucmp::numerics::fp16, false).accumulate_scratch_bytes ==
         256u * 256u * 56u * 56u * 2u);
   CHECK(fp16.total() == fp16.parameter_state_bytes() + fp16.activation_bytes + fp16.gradient_buffer_bytes() +
                             fp16.loss_bytes + fp16.workspace_reserve);
 }
 
 TEST_CASE("a small residual network's training memory, worked out by hand", "[training][memory]") {
-  const gpucmp::training_memory_plan p = gpucmp::plan_training_memory(small_residual(), 2, gpucmp::conv_dtype::fp32);
+  const gpucmp::training_memory_plan p = gpucmp::plan_training_memory(small_residual(), 2, gpucmp::numerics::fp32);
   // a: 4x3x3x3 + gamma, beta; b: 4x4x3x3 + gamma, beta; fc: 2x4 + 2.
   CHECK(p.parameter_count == 116 + 152 + 10);
   CHECK(p.master_bytes == 4u * 278u);
@@ -86,7 +86,7 @@ TEST_CASE("a small residual network's training memory, worked out by hand", "[tr
   // a's output has two readers, b's batch norm (residual) first, then b's data gradient, which
   // adds its part in place; added by a kernel, it goes through a scratch tensor of a's size.
   CHECK(p.accumulate_scratch_bytes == 0);
-  CHECK(gpucmp::plan_training_memory(small_residual(), 2, gpucmp::conv_dtype::fp32, false).accumulate_scratch_bytes == 2048);
+  CHECK(gpucmp::plan_training_memory(small_residual(), 2, gpucmp::numerics::fp32, false).accumulate_scratch_bytes == 2048);
 }
 
 TEST_CASE("a tensor's gradient parts: data gradients add in place, other later parts use the scratch", "[training][memory]") {
@@ -118,26 +118,26 @@ TEST_CASE("a tensor's gradient parts: data gradients add in place, other later p
     CHECK(parts.batch_norm_reads_two[0]);
     CHECK(std::count(parts.batch_norm_reads_two.begin(), parts.batch_norm_reads_two.end(), true) == 1);
     // The scratch holds a's output: 2 x 8 x 8 x 8 FP32 = 4096 bytes.
-    CHECK(gpucmp::plan_training_memory(def, 2, gpucmp::conv_dtype::fp32, in_conv).accumulate_scratch_bytes == 4096);
+    CHECK(gpucmp::plan_training_memory(def, 2, gpucmp::numerics::fp32, in_conv).accumulate_scratch_bytes == 4096);
   }
 }
 
 TEST_CASE("the largest training batch that fits is found, and definitions that cannot train are refused", "[training][memory]") {
   const gpucmp::network_definition def = gpucmp::resnet50_definition();
   const std::size_t free_bytes = std::size_t{40} << 30;
-  const std::int64_t b = gpucmp::largest_training_batch_that_fits(def, gpucmp::conv_dtype::fp16, free_bytes);
+  const std::int64_t b = gpucmp::largest_training_batch_that_fits(def, gpucmp::numerics::fp16, free_bytes);
   REQUIRE(b > 1);
-  CHECK(gpucmp::plan_training_memory(def, b, gpucmp::conv_dtype::fp16).total() <= free_bytes);
-  CHECK(gpucmp::plan_training_memory(def, b + 1, gpucmp::conv_dtype::fp16).total() > free_bytes);
-  CHECK(gpucmp::largest_training_batch_that_fits(def, gpucmp::conv_dtype::fp16, 1 << 20) == 0);
+  CHECK(gpucmp::plan_training_memory(def, b, gpucmp::numerics::fp16).total() <= free_bytes);
+  CHECK(gpucmp::plan_training_memory(def, b + 1, gpucmp::numerics::fp16).total() > free_bytes);
+  CHECK(gpucmp::largest_training_batch_that_fits(def, gpucmp::numerics::fp16, 1 << 20) == 0);
 
   gpucmp::network_definition no_classifier("pool_last", {3, 8, 8});
   no_classifier.global_average_pool(no_classifier.conv(no_classifier.input(), {4, 3, 1, 1, true}), "gap");
-  CHECK_THROWS_WITH(gpucmp::plan_training_memory(no_classifier, 2, gpucmp::conv_dtype::fp16),
+  CHECK_THROWS_WITH(gpucmp::plan_training_memory(no_classifier, 2, gpucmp::numerics::fp16),
                     GPUCMP_CONTAINS("needs a linear layer last") && GPUCMP_CONTAINS("'gap'"));
-  CHECK_THROWS_AS(gpucmp::plan_training_memory(small_residual(), 0, gpucmp::conv_dtype::fp16), gpucmp::invalid_argument);
+  CHECK_THROWS_AS(gpucmp::plan_training_memory(small_residual(), 0, gpucmp::numerics::fp16), gpucmp::invalid_argument);
   // A final softmax is left out: the loss takes the logits.
   gpucmp::network_definition with_softmax = small_residual();
   with_softmax.softmax(with_softmax.output(), "probabilities");
-  CHECK(gpucmp::plan_training_memory(with_softmax, 2, gpucmp::conv_dtype::fp32).kept_bytes.size() == 5);
+  CHECK(gpucmp::plan_training_memory(with_softmax, 2, gpucmp::numerics::fp32).kept_bytes.size() == 5);
 }

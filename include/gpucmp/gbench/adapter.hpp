@@ -13,8 +13,9 @@
 // The adapter by concern: flags.hpp (--gpucmp_* flags and their precedence), process.hpp
 // (what a process shares), state.hpp (gpucmp::state and its counters), registration.hpp
 // (registration, fixtures, macros), context.hpp (the JSON context), output_files.hpp
-// (--gpucmp_kernels_out, output checks), result_rows.hpp (the typed rows of the result
-// file and its reporter), main.hpp (benchmark_main).
+// (--gpucmp_kernels_out, --gpucmp_search_log, output checks), result_rows.hpp (the typed rows
+// of the result file and its reporter), verified_run.hpp (run_verified: search, verify,
+// declare and time an operation in one call), main.hpp (benchmark_main).
 #pragma once
 
 #include <gpucmp/gbench/context.hpp>
@@ -25,3 +26,4 @@
 #include <gpucmp/gbench/registration.hpp>
 #include <gpucmp/gbench/result_rows.hpp>
 #include <gpucmp/gbench/state.hpp>
+#include <gpucmp/gbench/verified_run.hpp>

@@ -20,6 +20,7 @@ namespace gpucmp::detail {
 /// (false, "") leaves the benchmark's own setting.
 struct gpucmp_flags {
   std::string kernels_out;  ///< --gpucmp_kernels_out=FILE: every kernel-mode breakdown, as JSON
+  std::string search_log;   ///< --gpucmp_search_log=FILE: every search run_verified ran, one JSON line each
   bool power = false;       ///< --gpucmp_power: record power and energy
   /// --gpucmp_batch=N: every sample times N launches. A peer comparison sets it to the peer's
   /// calls per event pair, so both sides average over the same number of back-to-back launches.
@@ -42,7 +43,8 @@ struct gpucmp_flags {
 /// order) and returns them; a malformed value is reported in `error`, never thrown.
 inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
   gpucmp_flags flags;
-  const std::string kernels_out_flag = "--gpucmp_kernels_out=", batch_flag = "--gpucmp_batch=";
+  const std::string kernels_out_flag = "--gpucmp_kernels_out=", search_log_flag = "--gpucmp_search_log=",
+                    batch_flag = "--gpucmp_batch=";
   // The flags that take seconds: where the value goes, what it means and its largest value.
   struct seconds_flag {
     std::string prefix;
@@ -81,6 +83,9 @@ inline gpucmp_flags take_gpucmp_flags(int& argc, char** argv) {
     if (arg.rfind(kernels_out_flag, 0) == 0) {
       flags.kernels_out = arg.substr(kernels_out_flag.size());
       if (flags.kernels_out.empty() && flags.error.empty()) flags.error = arg + ": expected a file name";
+    } else if (arg.rfind(search_log_flag, 0) == 0) {
+      flags.search_log = arg.substr(search_log_flag.size());
+      if (flags.search_log.empty() && flags.error.empty()) flags.error = arg + ": expected a file name";
     } else if (arg == "--gpucmp_power") {
       flags.power = true;
     } else if (arg.rfind(batch_flag, 0) == 0) {

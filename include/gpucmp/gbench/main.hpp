@@ -24,8 +24,9 @@ namespace gpucmp {
 /// sample everywhere, --gpucmp_cooldown_s=X, which idles X seconds before every warm-up,
 /// --gpucmp_warmup_s=X and --gpucmp_window_s=X, which fix every warm-up's minimum time and
 /// every sampling window (GPU seconds),
-/// and --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown
-/// as JSON), adds the context, runs the registered benchmarks and returns an exit_status (77
+/// --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown as JSON, and
+/// --gpucmp_search_log=FILE, which starts FILE anew and appends every search run_verified
+/// runs as one JSON line), adds the context, runs the registered benchmarks and returns an exit_status (77
 /// when there is no CUDA device).
 inline int benchmark_main(int argc, char** argv) {
   const detail::gpucmp_flags flags = detail::take_gpucmp_flags(argc, argv);
@@ -37,6 +38,9 @@ inline int benchmark_main(int argc, char** argv) {
   const std::vector<std::string> unwritable = detail::unwritable_outputs(argc, argv, flags);
   for (const auto& problem : unwritable) std::fprintf(stderr, "gpucmp: %s; nothing was measured\n", problem.c_str());
   if (!unwritable.empty()) return exit_failures;
+  if (!flags.search_log.empty()) {  // this run's searches only (checked writable above)
+    if (std::FILE* started = std::fopen(flags.search_log.c_str(), "wb")) std::fclose(started);
+  }
   // Read before Initialize, which takes Google Benchmark's flags out of argv.
   const bool typed_file = detail::writes_json_results(argc, argv);
   benchmark::Initialize(&argc, argv);

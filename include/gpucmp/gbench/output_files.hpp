@@ -2,14 +2,15 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // The files a run writes besides Google Benchmark's own: kernel-mode breakdowns
-// (--gpucmp_kernels_out), and the check, before anything is measured, that every output file
-// can be written.
+// (--gpucmp_kernels_out), the search log (--gpucmp_search_log), and the check, before
+// anything is measured, that every output file can be written.
 #pragma once
 
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/gbench/process.hpp>
 #include <gpucmp/io/json.hpp>
 #include <gpucmp/measure/kernel_profile.hpp>
+#include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/version.hpp>
 
 #include <benchmark/benchmark.h>
@@ -47,6 +48,29 @@ inline bool write_kernel_breakdowns(const std::string& path) {
   return std::fclose(file) == 0;
 }
 
+/// Appends one search to the search log at `path` as a JSON line: {"benchmark", "operation",
+/// "chosen", "search_wall_s", "candidates": [{"algorithm", "us", "timings", "duel_timings",
+/// "failure"}]} ("us": the median of the sustained duel's timings where there are any, else
+/// of the trials'). Returns false when the file cannot be written.
+inline bool append_search_log(const std::string& path, const std::string& benchmark, const std::string& operation,
+                              const std::string& chosen, double search_wall_s, const std::vector<candidate_time>& candidates) {
+  auto number = [](double v) { return to_json_text(json::make_number(v)); };  // NaN, inf: null
+  std::string line = "{\"benchmark\": " + json_quoted(benchmark) + ", \"operation\": " + json_quoted(operation) +
+                     ", \"chosen\": " + json_quoted(chosen) + ", \"search_wall_s\": " + number(search_wall_s) +
+                     ", \"candidates\": [";
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const candidate_time& c = candidates[i];
+    line += std::string(i ? ", " : "") + "{\"algorithm\": " + json_quoted(c.description) +
+            ", \"us\": " + number(c.seconds * 1e6) + ", \"timings\": " + std::to_string(c.timings) +
+            ", \"duel_timings\": " + std::to_string(c.duel_timings) + ", \"failure\": " + json_quoted(c.failure) + "}";
+  }
+  line += "]}\n";
+  std::FILE* file = std::fopen(path.c_str(), "ab");
+  if (file == nullptr) return false;
+  const bool written = std::fputs(line.c_str(), file) >= 0;
+  return std::fclose(file) == 0 && written;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -64,7 +88,7 @@ inline std::string unwritable_reason(const std::string& path) {
   return "";
 }
 
-/// The output files a command line names (--benchmark_out=FILE and --gpucmp_kernels_out=FILE)
+/// The output files a command line names (--benchmark_out, --gpucmp_kernels_out, --gpucmp_search_log)
 /// that cannot be written, each with its flag and the reason; empty when all can be.
 inline std::vector<std::string> unwritable_outputs(int argc, char** argv, const gpucmp_flags& flags) {
   std::vector<std::string> problems;
@@ -79,6 +103,7 @@ inline std::vector<std::string> unwritable_outputs(int argc, char** argv, const 
     if (arg.rfind(out_flag, 0) == 0) check("--benchmark_out", arg.substr(out_flag.size()));
   }
   check("--gpucmp_kernels_out", flags.kernels_out);
+  check("--gpucmp_search_log", flags.search_log);
   return problems;
 }
 

@@ -57,6 +57,8 @@ class state {
   cudaStream_t stream() const noexcept { return m_engine.stream(); }
   /// Facts of the device the benchmark runs on.
   const device_info& device() const noexcept { return m_engine.device(); }
+  /// The engine run() measures with (an operation's search times through it too).
+  gpucmp::engine& measuring_engine() noexcept { return m_engine; }
 
   /// Declares the work one launch does (replaces earlier declarations).
   void set_work(const work& w) {
@@ -73,6 +75,8 @@ class state {
   void add_items(double items) { add(&work::items, items); }
   /// The precision the declared FLOPs run in, which selects the peak for % of peak.
   void set_precision(precision p) { m_work.arithmetic = p; }
+  /// The structure the declared FLOPs exploit: 2:4 selects the datasheet's sparse peak.
+  void set_sparsity(sparsity s) { m_work.structure = s; }
   /// The work declared so far.
   const work& declared_work() const noexcept { return m_work; }
 

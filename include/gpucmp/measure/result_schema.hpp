@@ -59,6 +59,9 @@ inline const std::vector<result_key>& result_keys() {
        "the timing mode: cold, hot, graph or kernel (absent only in a file upgraded from before the schema whose "
        "names do not say it)"},
       {"precision", "", key_presence::always, "the precision the declared FLOPs run in (none: no FLOPs declared)"},
+      {"sparsity", "", key_presence::declared,
+       "\"2:4\" when the declared FLOPs run on 2:4 sparse tensor cores (% of peak then reads the datasheet's sparse "
+       "rate; flops stay the dense count); absent when dense"},
       {"seconds", "s", key_presence::measured, "median GPU time per launch"},
       {"seconds_min", "s", key_presence::measured, "fastest sample, per launch"},
       {"seconds_max", "s", key_presence::measured, "slowest sample, per launch"},
@@ -131,6 +134,7 @@ inline detail::json to_json(const result_row& row) {
   m["message"] = json::make_string(row.ok() ? "" : row.message);
   if (row.mode_known) m["mode"] = json::make_string(to_string(row.timing_mode));
   m["precision"] = json::make_string(to_string(row.declared.arithmetic));
+  if (row.declared.structure != sparsity::dense) m["sparsity"] = json::make_string(to_string(row.declared.structure));
   if (row.ok()) {
     number("seconds", row.seconds);
     if (std::isfinite(row.seconds_min)) number("seconds_min", row.seconds_min);
@@ -215,6 +219,14 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
   const std::string p = text("precision");
   row.declared.arithmetic = precision_from_name(p);
   if (row.declared.arithmetic == precision::none && p != to_string(precision::none)) fail("precision", "is '" + p + "', not a precision");
+  if (o.find("sparsity") != nullptr) {
+    const std::string structure = text("sparsity");
+    if (structure == to_string(sparsity::structured_2_4)) {
+      row.declared.structure = sparsity::structured_2_4;
+    } else if (structure != to_string(sparsity::dense)) {
+      fail("sparsity", "is '" + structure + "' (expected 2:4 or dense)");
+    }
+  }
   if (row.ok()) {
     row.seconds = amount("seconds", true, NAN);
     if (!(row.seconds > 0)) fail("seconds", "is 0 in a measured row");

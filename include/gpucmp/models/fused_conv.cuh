@@ -305,8 +305,8 @@ class fused_conv_candidates {
   using tensor_t = detail::unique_handle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
   using activation_t = detail::unique_handle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 
-  cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
-  bool fp32_strict() const noexcept { return m_problem.dtype == conv_dtype::fp32; }
+  cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(types_of(m_problem.dtype).output); }
+  bool fp32_strict() const noexcept { return m_problem.dtype == numerics::fp32; }
 
   template <class T>
   void launch_epilogue_as(const fused_conv_tensors& t, cudaStream_t stream) const {
@@ -319,11 +319,7 @@ class fused_conv_candidates {
     GPUCMP_CUDA_CHECK_LAST("bias_residual_relu_kernel");
   }
   void launch_epilogue(const fused_conv_tensors& t, cudaStream_t stream) const {
-    switch (m_problem.dtype) {
-      case conv_dtype::fp16: launch_epilogue_as<__half>(t, stream); break;
-      case conv_dtype::bf16: launch_epilogue_as<__nv_bfloat16>(t, stream); break;
-      default: launch_epilogue_as<float>(t, stream); break;
-    }
+    visit_floating_storage(types_of(m_problem.dtype).output, [&](auto zero) { launch_epilogue_as<decltype(zero)>(t, stream); });
   }
 
   // The legacy API's descriptors (as ops/conv.cuh describes a problem), the bias's, and the
@@ -525,7 +521,7 @@ class fused_conv {
   /// the end of y or of its workspace fails too: a reference comparison cannot see that.
   verification verify(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
-    const std::size_t y_bytes = std::size_t(p.y_elements()) * element_bytes(p.dtype);
+    const std::size_t y_bytes = std::size_t(p.y_elements()) * activation_bytes(p.dtype);
     unsigned char* y_end = static_cast<unsigned char*>(m_tensors.y) + y_bytes;
     unsigned char* ws_end = static_cast<unsigned char*>(m_workspace) + workspace_needed();
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, y_bytes, stream));
@@ -533,11 +529,7 @@ class fused_conv {
     if (m_workspace != nullptr) fill_guard(ws_end, m_workspace_guard, stream);
     (*this)(stream);
     verification v;
-    switch (p.dtype) {
-      case conv_dtype::fp16: v = compare<__half>(stream); break;
-      case conv_dtype::bf16: v = compare<__nv_bfloat16>(stream); break;
-      default: v = compare<float>(stream); break;
-    }
+    v = visit_floating_storage(types_of(p.dtype).output, [&](auto zero) { return compare<decltype(zero)>(stream); });
     for (auto [band, bytes, what] : {std::tuple{y_end, m_tensors.y_guard, "its output"},
                                      std::tuple{ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}}) {
       const guard_check g = check_guard(band, bytes, stream);
@@ -556,13 +548,9 @@ class fused_conv {
   /// large layer's outputs). Slower; for diagnostics and for tests.
   verification verify_every_output(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, std::size_t(p.y_elements()) * element_bytes(p.dtype), stream));
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, std::size_t(p.y_elements()) * activation_bytes(p.dtype), stream));
     (*this)(stream);
-    switch (p.dtype) {
-      case conv_dtype::fp16: return check_all<__half>(stream);
-      case conv_dtype::bf16: return check_all<__nv_bfloat16>(stream);
-      default: return check_all<float>(stream);
-    }
+    return visit_floating_storage(types_of(p.dtype).output, [&](auto zero) { return check_all<decltype(zero)>(stream); });
   }
 
   /// The chosen candidate's index in the shared set.
@@ -582,7 +570,7 @@ class fused_conv {
                                   p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout == conv_layout::nhwc};
     device_buffer<unsigned long long> counters(3, initial_fill::uninitialized());
     counters.copy_from_host({0ull, 0ull, 0ull});
-    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
+    const tolerance tol = conv_tolerance(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
     detail::fused_conv_check_all_kernel<T><<<132 * 16, 256, 0, stream>>>(
         g, static_cast<const T*>(m_tensors.x), static_cast<const T*>(m_tensors.w), static_cast<const T*>(m_tensors.bias),
         m_set->epilogue().residual ? static_cast<const T*>(m_tensors.residual) : nullptr, static_cast<const T*>(m_tensors.y),
@@ -636,7 +624,7 @@ class fused_conv {
     verification v;
     v.method = std::string("FP64 GPU reference of conv + ") + to_string(m_set->epilogue()) +
                (count == std::size_t(outputs) ? ", every output" : ", 16384 random outputs incl. first and last");
-    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
+    const tolerance tol = conv_tolerance(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
     const double length = p.reduction_length(conv_direction::forward);
     for (std::size_t e = 0; e < count; ++e) {
       // The convolution's rounding, plus one more rounding of the stored result (the unfused
@@ -680,7 +668,7 @@ inline void fused_conv_candidates::describe_graph(cudnn_frontend::graph::Graph& 
                       .set_uid(uid::bias)
                       .set_dim({1, p.k, 1, 1})
                       .set_stride(layout_strides(p.layout, p.k, 1, 1))
-                      .set_data_type(detail::frontend_data_type(p.dtype))),
+                      .set_data_type(detail::frontend_data_type(detail::conv_tensor_type(p, uid::bias)))),
          fe::PointwiseMode_t::ADD, "add_bias");
     if (m_epilogue.residual) step(detail::conv_tensor(g, p, uid::residual, "z", dims), fe::PointwiseMode_t::ADD, "add_z");
     if (m_epilogue.relu) step(nullptr, fe::PointwiseMode_t::RELU_FWD, "relu");

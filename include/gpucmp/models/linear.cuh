@@ -42,13 +42,13 @@ class linear_layer {
  public:
   /// Creates the cuBLASLt descriptors for `rows` x `in` -> `out` in `dtype` (FP32 without
   /// tensor cores, TF32, FP16 or BF16 inputs; FP32 accumulate and output).
-  linear_layer(cublasLtHandle_t handle, std::int64_t rows, std::int64_t in, std::int64_t out, conv_dtype dtype,
+  linear_layer(cublasLtHandle_t handle, std::int64_t rows, std::int64_t in, std::int64_t out, numerics dtype,
                const linear_tensors& tensors, void* workspace, std::size_t workspace_bytes)
       : m_handle(handle), m_rows(rows), m_in(in), m_out(out), m_dtype(dtype), m_tensors(tensors), m_workspace(workspace),
         m_workspace_bytes(workspace_bytes) {
     if (rows <= 0 || in <= 0 || out <= 0) throw invalid_argument("linear_layer: rows, in and out must be positive");
-    const cudaDataType_t input = dtype == conv_dtype::fp16 ? CUDA_R_16F : dtype == conv_dtype::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-    const cublasComputeType_t compute = dtype == conv_dtype::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t input = element_info_of(types_of(dtype).input).cuda;
+    const cublasComputeType_t compute = tf32_products(dtype) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublasLtMatmulDesc_t desc = nullptr;
     GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
     m_desc = desc_handle(desc);
@@ -121,11 +121,7 @@ class linear_layer {
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_tensors.y, 0xFF, std::size_t(m_rows * m_out) * sizeof(float), stream));
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    switch (m_dtype) {
-      case conv_dtype::fp16: return compare<__half>();
-      case conv_dtype::bf16: return compare<__nv_bfloat16>();
-      default: return compare<float>();
-    }
+    return visit_floating_storage(types_of(m_dtype).output, [&](auto zero) { return compare<decltype(zero)>(); });
   }
 
   /// "cuBLASLt heuristic rank 2 (search)" and its searched time.
@@ -167,7 +163,7 @@ class linear_layer {
     tolerance tol;
     tol.output_eps = 0x1p-24;
     tol.accumulate_eps = 0x1p-24;
-    tol.input_eps = m_dtype == conv_dtype::tf32 ? 0x1p-10 : 0.0;  // TF32 rounds each product's inputs
+    tol.input_eps = m_dtype == numerics::tf32 ? 0x1p-10 : 0.0;  // TF32 rounds each product's inputs
     for (std::int64_t r : rows) {
       for (std::int64_t o = 0; o < m_out; ++o) {
         double sum = 0, squares = 0;
@@ -187,7 +183,7 @@ class linear_layer {
 
   cublasLtHandle_t m_handle;
   std::int64_t m_rows, m_in, m_out;
-  conv_dtype m_dtype;
+  numerics m_dtype;
   linear_tensors m_tensors;
   void* m_workspace;
   std::size_t m_workspace_bytes;

@@ -58,7 +58,7 @@ namespace gpucmp {
 /// How a network is instantiated.
 struct network_options {
   std::int64_t batch = 32;                              ///< images per forward pass
-  conv_dtype dtype = conv_dtype::fp16;                  ///< activations' and weights' type and math
+  numerics dtype = numerics::fp16;                  ///< activations' and weights' type and math
   /// Activations' and filters' layout. NHWC suits tensor cores; for FP32 without them cuDNN
   /// has only implicit-GEMM algorithms in NHWC, and Winograd and FFT in NCHW, so FP32
   /// networks run NCHW (docs/results/h200-models.md, "FP32: why the networks run NCHW").
@@ -269,7 +269,7 @@ class network {
       r.shape = layer.candidates().name();
       const conv_problem p = conv_problem_of(l);
       r.flops = p.flops();
-      r.bytes = double(element_bytes(p.dtype)) * (p.x_elements() + p.w_elements() + p.y_elements() * (l.residual.valid() ? 2 : 1));
+      r.bytes = double(activation_bytes(p.dtype)) * (p.x_elements() + p.w_elements() + p.y_elements() * (l.residual.valid() ? 2 : 1));
       r.algorithm = layer.algorithm().describe();
       r.searched_seconds = layer.algorithm().conv.searched_seconds;
       r.check = every_output ? layer.verify_every_output(stream) : layer.verify(stream);
@@ -278,7 +278,7 @@ class network {
       r.shape = layer.name();
       const double in = double(m_definition.shape(l.input).c), rows = double(m_options.batch), out = double(l.out_features);
       r.flops = 2.0 * rows * in * out;
-      r.bytes = double(element_bytes(m_options.dtype)) * (rows * in + in * out) + 4.0 * (rows * out + out);
+      r.bytes = double(activation_bytes(m_options.dtype)) * (rows * in + in * out) + 4.0 * (rows * out + out);
       r.algorithm = layer.describe();
       r.searched_seconds = layer.searched_seconds();
       r.check = layer.verify(stream);
@@ -335,11 +335,7 @@ class network {
 
   template <class F>
   void dispatch(F&& f) const {
-    switch (m_options.dtype) {
-      case conv_dtype::fp16: f(__half{}); break;
-      case conv_dtype::bf16: f(__nv_bfloat16{}); break;
-      default: f(float{}); break;
-    }
+    visit_floating_storage(types_of(m_options.dtype).output, f);
   }
   std::size_t tensor_bytes(tensor_ref t) const { return gpucmp::tensor_bytes(m_definition, t, m_options.batch, m_options.dtype); }
   void* tensor(tensor_ref t) const { return m_slot_data[m_plan.slot_of[std::size_t(t.id)]]; }
@@ -350,7 +346,7 @@ class network {
     const image_shape& shape = m_definition.shape(t);
     const std::size_t count = std::size_t(m_options.batch * shape.elements());
     std::vector<float> values(count);
-    if (m_definition.float_from(t) || element_bytes(m_options.dtype) == sizeof(float)) {
+    if (m_definition.float_from(t) || activation_bytes(m_options.dtype) == sizeof(float)) {
       GPUCMP_CUDA_CHECK(cudaMemcpy(values.data(), tensor(t), count * sizeof(float), cudaMemcpyDeviceToHost));
     } else {
       dispatch([&](auto zero) {
@@ -418,10 +414,10 @@ class network {
     return out;
   }
   device_buffer<unsigned char> upload_as_network_type(const std::vector<float>& values, cudaStream_t stream) {
-    if (element_bytes(m_options.dtype) == sizeof(float)) return upload_float(values);
+    if (activation_bytes(m_options.dtype) == sizeof(float)) return upload_float(values);
     device_buffer<float> staging(values.size(), initial_fill::uninitialized());
     staging.copy_from_host(values);
-    device_buffer<unsigned char> out(values.size() * element_bytes(m_options.dtype), initial_fill::uninitialized());
+    device_buffer<unsigned char> out(values.size() * activation_bytes(m_options.dtype), initial_fill::uninitialized());
     dispatch([&](auto zero) {
       using T = decltype(zero);
       detail::float_to_kernel<T><<<detail::grid_for(std::int64_t(values.size())), 256, 0, stream>>>(
@@ -634,7 +630,7 @@ class network {
       std::vector<T> x(tensor_bytes(l.input) / sizeof(T)), y(tensor_bytes(l.output) / sizeof(T));
       GPUCMP_CUDA_CHECK(cudaMemcpy(x.data(), tensor(l.input), tensor_bytes(l.input), cudaMemcpyDeviceToHost));
       GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), tensor(l.output), tensor_bytes(l.output), cudaMemcpyDeviceToHost));
-      const tolerance tol = tolerance_for(m_options.dtype);
+      const tolerance tol = conv_tolerance(m_options.dtype);
       if (l.kind == layer_kind::global_average_pool) {
         v = check_global_average_pool(n, in.h * in.w, in.c, x, y, tol, m_options.layout);
       } else {

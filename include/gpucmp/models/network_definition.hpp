@@ -257,7 +257,7 @@ class network_definition {
 };
 
 /// The convolution problem of conv layer `l` of `def` at `batch`, in `dtype` and `layout`.
-inline conv_problem conv_problem_for(const network_definition& def, const layer_definition& l, std::int64_t batch, conv_dtype dtype,
+inline conv_problem conv_problem_for(const network_definition& def, const layer_definition& l, std::int64_t batch, numerics dtype,
                                      conv_layout layout) {
   const image_shape& in = def.shape(l.input);
   conv_problem p;

@@ -35,12 +35,12 @@ struct network_memory_plan {
 inline constexpr std::size_t network_workspace_reserve = std::size_t{64} << 20;
 
 /// Bytes of one element of tensor `t` (FP32 after a linear layer, else the network's type).
-inline std::size_t tensor_element_bytes(const network_definition& def, tensor_ref t, conv_dtype dtype) {
-  return def.float_from(t) ? sizeof(float) : element_bytes(dtype);
+inline std::size_t tensor_element_bytes(const network_definition& def, tensor_ref t, numerics dtype) {
+  return def.float_from(t) ? sizeof(float) : activation_bytes(dtype);
 }
 
 /// Bytes of tensor `t` at `batch`.
-inline std::size_t tensor_bytes(const network_definition& def, tensor_ref t, std::int64_t batch, conv_dtype dtype) {
+inline std::size_t tensor_bytes(const network_definition& def, tensor_ref t, std::int64_t batch, numerics dtype) {
   return std::size_t(batch * def.shape(t).elements()) * tensor_element_bytes(def, t, dtype);
 }
 
@@ -73,7 +73,7 @@ inline std::size_t take_buffer(std::vector<std::size_t>& buffer_bytes, std::vect
 
 /// Greedy buffer reuse in execution order: each output takes the smallest free buffer that
 /// fits, else grows the largest free one, else gets a new one (256-byte aligned sizes).
-inline network_memory_plan plan_network_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype) {
+inline network_memory_plan plan_network_memory(const network_definition& def, std::int64_t batch, numerics dtype) {
   network_memory_plan plan;
   const auto& layers = def.layers();
   const std::size_t tensors = layers.size() + 1;
@@ -99,8 +99,8 @@ inline network_memory_plan plan_network_memory(const network_definition& def, st
   }
   for (std::size_t b : plan.slot_bytes) plan.activation_bytes += b;
   for (const auto& l : layers) {
-    if (l.kind == layer_kind::conv) plan.parameter_bytes += (l.weight.size() + l.bias.size()) * element_bytes(dtype);
-    if (l.kind == layer_kind::linear) plan.parameter_bytes += l.weight.size() * element_bytes(dtype) + l.bias.size() * sizeof(float);
+    if (l.kind == layer_kind::conv) plan.parameter_bytes += (l.weight.size() + l.bias.size()) * activation_bytes(dtype);
+    if (l.kind == layer_kind::linear) plan.parameter_bytes += l.weight.size() * activation_bytes(dtype) + l.bias.size() * sizeof(float);
   }
   return plan;
 }
@@ -127,7 +127,7 @@ std::int64_t largest_fitting_batch(Fits&& fits) {
 
 /// The largest batch whose plan (with network_workspace_reserve) fits in `free_bytes`; 0 when
 /// not even one image does.
-inline std::int64_t largest_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes) {
+inline std::int64_t largest_batch_that_fits(const network_definition& def, numerics dtype, std::size_t free_bytes) {
   return detail::largest_fitting_batch(
       [&](std::int64_t b) { return plan_network_memory(def, b, dtype).total(network_workspace_reserve) <= free_bytes; });
 }

@@ -183,7 +183,7 @@ void global_average_pool_forward(std::int64_t n, std::int64_t pixels, std::int64
 
 /// Compares a pooling layer's output `y` with a double reference computed from `x` (both on
 /// the host, in s.layout): exact for max (a max rounds nothing), the FP32 sum's rounding plus one
-/// rounding of the stored result for averages, with `tol` the storage type's (tolerance_for).
+/// rounding of the stored result for averages, with `tol` the storage type's (conv_tolerance).
 template <class T>
 verification check_pool(pool_kind kind, const pool_shape& s, const std::vector<T>& x, const std::vector<T>& y, const tolerance& tol) {
   verification v;

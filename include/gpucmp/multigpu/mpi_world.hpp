@@ -9,7 +9,7 @@
 //
 //   gpucmp::mpi_session mpi(&argc, &argv);
 //   const gpucmp::communicator_group group = gpucmp::communicator_group_from_mpi(MPI_COMM_WORLD);
-//   gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, bytes, gpucmp::nccl_dtype::fp32);
+//   gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, bytes, gpucmp::element_type::fp32);
 //   if (!gpucmp::all_ranks_agree(op.verify(stream).passed(), MPI_COMM_WORLD)) ...
 #pragma once
 

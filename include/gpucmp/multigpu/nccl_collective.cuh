@@ -16,7 +16,7 @@
 //
 //   gpucmp::communicator_group group = gpucmp::communicator_group::all_visible();
 //   gpucmp::nccl_collective op(group, gpucmp::collective::all_reduce, std::size_t{1} << 30,
-//                              gpucmp::nccl_dtype::fp32);
+//                              gpucmp::element_type::fp32);
 //   require_passed(op.name(), op.verify(stream));
 //   st.set_work(op.work());           // S bytes per call (algbw); busbw is op.bus_factor() x that
 //   st.run(op);
@@ -27,6 +27,7 @@
 #include <gpucmp/multigpu/collective_math.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
 #include <gpucmp/multigpu/nccl_status.hpp>
+#include <gpucmp/multigpu/nccl_types.hpp>
 #include <gpucmp/multigpu/stream_fork.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/verification.hpp>
@@ -45,39 +46,19 @@
 
 namespace gpucmp {
 
-/// Element types of the collective benchmarks.
-enum class nccl_dtype { fp32, fp16, bf16, fp64, int32, int8 };
-
-/// "fp32", "fp16", ...
-inline const char* to_string(nccl_dtype t) noexcept {
+/// The most ranks whose sums a collective's data check keeps exact in `t` (each rank adds
+/// small integers, collective_input): FP16 above 128, BF16 and INT8 above 8 would round or
+/// wrap. 0: the collectives do not take `t`.
+inline int collective_exact_ranks(element_type t) noexcept {
   switch (t) {
-    case nccl_dtype::fp32: return "fp32";
-    case nccl_dtype::fp16: return "fp16";
-    case nccl_dtype::bf16: return "bf16";
-    case nccl_dtype::fp64: return "fp64";
-    case nccl_dtype::int32: return "int32";
-    case nccl_dtype::int8: return "int8";
-  }
-  return "unknown";
-}
-
-/// The nccl_dtype named `text`; throws invalid_argument naming the choices otherwise.
-inline nccl_dtype parse_nccl_dtype(const std::string& text) {
-  for (nccl_dtype t : {nccl_dtype::fp32, nccl_dtype::fp16, nccl_dtype::bf16, nccl_dtype::fp64, nccl_dtype::int32, nccl_dtype::int8}) {
-    if (text == to_string(t)) return t;
-  }
-  throw invalid_argument("unknown collective element type '" + text + "' (fp32, fp16, bf16, fp64, int32, int8)");
-}
-
-/// Bytes per element of `t`.
-inline std::size_t element_bytes(nccl_dtype t) noexcept {
-  switch (t) {
-    case nccl_dtype::fp64: return 8;
-    case nccl_dtype::fp32:
-    case nccl_dtype::int32: return 4;
-    case nccl_dtype::fp16:
-    case nccl_dtype::bf16: return 2;
-    case nccl_dtype::int8: return 1;
+    case element_type::fp64:
+    case element_type::fp32:
+    case element_type::int32: return 1 << 20;
+    case element_type::fp16: return 128;
+    case element_type::bf16:
+    case element_type::int8: return 8;
+    case element_type::fp8_e4m3:  // NCCL reduces FP8 on sm_90+ only; the data check has no FP8 rule yet
+    case element_type::fp8_e5m2: return 0;
   }
   return 0;
 }
@@ -88,31 +69,6 @@ struct nccl_collective_options {
 };
 
 namespace detail {
-
-inline ncclDataType_t nccl_type(nccl_dtype t) noexcept {
-  switch (t) {
-    case nccl_dtype::fp32: return ncclFloat32;
-    case nccl_dtype::fp16: return ncclFloat16;
-    case nccl_dtype::bf16: return ncclBfloat16;
-    case nccl_dtype::fp64: return ncclFloat64;
-    case nccl_dtype::int32: return ncclInt32;
-    case nccl_dtype::int8: return ncclInt8;
-  }
-  return ncclFloat32;
-}
-
-template <class F>
-decltype(auto) visit_nccl_dtype(nccl_dtype t, F&& f) {
-  switch (t) {
-    case nccl_dtype::fp32: return f(float{});
-    case nccl_dtype::fp16: return f(__half{});
-    case nccl_dtype::bf16: return f(__nv_bfloat16{});
-    case nccl_dtype::fp64: return f(double{});
-    case nccl_dtype::int32: return f(std::int32_t{});
-    case nccl_dtype::int8: return f(std::int8_t{});
-  }
-  throw invalid_argument("unknown nccl_dtype");
-}
 
 template <class T>
 __global__ void fill_collective_input(T* data, std::int64_t count, int rank) {
@@ -147,13 +103,15 @@ class nccl_collective {
   /// Sizes the call for `bytes` (nccl-tests' sizes: the whole array for all-gather,
   /// reduce-scatter and all-to-all), allocates each rank's input and output on its device,
   /// fills the inputs and poisons the outputs. Throws invalid_argument for a rank count the
-  /// data check cannot keep exact (FP16 above 128, BF16 and INT8 above 8), out_of_memory.
-  nccl_collective(const communicator_group& group, collective kind, std::size_t bytes, nccl_dtype dtype,
+  /// data check cannot keep exact (FP16 above 128, BF16 and INT8 above 8), unsupported for FP8
+  /// (collective_exact_ranks), out_of_memory.
+  nccl_collective(const communicator_group& group, collective kind, std::size_t bytes, element_type dtype,
                   const nccl_collective_options& options = {})
       : m_group(group), m_dtype(dtype), m_options(options),
         m_size(size_for_bytes(kind, group.ranks(), bytes, element_bytes(dtype))), m_fork(group.devices()) {
     const int n = group.ranks();
-    const int exact_up_to = dtype == nccl_dtype::fp16 ? 128 : dtype == nccl_dtype::bf16 || dtype == nccl_dtype::int8 ? 8 : 1 << 20;
+    const int exact_up_to = collective_exact_ranks(dtype);
+    if (exact_up_to == 0) throw unsupported(name() + ": collectives of " + to_string(dtype) + " are not measured here");
     if (n > exact_up_to) {
       throw invalid_argument(name() + ": sums over " + std::to_string(n) + " ranks are not exact in " + to_string(dtype));
     }
@@ -237,8 +195,8 @@ class nccl_collective {
       const unsigned long long init[2] = {0, ~0ull};
       GPUCMP_CUDA_CHECK(cudaMemcpy(counters.data(), init, sizeof init, cudaMemcpyHostToDevice));
       const std::int64_t count = m_size.output_elements();
-      detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
-        using T = decltype(zero);
+      visit_element(m_dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
         detail::check_collective_output<T><<<detail::collective_grid(count), 256>>>(
             static_cast<const T*>(output(i)), count, m_size.kind, m_size.ranks, m_size.count, r, counters.data(), counters.data() + 1);
       });
@@ -282,8 +240,8 @@ class nccl_collective {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(i)));
       if (!m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(output(i), 0xFF, m_outputs[std::size_t(i)].bytes()));
       const std::int64_t count = m_size.input_elements();
-      detail::visit_nccl_dtype(m_dtype, [&](auto zero) {
-        using T = decltype(zero);
+      visit_element(m_dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
         if (m_options.in_place) GPUCMP_CUDA_CHECK(cudaMemset(input(i), 0xFF, m_inputs[std::size_t(i)].bytes()));
         // In place, all-gather's input is the rank's own block of the output.
         T* at = static_cast<T*>(input(i)) + (m_options.in_place && m_size.kind == collective::all_gather ? std::int64_t(r) * m_size.count : 0);
@@ -296,7 +254,7 @@ class nccl_collective {
   }
 
   void launch_all() const {
-    const ncclDataType_t type = detail::nccl_type(m_dtype);
+    const ncclDataType_t type = nccl_data_type(m_dtype);
     const std::size_t count = std::size_t(m_size.count), e = element_bytes(m_dtype);
     const int n = m_group.ranks();
     GPUCMP_NCCL_CHECK(ncclGroupStart());
@@ -329,7 +287,7 @@ class nccl_collective {
   }
 
   const communicator_group& m_group;
-  nccl_dtype m_dtype;
+  element_type m_dtype;
   nccl_collective_options m_options;
   collective_size m_size;
   std::vector<device_buffer<unsigned char>> m_inputs, m_outputs;

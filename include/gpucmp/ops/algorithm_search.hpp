@@ -210,8 +210,9 @@ class candidate_timer {
 
 /// Which candidate a search chose.
 struct search_choice {
-  std::size_t index = 0;  ///< the candidate
-  double seconds = 0;     ///< its median per call
+  std::size_t index = 0;    ///< the candidate
+  double seconds = 0;       ///< its median per call
+  double wall_seconds = 0;  ///< the whole search's wall time (search()): what a cold start pays once
 };
 
 namespace detail {

@@ -123,7 +123,7 @@ inline std::string cudnn_algo_name(conv_direction d, int algo) {
   return algo >= 0 && algo < count ? names[algo] : "ALGO_" + std::to_string(algo);
 }
 
-// Transform algorithms lose a few bits per term (see tolerance_for(conv_dtype, bool)).
+// Transform algorithms lose a few bits per term (see conv_tolerance()).
 inline bool is_transform_algorithm(const conv_algorithm& a) {
   const std::string& text = a.api == conv_api::backend ? a.math : a.name;
   return text.find("FFT") != std::string::npos || text.find("WINOGRAD") != std::string::npos;
@@ -302,8 +302,9 @@ class conv {
 
   /// "" when `device` can run `problem` in its precision, else why not. Allocates nothing.
   static std::string support(const conv_problem& problem, const conv_options& options, const device_info& device) {
-    if (problem.dtype == conv_dtype::bf16 && device.cc_major < 8) {
-      return "bf16 convolutions need sm_80+, this GPU is sm_" + std::to_string(device.cc_major * 10 + device.cc_minor);
+    if (const int needed = minimum_compute_capability(problem.dtype); device.cc_major * 10 + device.cc_minor < needed) {
+      return std::string(to_string(problem.dtype)) + " convolutions need sm_" + std::to_string(needed) + "+, this GPU is sm_" +
+             std::to_string(device.cc_major * 10 + device.cc_minor);
     }
     if (options.statistics) {
       if (options.direction != conv_direction::forward || options.accumulate || options.api == conv_api::legacy) {
@@ -319,7 +320,8 @@ class conv {
   static double bytes_needed(const conv_problem& problem, const conv_options& options) {
     const double prior = options.accumulate ? double(output_elements(problem, options.direction)) : 0.0;
     const double sums = options.statistics ? 2.0 * 4.0 * double(problem.k) : 0.0;
-    return double(element_bytes(problem.dtype)) * (problem.x_elements() + problem.w_elements() + problem.y_elements() + prior) + sums;
+    const double output_element = double(element_bytes(types_of(problem.dtype).output));
+    return problem.x_bytes() + problem.w_bytes() + problem.y_bytes() + output_element * prior + sums;
   }
 
   /// Enqueues the pass on `stream` with the selected algorithm.
@@ -360,18 +362,13 @@ class conv {
     select(chosen.index, nullptr);
     m_chosen.chosen_by = algorithm_choice::search;
     m_chosen.searched_seconds = chosen.seconds;
-    m_candidates = std::move(log);
+    m_search_log = std::move(log);
   }
 
   /// Compares the output as it is now with a double reference (verify() without the run).
   verification check_output(cudaStream_t stream) const {
-    switch (m_problem.dtype) {
-      case conv_dtype::fp32:
-      case conv_dtype::tf32: return compare<float>(stream);
-      case conv_dtype::fp16: return compare<__half>(stream);
-      case conv_dtype::bf16: return compare<__nv_bfloat16>(stream);
-    }
-    throw invalid_argument("conv: unknown conv_dtype");
+    // x, w and y share one type in every recipe a convolution takes (conv_numerics).
+    return visit_floating_storage(types_of(m_problem.dtype).output, [&](auto zero) { return compare<decltype(zero)>(stream); });
   }
 
   /// The problem.
@@ -383,7 +380,7 @@ class conv {
   /// The algorithm it runs.
   const conv_algorithm& algorithm() const noexcept { return m_chosen; }
   /// Every timing of its search (empty until a search ran).
-  const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
   /// "conv_fwd/cudnn/fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1".
   /// "conv_dgrad+accumulate/..." when it adds to its output.
   std::string name() const {
@@ -398,12 +395,11 @@ class conv {
   gpucmp::work work() const {
     gpucmp::work w;
     const conv_problem& p = m_problem;
-    const double e = double(element_bytes(p.dtype));
     w.flops = p.flops();
     switch (m_options.direction) {
-      case conv_direction::forward: w.bytes_read = e * (p.x_elements() + p.w_elements()); w.bytes_written = e * p.y_elements(); break;
-      case conv_direction::backward_data: w.bytes_read = e * (p.y_elements() + p.w_elements()); w.bytes_written = e * p.x_elements(); break;
-      case conv_direction::backward_filter: w.bytes_read = e * (p.x_elements() + p.y_elements()); w.bytes_written = e * p.w_elements(); break;
+      case conv_direction::forward: w.bytes_read = p.x_bytes() + p.w_bytes(); w.bytes_written = p.y_bytes(); break;
+      case conv_direction::backward_data: w.bytes_read = p.y_bytes() + p.w_bytes(); w.bytes_written = p.x_bytes(); break;
+      case conv_direction::backward_filter: w.bytes_read = p.x_bytes() + p.y_bytes(); w.bytes_written = p.w_bytes(); break;
     }
     if (m_options.accumulate) w.bytes_read += w.bytes_written;
     w.arithmetic = peak_precision(p.dtype);
@@ -471,12 +467,11 @@ class conv {
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
 
-  cudnnDataType_t data_type() const noexcept { return detail::cudnn_data_type(m_problem.dtype); }
   void require_tensors() const {
     if (m_released) throw invalid_argument(name() + ": its tensors were released (run its bindings)");
   }
   bool math_allowed(cudnnMathType_t m) const noexcept {
-    return m_problem.dtype != conv_dtype::fp32 || m == CUDNN_FMA_MATH;
+    return m_problem.dtype != numerics::fp32 || m == CUDNN_FMA_MATH;
   }
 
   void check_fits(const device_info& dev) const {
@@ -495,25 +490,23 @@ class conv {
 
   void allocate_and_fill(cudaStream_t stream) {
     const conv_problem& p = m_problem;
-    const std::size_t e = element_bytes(p.dtype);
-    m_x = device_buffer<unsigned char>(std::size_t(p.x_elements()) * e, initial_fill::uninitialized());
-    m_w = device_buffer<unsigned char>(std::size_t(p.w_elements()) * e, initial_fill::uninitialized());
-    m_y = device_buffer<unsigned char>(std::size_t(p.y_elements()) * e, initial_fill::uninitialized());
-    auto fill = [&](device_buffer<unsigned char>& b, std::uint64_t seed) {
-      switch (p.dtype) {
-        case conv_dtype::fp32:
-        case conv_dtype::tf32: fill_uniform(reinterpret_cast<float*>(b.data()), b.bytes() / 4, seed, -1, 1, stream); break;
-        case conv_dtype::fp16: fill_uniform(reinterpret_cast<__half*>(b.data()), b.bytes() / 2, seed, -1, 1, stream); break;
-        case conv_dtype::bf16: fill_uniform(reinterpret_cast<__nv_bfloat16*>(b.data()), b.bytes() / 2, seed, -1, 1, stream); break;
-      }
+    const tensor_types& types = types_of(p.dtype);
+    m_x = device_buffer<unsigned char>(std::size_t(p.x_elements()) * element_bytes(types.input), initial_fill::uninitialized());
+    m_w = device_buffer<unsigned char>(std::size_t(p.w_elements()) * element_bytes(types.weight), initial_fill::uninitialized());
+    m_y = device_buffer<unsigned char>(std::size_t(p.y_elements()) * element_bytes(types.output), initial_fill::uninitialized());
+    auto fill = [&](device_buffer<unsigned char>& b, element_type type, std::uint64_t seed) {
+      visit_floating_storage(type, [&](auto zero) {
+        using T = decltype(zero);
+        fill_uniform(reinterpret_cast<T*>(b.data()), b.bytes() / sizeof(T), seed, -1, 1, stream);
+      });
     };
     // Inputs random, output poisoned: which is which depends on the pass.
-    if (m_options.direction != conv_direction::backward_data) fill(m_x, 3 * m_options.seed);
-    if (m_options.direction != conv_direction::backward_filter) fill(m_w, 3 * m_options.seed + 1);
-    if (m_options.direction != conv_direction::forward) fill(m_y, 3 * m_options.seed + 2);
+    if (m_options.direction != conv_direction::backward_data) fill(m_x, types.input, 3 * m_options.seed);
+    if (m_options.direction != conv_direction::backward_filter) fill(m_w, types.weight, 3 * m_options.seed + 1);
+    if (m_options.direction != conv_direction::forward) fill(m_y, types.output, 3 * m_options.seed + 2);
     if (m_options.accumulate) {
       m_prior = device_buffer<unsigned char>(output().bytes(), initial_fill::uninitialized());
-      fill(m_prior, 3 * m_options.seed + 3);
+      fill(m_prior, types.output, 3 * m_options.seed + 3);
     }
     if (m_options.statistics) {
       m_sum = device_buffer<float>(std::size_t(p.k), initial_fill::poison());
@@ -658,15 +651,15 @@ class conv {
   // (gen-stats in FP32 math) is what the graph API cannot express: cudnn-frontend's operation
   // builders describe it (ops/conv_graph.hpp), planned by the same rules.
   std::vector<candidate> backend_candidates(std::size_t limit) {
-    const cudnn_numerics numerics{m_problem.dtype != conv_dtype::fp32, true};
+    const cudnn_numerics policy{m_problem.dtype != numerics::fp32, true};
     if (m_options.accumulate || m_options.statistics) {
       m_graph = cudnn_graph::of_operations(
           m_handle.get(),
           [this](cudnn_operations& ops) { describe_operations(ops); },
-          numerics, m_options.workspace_limit, limit, name());
+          policy, m_options.workspace_limit, limit, name());
     } else {
       m_graph = std::make_shared<const cudnn_graph>(
-          m_handle.get(), [this](cudnn_frontend::graph::Graph& g) { describe_graph(g); }, numerics, m_options.workspace_limit,
+          m_handle.get(), [this](cudnn_frontend::graph::Graph& g) { describe_graph(g); }, policy, m_options.workspace_limit,
           limit, name());
     }
     std::vector<candidate> out;
@@ -779,7 +772,7 @@ class conv {
     v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
                (everything ? "every output" : "16384 random outputs incl. first and last") +
                (m_options.accumulate ? ", added to a random prior output" : "");
-    const tolerance tol = tolerance_for(p.dtype, detail::is_transform_algorithm(m_chosen));
+    const tolerance tol = conv_tolerance(p.dtype, detail::is_transform_algorithm(m_chosen));
     for (std::size_t e = 0; e < count; ++e) {
       const double bound = m_options.accumulate ? tol.bound_added(ref[e], ref[e] - prior_at[e], l2[e], length)
                                                 : tol.bound(ref[e], l2[e], length);
@@ -793,7 +786,7 @@ class conv {
 
   // conv_options::statistics: the sums the pass wrote against an FP64 reduction of the y it
   // wrote. The epilogue sums its FP32 values before y is rounded to the output type, in FP32
-  // (tensor-core accumulation: two units per addition, as tolerance_for() says), in an order
+  // (tensor-core accumulation: two units per addition, as conv_tolerance() says), in an order
   // of its own, then adds each tile's partial sums into the channel's total, a chain of FP32
   // additions each off by up to u32 of the running total (at most rows / 64 of them: a tile
   // holds 64 rows or more). Per channel, with S_j = sum y^j and A = sqrt(rows S2) >= sum |y|:
@@ -837,7 +830,7 @@ class conv {
   std::vector<candidate> m_all;
   std::size_t m_current = 0;
   conv_algorithm m_chosen;
-  std::vector<candidate_time> m_candidates;
+  std::vector<candidate_time> m_search_log;
   bool m_released = false;
 };
 

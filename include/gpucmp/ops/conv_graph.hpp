@@ -43,18 +43,30 @@ inline std::int64_t conv_output_uid(conv_direction d) noexcept {
 
 namespace gpucmp::detail {
 
-/// cudnn-frontend's element type of a precision (TF32 stores FP32).
-inline cudnn_frontend::DataType_t frontend_data_type(conv_dtype t) {
+/// cudnn-frontend's tag of an element type.
+inline cudnn_frontend::DataType_t frontend_data_type(element_type t) {
+  using cudnn_frontend::DataType_t;
   switch (t) {
-    case conv_dtype::fp16: return cudnn_frontend::DataType_t::HALF;
-    case conv_dtype::bf16: return cudnn_frontend::DataType_t::BFLOAT16;
-    case conv_dtype::fp32:
-    case conv_dtype::tf32: return cudnn_frontend::DataType_t::FLOAT;
+    case element_type::fp64: return DataType_t::DOUBLE;
+    case element_type::fp32: return DataType_t::FLOAT;
+    case element_type::fp16: return DataType_t::HALF;
+    case element_type::bf16: return DataType_t::BFLOAT16;
+    case element_type::fp8_e4m3: return DataType_t::FP8_E4M3;
+    case element_type::fp8_e5m2: return DataType_t::FP8_E5M2;
+    case element_type::int8: return DataType_t::INT8;
+    case element_type::int32: return DataType_t::INT32;
   }
-  throw invalid_argument("conv_graph: unknown conv_dtype");
+  throw invalid_argument("conv_graph: element_type value " + std::to_string(int(t)) + " has no cuDNN type");
 }
 
-/// A non-virtual tensor of `p`'s precision: dims in NCHW order of the dimensions, strides of
+/// The element type of p's tensor `uid`: x the input's, w the weight's, y (and a fused
+/// layer's bias and residual) the output's, whichever pass reads or writes them.
+inline element_type conv_tensor_type(const conv_problem& p, std::int64_t uid) noexcept {
+  const tensor_types& types = types_of(p.dtype);
+  return uid == conv_uid::x ? types.input : uid == conv_uid::w ? types.weight : types.output;
+}
+
+/// A non-virtual tensor of `p` (its type conv_tensor_type): dims in NCHW order of the dimensions, strides of
 /// p's layout (layout_strides).
 inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> conv_tensor(cudnn_frontend::graph::Graph& g,
                                                                             const conv_problem& p, std::int64_t uid,
@@ -65,7 +77,7 @@ inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> conv_tensor(cud
                       .set_uid(uid)
                       .set_dim(dims)
                       .set_stride(layout_strides(p.layout, dims[1], dims[2], dims[3]))
-                      .set_data_type(frontend_data_type(p.dtype)));
+                      .set_data_type(frontend_data_type(conv_tensor_type(p, uid))));
 }
 
 /// Dimensions of p's x, w and y.
@@ -80,9 +92,9 @@ inline std::vector<std::int64_t> conv_y_dims(const conv_problem& p) { return {p.
 inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> add_convolution(cudnn_frontend::graph::Graph& g,
                                                                                 const conv_problem& p, conv_direction d) {
   namespace fe = cudnn_frontend;
-  g.set_io_data_type(frontend_data_type(p.dtype))
+  g.set_io_data_type(frontend_data_type(types_of(p.dtype).input))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
+      .set_compute_data_type(frontend_data_type(types_of(p.dtype).accumulate));
   const std::vector<std::int64_t> padding{p.pad_h, p.pad_w}, stride{p.stride_h, p.stride_w},
       dilation{p.dilation_h, p.dilation_w};
   std::shared_ptr<fe::graph::Tensor_attributes> out;
@@ -111,10 +123,10 @@ inline std::shared_ptr<cudnn_frontend::graph::Tensor_attributes> add_convolution
   return out;
 }
 
-/// Marks `t` (dimensions and strides set) as an output of `g` under `uid`, in p's precision.
+/// Marks `t` (dimensions and strides set) as an output of `g` under `uid`, of uid's type.
 inline void conv_output(const std::shared_ptr<cudnn_frontend::graph::Tensor_attributes>& t, const conv_problem& p,
                         std::int64_t uid) {
-  t->set_output(true).set_uid(uid).set_data_type(frontend_data_type(p.dtype));
+  t->set_output(true).set_uid(uid).set_data_type(frontend_data_type(conv_tensor_type(p, uid)));
 }
 
 /// A non-virtual tensor for cudnn-frontend's operation builders (as conv_tensor).
@@ -138,16 +150,16 @@ inline cudnn_frontend::Tensor conv_builder_tensor(std::int64_t uid, cudnn_fronte
 inline void add_convolution_operations(cudnn_operations& ops, const conv_problem& p, conv_direction d, bool accumulate,
                                        bool statistics) {
   namespace fe = cudnn_frontend;
-  const fe::DataType_t type = frontend_data_type(p.dtype);
   auto tensor = [&](std::int64_t uid, const std::vector<std::int64_t>& dims) {
-    return conv_builder_tensor(uid, type, dims, layout_strides(p.layout, dims[1], dims[2], dims[3]));
+    return conv_builder_tensor(uid, frontend_data_type(conv_tensor_type(p, uid)), dims,
+                               layout_strides(p.layout, dims[1], dims[2], dims[3]));
   };
   const fe::Tensor x = tensor(conv_uid::x, conv_x_dims(p)), w = tensor(conv_uid::w, conv_w_dims(p)),
                    y = tensor(conv_uid::y, conv_y_dims(p));
   const std::int64_t padding[] = {p.pad_h, p.pad_w}, stride[] = {p.stride_h, p.stride_w},
                      dilation[] = {p.dilation_h, p.dilation_w};
   const fe::ConvDesc convolution = fe::ConvDescBuilder()
-                                       .setComputeType(fe::DataType_t::FLOAT)
+                                       .setComputeType(frontend_data_type(types_of(p.dtype).accumulate))
                                        .setMathMode(fe::ConvolutionMode_t::CROSS_CORRELATION)
                                        .setSpatialDimCount(2)
                                        .setSpatialStride(2, stride)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/numerics.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/specs_types.hpp>
 
@@ -44,32 +45,10 @@ enum class conv_layout {
 /// "nchw", "nhwc".
 inline const char* to_string(conv_layout l) noexcept { return l == conv_layout::nchw ? "nchw" : "nhwc"; }
 
-/// Element and math types of a convolution.
-enum class conv_dtype {
-  fp32,  ///< FP32, no tensor cores
-  tf32,  ///< FP32 tensors, TF32 tensor-core math
-  fp16,  ///< FP16 tensors, FP32 accumulate
-  bf16,  ///< BF16 tensors, FP32 accumulate
-};
-
-/// "fp32", "tf32", "fp16", "bf16".
-inline const char* to_string(conv_dtype t) noexcept {
-  switch (t) {
-    case conv_dtype::fp32: return "fp32";
-    case conv_dtype::tf32: return "tf32";
-    case conv_dtype::fp16: return "fp16";
-    case conv_dtype::bf16: return "bf16";
-  }
-  return "unknown";
-}
-
-/// The conv_dtype named "fp32", "tf32", "fp16" or "bf16"; throws invalid_argument otherwise.
-inline conv_dtype parse_conv_dtype(const std::string& text) {
-  for (conv_dtype t : {conv_dtype::fp32, conv_dtype::tf32, conv_dtype::fp16, conv_dtype::bf16}) {
-    if (text == to_string(t)) return t;
-  }
-  throw invalid_argument("unknown precision '" + text + "' (fp32, tf32, fp16, bf16)");
-}
+/// The numerics a cuDNN convolution runs here: one floating type for x, w and y, FP32
+/// accumulate (FP8 and INT8 convolutions need scales and an INT32 output: the quantized
+/// inference issue adds them).
+inline constexpr numerics conv_numerics[] = {numerics::fp32, numerics::tf32, numerics::fp16, numerics::bf16};
 
 /// Element strides of a 4-D tensor's dimensions N, C, H, W (a filter's K, C, R, S) with C
 /// channels of H x W in `layout`: NHWC {HWC, 1, WC, C}, NCHW {CHW, HW, W, 1}.
@@ -86,20 +65,6 @@ inline conv_layout parse_conv_layout(const std::string& text) {
   throw invalid_argument("unknown layout '" + text + "' (nhwc, nchw)");
 }
 
-/// Bytes of one tensor element.
-inline std::size_t element_bytes(conv_dtype t) noexcept { return t == conv_dtype::fp16 || t == conv_dtype::bf16 ? 2 : 4; }
-
-/// The datasheet rate the convolution's math runs at (for % of peak).
-inline precision peak_precision(conv_dtype t) noexcept {
-  switch (t) {
-    case conv_dtype::fp32: return precision::fp32;
-    case conv_dtype::tf32: return precision::tf32;
-    case conv_dtype::fp16: return precision::fp16;
-    case conv_dtype::bf16: return precision::bf16;
-  }
-  return precision::none;
-}
-
 /// The rounding a correct convolution of precision `t` may show against a double reference
 /// of the same inputs. `transform_algorithm`: Winograd and FFT algorithms compute in a
 /// transformed basis and lose a few bits more per term, in the tensors' own precision.
@@ -109,20 +74,19 @@ inline precision peak_precision(conv_dtype t) noexcept {
 /// units per addition, where FP32's FMA path rounds to nearest (half a unit). Half a unit
 /// held to 8 sigma until weight gradients summed 127 thousand to 8 million products
 /// (ResNet-50 at batches near 2600 on the H200, 2026-12-02): outputs came out up to 1.23x over it.
-inline tolerance tolerance_for(conv_dtype t, bool transform_algorithm = false) noexcept {
-  const double fp32 = std::ldexp(1.0, -24), fp16 = std::ldexp(1.0, -11), bf16 = std::ldexp(1.0, -8);
+inline tolerance conv_tolerance(numerics t, bool transform_algorithm = false) noexcept {
+  const tensor_types& types = types_of(t);
+  const bool tensor_cores = peak_precision(t) != precision::fp32;
   tolerance tol;
-  tol.accumulate_eps = t == conv_dtype::fp32 ? fp32 : 4 * fp32;
-  switch (t) {
-    case conv_dtype::fp32: tol.output_eps = fp32; break;
-    case conv_dtype::tf32: tol.output_eps = fp32; tol.input_eps = 2 * std::ldexp(1.0, -10); break;
-    case conv_dtype::fp16: tol.output_eps = fp16; tol.output_abs = std::ldexp(1.0, -25); break;  // subnormals step 2^-24
-    case conv_dtype::bf16: tol.output_eps = bf16; tol.output_abs = std::ldexp(1.0, -134); break;
-  }
+  tol.output_eps = unit_roundoff(types.output);
+  tol.accumulate_eps = (tensor_cores ? 4 : 1) * unit_roundoff(types.accumulate);
+  if (tf32_products(t)) tol.input_eps = 2 * std::ldexp(1.0, -10);
+  // Outputs near zero round to the output type's subnormal grid; FP32's is below any sum here.
+  if (element_bytes(types.output) < 4) tol.output_abs = element_info_of(types.output).smallest_subnormal / 2;
   if (transform_algorithm) {
     // FFT and Winograd work in the tensors' precision (TF32 inputs for TF32); their transforms
     // add a few roundings per term.
-    tol.transform_eps = t == conv_dtype::fp32 ? std::ldexp(1.0, -16) : t == conv_dtype::bf16 ? std::ldexp(1.0, -4) : std::ldexp(1.0, -7);
+    tol.transform_eps = t == numerics::fp32 ? std::ldexp(1.0, -16) : types.input == element_type::bf16 ? std::ldexp(1.0, -4) : std::ldexp(1.0, -7);
   }
   return tol;
 }
@@ -141,18 +105,20 @@ struct conv_problem {
   std::int64_t dilation_h = 1, dilation_w = 1;  ///< dilations
   std::int64_t groups = 1;                      ///< channel groups (C and K divisible by it)
   conv_layout layout = conv_layout::nhwc;       ///< memory layout of x, y, w
-  conv_dtype dtype = conv_dtype::fp16;          ///< element and math types
+  numerics dtype = numerics::fp16;          ///< tensor and accumulator types (one of conv_numerics)
 
   /// Output height P.
   std::int64_t p() const noexcept { return (h + 2 * pad_h - dilation_h * (r - 1) - 1) / stride_h + 1; }
   /// Output width Q.
   std::int64_t q() const noexcept { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
 
-  /// Throws invalid_argument naming the first impossible field.
+  /// Throws invalid_argument naming the first impossible field, unsupported when dtype is
+  /// not one of conv_numerics.
   void validate() const {
     auto require = [](bool ok, const std::string& what) {
       if (!ok) throw invalid_argument("conv_problem: " + what);
     };
+    require_numerics(dtype, conv_numerics, "a convolution");
     require(n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0,
             "n, c, h, w, k, r and s must be positive");
     require(pad_h >= 0 && pad_w >= 0, "padding must be >= 0");
@@ -175,16 +141,15 @@ struct conv_problem {
   double x_elements() const noexcept { return double(n) * double(c) * double(h) * double(w); }
   double y_elements() const noexcept { return double(n) * double(k) * double(p()) * double(q()); }  ///< see x_elements
   double w_elements() const noexcept { return double(k) * double(c / groups) * double(r) * double(s); }  ///< see x_elements
+  /// Bytes of x, y and w in their types (types_of(dtype): input, output, weight).
+  double x_bytes() const noexcept { return x_elements() * double(element_bytes(types_of(dtype).input)); }
+  double y_bytes() const noexcept { return y_elements() * double(element_bytes(types_of(dtype).output)); }  ///< see x_bytes
+  double w_bytes() const noexcept { return w_elements() * double(element_bytes(types_of(dtype).weight)); }  ///< see x_bytes
 
   /// The fewest bytes a pass must move: each operand read once, the result written once.
   double min_bytes(conv_direction d) const noexcept {
-    const double e = double(element_bytes(dtype));
-    switch (d) {
-      case conv_direction::forward: return e * (x_elements() + w_elements() + y_elements());
-      case conv_direction::backward_data: return e * (y_elements() + w_elements() + x_elements());
-      case conv_direction::backward_filter: return e * (x_elements() + y_elements() + w_elements());
-    }
-    return 0;
+    static_cast<void>(d);  // every pass reads two of x, w, y and writes the third
+    return x_bytes() + w_bytes() + y_bytes();
   }
 
   /// Terms summed into one output of pass `d` (forward: C/groups R S; backward-data: at most

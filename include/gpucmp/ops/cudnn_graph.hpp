@@ -111,21 +111,21 @@ class cudnn_graph {
 
   /// Describes the graph with `describe`, validates and builds it on `handle`, asks cuDNN's
   /// heuristics for mode A's list and then the fallback list (an engine mode A already gave
-  /// is not taken again from the fallback list), leaves out what `numerics` forbids, what does
+  /// is not taken again from the fallback list), leaves out what `policy` forbids, what does
   /// not build and what needs more than `workspace_limit` bytes, and stops once `max_plans`
   /// plans are built. `what` names the operation in errors. Throws unsupported when cuDNN
   /// supports no plan of the graph (or refuses the graph itself), library_error when the
   /// frontend fails otherwise, and rethrows what `describe` throws.
-  cudnn_graph(cudnnHandle_t handle, const describe_fn& describe, const cudnn_numerics& numerics,
+  cudnn_graph(cudnnHandle_t handle, const describe_fn& describe, const cudnn_numerics& policy,
               std::size_t workspace_limit, std::size_t max_plans, const std::string& what);
 
   /// Fills the operations of what the graph API cannot express (this header's opening comment).
   using operations_fn = std::function<void(cudnn_operations&)>;
   /// Plans for operations `describe` makes with cudnn-frontend's builders, by the graph
-  /// constructor's rules (heuristic mode A, then the fallback list; numerics; workspace limit;
+  /// constructor's rules (heuristic mode A, then the fallback list; the notes policy; workspace limit;
   /// `max_plans`). Throws as that constructor does.
   static std::shared_ptr<const cudnn_graph> of_operations(cudnnHandle_t handle, const operations_fn& describe,
-                                                          const cudnn_numerics& numerics, std::size_t workspace_limit,
+                                                          const cudnn_numerics& policy, std::size_t workspace_limit,
                                                           std::size_t max_plans, const std::string& what);
 
   /// How many plans were built.
@@ -211,7 +211,7 @@ inline std::string knobs_of_tag(const std::string& tag) {
 
 }  // namespace detail
 
-inline cudnn_graph::cudnn_graph(cudnnHandle_t handle, const describe_fn& describe, const cudnn_numerics& numerics,
+inline cudnn_graph::cudnn_graph(cudnnHandle_t handle, const describe_fn& describe, const cudnn_numerics& policy,
                                 std::size_t workspace_limit, std::size_t max_plans, const std::string& what)
     : m_what(what) {
   namespace fe = cudnn_frontend;
@@ -234,7 +234,7 @@ inline cudnn_graph::cudnn_graph(cudnnHandle_t handle, const describe_fn& describ
       p.heuristic_rank = int(i);
       p.fallback = i >= from_mode_a;
       p.numerical_notes = graph->numerical_notes(i);
-      if (!numerics.allows(p.numerical_notes)) continue;
+      if (!policy.allows(p.numerical_notes)) continue;
       std::unordered_map<fe::KnobType_t, std::int64_t> knobs;
       if (graph->get_engine_and_knobs_at_index(i, p.engine, knobs).is_bad()) continue;
       if (p.fallback && std::find(engines_built.begin(), engines_built.end(), p.engine) != engines_built.end()) {
@@ -308,7 +308,7 @@ inline std::int64_t engine_of_tag(const std::string& tag) {
 }  // namespace detail
 
 inline std::shared_ptr<const cudnn_graph> cudnn_graph::of_operations(cudnnHandle_t handle, const operations_fn& describe,
-                                                                     const cudnn_numerics& numerics,
+                                                                     const cudnn_numerics& policy,
                                                                      std::size_t workspace_limit, std::size_t max_plans,
                                                                      const std::string& what) {
   namespace fe = cudnn_frontend;
@@ -340,7 +340,7 @@ inline std::shared_ptr<const cudnn_graph> cudnn_graph::of_operations(cudnnHandle
         p.heuristic_rank = this_rank;
         p.fallback = mode == CUDNN_HEUR_MODE_FALLBACK;
         p.numerical_notes = detail::configuration_notes(config);
-        if (!numerics.allows(p.numerical_notes)) continue;
+        if (!policy.allows(p.numerical_notes)) continue;
         try {
           fe::ExecutionPlan plan = fe::ExecutionPlanBuilder().setHandle(handle).setEngineConfig(config, built->graph.getTag()).build();
           const std::string tag = plan.getTag();

@@ -20,13 +20,19 @@
 
 namespace gpucmp::detail {
 
-/// cuDNN's element type for a precision (TF32 stores FP32).
-inline cudnnDataType_t cudnn_data_type(conv_dtype t) noexcept {
+/// cuDNN's tag of an element type.
+inline cudnnDataType_t cudnn_data_type(element_type t) noexcept {
   switch (t) {
-    case conv_dtype::fp16: return CUDNN_DATA_HALF;
-    case conv_dtype::bf16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
+    case element_type::fp64: return CUDNN_DATA_DOUBLE;
+    case element_type::fp32: return CUDNN_DATA_FLOAT;
+    case element_type::fp16: return CUDNN_DATA_HALF;
+    case element_type::bf16: return CUDNN_DATA_BFLOAT16;
+    case element_type::fp8_e4m3: return CUDNN_DATA_FP8_E4M3;
+    case element_type::fp8_e5m2: return CUDNN_DATA_FP8_E5M2;
+    case element_type::int8: return CUDNN_DATA_INT8;
+    case element_type::int32: return CUDNN_DATA_INT32;
   }
+  return CUDNN_DATA_FLOAT;  // not reached: every value has its case
 }
 
 /// cuDNN's 4-D tensor format for a layout.
@@ -37,12 +43,9 @@ inline cudnnTensorFormat_t cudnn_format(conv_layout layout) noexcept {
 /// The math a precision asks of the legacy API: FP32 forbids tensor cores (FMA), TF32 is
 /// cuDNN's default for FP32 data, FP16 and BF16 ask for tensor ops (with the default, the
 /// legacy heuristic offers FP16 algorithms without them; docs/results/h200-models.md, "The stem").
-inline cudnnMathType_t cudnn_requested_math(conv_dtype t) noexcept {
-  switch (t) {
-    case conv_dtype::fp32: return CUDNN_FMA_MATH;
-    case conv_dtype::tf32: return CUDNN_DEFAULT_MATH;
-    default: return CUDNN_TENSOR_OP_MATH;
-  }
+inline cudnnMathType_t cudnn_requested_math(numerics t) noexcept {
+  if (peak_precision(t) == precision::fp32) return CUDNN_FMA_MATH;
+  return tf32_products(t) ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
 }
 
 /// Input, output and filter descriptors and the convolution descriptor of one problem, in
@@ -63,7 +66,7 @@ inline legacy_conv_descriptors make_legacy_conv_descriptors(const conv_problem& 
     return int(v);
   };
   const cudnnTensorFormat_t format = cudnn_format(p.layout);
-  const cudnnDataType_t type = cudnn_data_type(p.dtype);
+  const tensor_types& types = types_of(p.dtype);
   legacy_conv_descriptors d;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
@@ -77,12 +80,12 @@ inline legacy_conv_descriptors make_legacy_conv_descriptors(const conv_problem& 
   GPUCMP_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
   d.conv = decltype(d.conv)(c);
   GPUCMP_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(x, format, type, narrow(p.n, "n"), narrow(p.c, "c"), narrow(p.h, "h"), narrow(p.w, "w")));
-  GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, format, narrow(p.k, "k"), narrow(p.c / p.groups, "c"), narrow(p.r, "r"),
+      cudnnSetTensor4dDescriptor(x, format, cudnn_data_type(types.input), narrow(p.n, "n"), narrow(p.c, "c"), narrow(p.h, "h"), narrow(p.w, "w")));
+  GPUCMP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_data_type(types.weight), format, narrow(p.k, "k"), narrow(p.c / p.groups, "c"), narrow(p.r, "r"),
                                                 narrow(p.s, "s")));
   GPUCMP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w),
                                                      int(p.dilation_h), int(p.dilation_w), CUDNN_CROSS_CORRELATION,
-                                                     CUDNN_DATA_FLOAT));
+                                                     cudnn_data_type(types.accumulate)));
   GPUCMP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, int(p.groups)));
   GPUCMP_CUDNN_CHECK(cudnnSetConvolutionMathType(c, cudnn_requested_math(p.dtype)));
   int n = 0, k = 0, pp = 0, q = 0;
@@ -91,7 +94,7 @@ inline legacy_conv_descriptors make_legacy_conv_descriptors(const conv_problem& 
     throw library_error("cuDNN's output size " + std::to_string(n) + "x" + std::to_string(k) + "x" + std::to_string(pp) + "x" +
                         std::to_string(q) + " differs from conv_problem's for " + what);
   }
-  GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, type, n, k, pp, q));
+  GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, cudnn_data_type(types.output), n, k, pp, q));
   return d;
 }
 

@@ -39,32 +39,6 @@
 
 namespace gpucmp {
 
-/// Storage types of one GEMM precision: A, B, C elements and the alpha/beta scalar.
-template <class A, class B, class C, class Scalar>
-struct gemm_storage {
-  using a_type = A;            ///< element of A
-  using b_type = B;            ///< element of B
-  using c_type = C;            ///< element of C (and D)
-  using scalar_type = Scalar;  ///< alpha and beta
-};
-
-/// Calls f(gemm_storage<...>{}) with the storage types of `t`.
-template <class F>
-decltype(auto) visit_gemm_storage(gemm_dtype t, F&& f) {
-  switch (t) {
-    case gemm_dtype::fp64: return f(gemm_storage<double, double, double, double>{});
-    case gemm_dtype::fp32:
-    case gemm_dtype::tf32: return f(gemm_storage<float, float, float, float>{});
-    case gemm_dtype::fp16: return f(gemm_storage<__half, __half, __half, float>{});
-    case gemm_dtype::fp16_acc16: return f(gemm_storage<__half, __half, __half, __half>{});
-    case gemm_dtype::bf16: return f(gemm_storage<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float>{});
-    case gemm_dtype::fp8_e4m3: return f(gemm_storage<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16, float>{});
-    case gemm_dtype::fp8_e5m2: return f(gemm_storage<__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16, float>{});
-    case gemm_dtype::int8: return f(gemm_storage<std::int8_t, std::int8_t, std::int32_t, std::int32_t>{});
-  }
-  throw invalid_argument("gemm: unknown gemm_dtype");
-}
-
 /// cuBLASLt's types for one precision.
 struct cublaslt_types {
   cudaDataType_t a, b, c;         ///< operand types
@@ -72,20 +46,25 @@ struct cublaslt_types {
   cudaDataType_t scale;           ///< alpha/beta type
 };
 
-/// The cuBLASLt types of `t`.
-inline cublaslt_types cublaslt_types_for(gemm_dtype t) {
-  switch (t) {
-    case gemm_dtype::fp64: return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
-    case gemm_dtype::fp32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gemm_dtype::tf32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
-    case gemm_dtype::fp16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gemm_dtype::fp16_acc16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F, CUDA_R_16F};
-    case gemm_dtype::bf16: return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gemm_dtype::fp8_e4m3: return {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gemm_dtype::fp8_e5m2: return {CUDA_R_8F_E5M2, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gemm_dtype::int8: return {CUDA_R_8I, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I};
+/// The cuBLASLt types of `t`, read from its tensor types: A the input's, B the weight's, C
+/// the output's; the compute type from the accumulator (TF32 products where `t` says so);
+/// alpha and beta in the accumulator's type, as cuBLASLt requires.
+inline cublaslt_types cublaslt_types_for(numerics t) {
+  const tensor_types& types = types_of(t);
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  switch (types.accumulate) {
+    case element_type::fp64: compute = CUBLAS_COMPUTE_64F; break;
+    case element_type::fp32: compute = tf32_products(t) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case element_type::fp16: compute = CUBLAS_COMPUTE_16F; break;
+    case element_type::int32: compute = CUBLAS_COMPUTE_32I; break;
+    case element_type::bf16:
+    case element_type::fp8_e4m3:
+    case element_type::fp8_e5m2:
+    case element_type::int8:
+      throw unsupported(std::string("gemm: cuBLASLt does not accumulate in ") + to_string(types.accumulate));
   }
-  throw invalid_argument("gemm: unknown gemm_dtype");
+  return {element_info_of(types.input).cuda, element_info_of(types.weight).cuda, element_info_of(types.output).cuda, compute,
+          element_info_of(types.accumulate).cuda};
 }
 
 /// Whether the search also times candidates that copy misaligned operands into aligned
@@ -305,7 +284,7 @@ class gemm {
     select(chosen.index, nullptr);
     m_chosen.chosen_by = algorithm_choice::search;
     m_chosen.searched_seconds = chosen.seconds;
-    m_candidates = std::move(log);
+    m_search_log = std::move(log);
     if (!m_run_staged) release_staging();
   }
 
@@ -314,7 +293,7 @@ class gemm {
   /// The algorithm it runs.
   const gemm_algorithm& algorithm() const noexcept { return m_chosen; }
   /// Every timing of its search (empty until a search ran).
-  const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
   /// "gemm/cublaslt/fp16/8192x8192x8192".
   std::string name() const { return std::string("gemm/cublaslt/") + to_string(m_problem.dtype) + "/" + m_problem.shape_name(); }
 
@@ -340,7 +319,8 @@ class gemm {
   using pref_handle = detail::unique_handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
   using lt_handle = detail::unique_handle<cublasLtHandle_t, cublasLtDestroy>;
 
-  bool is_fp8() const noexcept { return m_problem.dtype == gemm_dtype::fp8_e4m3 || m_problem.dtype == gemm_dtype::fp8_e5m2; }
+  /// Whether A and B carry per-tensor scales (the FP8 recipes: numerics.hpp).
+  bool is_fp8() const noexcept { return types_of(m_problem.dtype).scale.has_value(); }
   std::int64_t a_cols() const noexcept { return m_problem.transpose_a ? m_problem.m : m_problem.k; }
   std::int64_t b_cols() const noexcept { return m_problem.transpose_b ? m_problem.k : m_problem.n; }
   std::size_t a_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.lda_or_tight() * a_cols()); }
@@ -479,7 +459,7 @@ class gemm {
 
   std::string no_algorithm_hint() const {
     if (is_fp8()) return " (cuBLASLt FP8 needs A transposed, B not (\"_tn\"), and m, n, k multiples of 16)";
-    if (m_problem.dtype == gemm_dtype::int8) return " (cuBLASLt INT8 needs A transposed, B not (\"_tn\"), and leading dimensions multiples of 4)";
+    if (m_problem.dtype == numerics::int8) return " (cuBLASLt INT8 needs A transposed, B not (\"_tn\"), and leading dimensions multiples of 4)";
     return "";
   }
 
@@ -792,7 +772,7 @@ class gemm {
     verification v;
     v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
                (everything ? "every output" : "rows and columns incl. first and last, of the first and last batch");
-    const tolerance tol = tolerance_for(p.dtype);
+    const tolerance tol = gemm_tolerance(p.dtype);
     for (std::size_t e = 0; e < count; ++e) {
       const double bound = tol.bound(ref_h[e], l2_h[e], double(p.k));
       const std::int64_t* w = &where[3 * e];
@@ -831,7 +811,7 @@ class gemm {
   bool m_staging_released = false;  // a search chose an unstaged candidate: staged ones cannot run
   cublasLtMatmulAlgo_t m_algo{};
   gemm_algorithm m_chosen;
-  std::vector<candidate_time> m_candidates;
+  std::vector<candidate_time> m_search_log;
 };
 
 }  // namespace gpucmp

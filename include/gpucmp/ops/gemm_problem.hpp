@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/numerics.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/specs_types.hpp>
 
@@ -18,125 +19,58 @@
 
 namespace gpucmp {
 
-/// Element and accumulation types of a GEMM.
-enum class gemm_dtype {
-  fp64,        ///< FP64 in, FP64 accumulate, FP64 out
-  fp32,        ///< FP32 on the CUDA cores (no tensor cores)
-  tf32,        ///< FP32 in and out, TF32 tensor cores, FP32 accumulate
-  fp16,        ///< FP16 in and out, FP32 accumulate
-  fp16_acc16,  ///< FP16 in and out, FP16 accumulate
-  bf16,        ///< BF16 in and out, FP32 accumulate
-  fp8_e4m3,    ///< FP8 E4M3 in with per-tensor scales, FP32 accumulate, BF16 out
-  fp8_e5m2,    ///< FP8 E5M2 in A (B is E4M3: cuBLASLt has no E5M2 x E5M2), FP32 accumulate, BF16 out
-  int8,        ///< INT8 in, INT32 accumulate, INT32 out
-};
+/// Bytes of one A element.
+inline std::size_t input_bytes(numerics t) noexcept { return element_bytes(types_of(t).input); }
 
-/// The name used in benchmark names: "fp64", "fp32", "tf32", "fp16", "fp16_acc16", "bf16",
-/// "fp8_e4m3", "fp8_e5m2", "int8".
-inline const char* to_string(gemm_dtype t) noexcept {
-  switch (t) {
-    case gemm_dtype::fp64: return "fp64";
-    case gemm_dtype::fp32: return "fp32";
-    case gemm_dtype::tf32: return "tf32";
-    case gemm_dtype::fp16: return "fp16";
-    case gemm_dtype::fp16_acc16: return "fp16_acc16";
-    case gemm_dtype::bf16: return "bf16";
-    case gemm_dtype::fp8_e4m3: return "fp8_e4m3";
-    case gemm_dtype::fp8_e5m2: return "fp8_e5m2";
-    case gemm_dtype::int8: return "int8";
-  }
-  return "unknown";
-}
-
-/// Bytes of one A or B element.
-inline std::size_t input_bytes(gemm_dtype t) noexcept {
-  switch (t) {
-    case gemm_dtype::fp64: return 8;
-    case gemm_dtype::fp32:
-    case gemm_dtype::tf32: return 4;
-    case gemm_dtype::fp16:
-    case gemm_dtype::fp16_acc16:
-    case gemm_dtype::bf16: return 2;
-    case gemm_dtype::fp8_e4m3:
-    case gemm_dtype::fp8_e5m2:
-    case gemm_dtype::int8: return 1;
-  }
-  return 0;
-}
+/// Bytes of one B element.
+inline std::size_t weight_bytes(numerics t) noexcept { return element_bytes(types_of(t).weight); }
 
 /// Bytes of one C element.
-inline std::size_t output_bytes(gemm_dtype t) noexcept {
-  switch (t) {
-    case gemm_dtype::fp8_e4m3:
-    case gemm_dtype::fp8_e5m2: return 2;  // BF16 output
-    case gemm_dtype::int8: return 4;      // INT32 output
-    default: return input_bytes(t);
-  }
-}
+inline std::size_t output_bytes(numerics t) noexcept { return element_bytes(types_of(t).output); }
 
-/// The datasheet rate this GEMM runs at (for % of peak).
-inline precision peak_precision(gemm_dtype t) noexcept {
-  switch (t) {
-    case gemm_dtype::fp64: return precision::fp64_tensor;
-    case gemm_dtype::fp32: return precision::fp32;
-    case gemm_dtype::tf32: return precision::tf32;
-    case gemm_dtype::fp16:
-    case gemm_dtype::fp16_acc16: return precision::fp16;
-    case gemm_dtype::bf16: return precision::bf16;
-    case gemm_dtype::fp8_e4m3:
-    case gemm_dtype::fp8_e5m2: return precision::fp8;
-    case gemm_dtype::int8: return precision::int8;
-  }
-  return precision::none;
-}
-
-/// Lowest compute capability (major * 10 + minor) with tensor-core support for `t`
-/// (0: runs anywhere CUDA does).
-inline int minimum_compute_capability(gemm_dtype t) noexcept {
-  switch (t) {
-    case gemm_dtype::tf32:
-    case gemm_dtype::bf16: return 80;
-    case gemm_dtype::fp16:
-    case gemm_dtype::fp16_acc16: return 70;
-    case gemm_dtype::int8: return 75;
-    case gemm_dtype::fp8_e4m3:
-    case gemm_dtype::fp8_e5m2: return 89;
-    default: return 0;
-  }
-}
-
-/// Throws unsupported ("fp8_e4m3 needs sm_89+, this GPU is sm_80") when a GPU of compute
-/// capability major.minor cannot run `t`.
-inline void check_supported(gemm_dtype t, int cc_major, int cc_minor) {
-  const int needed = minimum_compute_capability(t);
-  const int have = cc_major * 10 + cc_minor;
-  if (have < needed) {
-    throw unsupported(std::string(to_string(t)) + " needs sm_" + std::to_string(needed) + "+, this GPU is sm_" +
-                      std::to_string(have));
-  }
-}
-
-/// The rounding a correct GEMM of precision `t` may show against a double reference of the
-/// same inputs. Products of FP16/BF16/FP8/INT8 inputs are exact in the tensor cores; TF32
-/// rounds (or truncates) each FP32 input to 10 mantissa bits; Hopper's FP8 tensor cores add
-/// with fewer than FP32's bits, so FP8 gets a coarse accumulator; INT8 with INT32 accumulate
-/// is exact.
-inline tolerance tolerance_for(gemm_dtype t) noexcept {
-  const double fp64 = std::ldexp(1.0, -53), fp32 = std::ldexp(1.0, -24), fp16 = std::ldexp(1.0, -11),
-               bf16 = std::ldexp(1.0, -8);
+/// The rounding a correct GEMM of numerics `t` may show against a double reference of the
+/// same inputs, read from its tensor types: the output's and the accumulator's rounding units.
+/// Products of FP16/BF16/FP8/INT8 inputs are exact in the tensor cores; TF32 rounds (or
+/// truncates) each FP32 input to 10 mantissa bits; Hopper's FP8 tensor cores add with fewer
+/// than FP32's bits, so FP8 gets a coarse accumulator; integer sums are exact.
+inline tolerance gemm_tolerance(numerics t) noexcept {
+  const tensor_types& types = types_of(t);
   tolerance tol;
-  switch (t) {
-    case gemm_dtype::fp64: tol.output_eps = fp64; tol.accumulate_eps = fp64; break;
-    case gemm_dtype::fp32: tol.output_eps = fp32; tol.accumulate_eps = fp32; break;
-    case gemm_dtype::tf32: tol.output_eps = fp32; tol.input_eps = 2 * std::ldexp(1.0, -10); tol.accumulate_eps = fp32; break;
-    case gemm_dtype::fp16: tol.output_eps = fp16; tol.accumulate_eps = fp32; break;
-    case gemm_dtype::fp16_acc16: tol.output_eps = fp16; tol.accumulate_eps = fp16; break;
-    case gemm_dtype::bf16: tol.output_eps = bf16; tol.accumulate_eps = fp32; break;
-    case gemm_dtype::fp8_e4m3:
-    case gemm_dtype::fp8_e5m2: tol.output_eps = bf16; tol.accumulate_eps = std::ldexp(1.0, -13); break;
-    case gemm_dtype::int8: tol.sigmas = 0; break;  // exact
+  if (!element_info_of(types.accumulate).floating) {
+    tol.sigmas = 0;  // exact
+    return tol;
   }
+  tol.output_eps = unit_roundoff(types.output);
+  tol.accumulate_eps = unit_roundoff(types.accumulate);
+  if (tf32_products(t)) tol.input_eps = 2 * std::ldexp(1.0, -10);
+  if (peak_precision(t) == precision::fp8) tol.accumulate_eps = std::ldexp(1.0, -13);
   return tol;
+}
+
+/// Storage types of one GEMM precision: A, B, C elements and the alpha/beta scalar.
+template <class A, class B, class C, class Scalar>
+struct gemm_storage {
+  using a_type = A;            ///< element of A
+  using b_type = B;            ///< element of B
+  using c_type = C;            ///< element of C (and D)
+  using scalar_type = Scalar;  ///< alpha and beta
+};
+
+/// Calls f(gemm_storage<...>{}) with the storage types of `t`.
+template <class F>
+decltype(auto) visit_gemm_storage(numerics t, F&& f) {
+  switch (t) {
+    case numerics::fp64: return f(gemm_storage<double, double, double, double>{});
+    case numerics::fp32:
+    case numerics::tf32: return f(gemm_storage<float, float, float, float>{});
+    case numerics::fp16: return f(gemm_storage<__half, __half, __half, float>{});
+    case numerics::fp16_acc16: return f(gemm_storage<__half, __half, __half, __half>{});
+    case numerics::bf16: return f(gemm_storage<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float>{});
+    case numerics::fp8_e4m3: return f(gemm_storage<__nv_fp8_e4m3, __nv_fp8_e4m3, __nv_bfloat16, float>{});
+    case numerics::fp8_e5m2: return f(gemm_storage<__nv_fp8_e5m2, __nv_fp8_e4m3, __nv_bfloat16, float>{});
+    case numerics::int8: return f(gemm_storage<std::int8_t, std::int8_t, std::int32_t, std::int32_t>{});
+  }
+  throw invalid_argument("gemm: numerics value " + std::to_string(int(t)) + " is not in the table");
 }
 
 /// One GEMM (or a batch of equal, strided GEMMs): C[m x n] = op(A) op(B), op(A) m x k.
@@ -150,7 +84,7 @@ struct gemm_problem {
   std::int64_t ldb = 0;        ///< leading dimension of B (0: tight)
   std::int64_t ldc = 0;        ///< leading dimension of C (0: tight)
   std::int64_t batch = 1;      ///< number of GEMMs
-  gemm_dtype dtype = gemm_dtype::fp32;  ///< element and accumulation types
+  numerics dtype = numerics::fp32;  ///< the type of each tensor and of the accumulator (numerics.hpp)
 
   /// Rows of A as stored (column-major).
   std::int64_t a_rows() const noexcept { return transpose_a ? k : m; }
@@ -185,13 +119,13 @@ struct gemm_problem {
   /// The fewest bytes a GEMM must move: A and B read once, C written once (beta = 0).
   double min_bytes() const noexcept {
     return double(batch) * (double(m) * double(k) * double(input_bytes(dtype)) +
-                            double(k) * double(n) * double(input_bytes(dtype)) +
+                            double(k) * double(n) * double(weight_bytes(dtype)) +
                             double(m) * double(n) * double(output_bytes(dtype)));
   }
   /// Bytes the buffers occupy (with their leading dimensions), for memory checks.
   double footprint_bytes() const noexcept {
     return double(batch) * (double(lda_or_tight()) * double(transpose_a ? m : k) * double(input_bytes(dtype)) +
-                            double(ldb_or_tight()) * double(transpose_b ? k : n) * double(input_bytes(dtype)) +
+                            double(ldb_or_tight()) * double(transpose_b ? k : n) * double(weight_bytes(dtype)) +
                             double(ldc_or_tight()) * double(n) * double(output_bytes(dtype)));
   }
   /// "8192x8192x8192", with "_tn" style suffixes for transposes and "_b8" for batches.
@@ -248,7 +182,7 @@ inline gemm_staging_plan staging_plan(const gemm_problem& p) {
   plan.lda = p.lda_or_tight();
   plan.ldb = p.ldb_or_tight();
   plan.ldc = p.ldc_or_tight();
-  if (p.dtype == gemm_dtype::fp8_e4m3 || p.dtype == gemm_dtype::fp8_e5m2 || p.dtype == gemm_dtype::int8) return plan;
+  if (p.dtype == numerics::fp8_e4m3 || p.dtype == numerics::fp8_e5m2 || p.dtype == numerics::int8) return plan;
   const auto in = static_cast<std::int64_t>(input_bytes(p.dtype)), out = static_cast<std::int64_t>(output_bytes(p.dtype));
   auto aligned = [](std::int64_t elements, std::int64_t bytes) { return (elements * bytes) % 16 == 0; };
   auto padded = [](std::int64_t elements, std::int64_t bytes) {  // element sizes here divide 16

@@ -139,6 +139,15 @@ inline search_options memory_search_defaults() {
   return s;
 }
 
+/// What a memory operation runs: its launch shape and how it was chosen.
+struct memory_algorithm {
+  std::string shape;                                          ///< "256x4" (threads x loads), or "cudaMemcpyAsync"
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
+  double searched_seconds = 0;                                ///< its median per call in the search (search only)
+  /// "256x4 (search)".
+  std::string describe() const { return shape + " (" + to_string(chosen_by) + ")"; }
+};
+
 /// One verified memory operation over `bytes` bytes (per buffer) on the current device.
 class memory_bandwidth {
  public:
@@ -220,7 +229,13 @@ class memory_bandwidth {
   /// Keeps a search's verdict and timings.
   void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
     select(chosen.index, nullptr);
-    m_candidates = std::move(log);
+    m_chosen_by = algorithm_choice::search;
+    m_searched_seconds = chosen.seconds;
+    m_search_log = std::move(log);
+  }
+  /// What it runs now.
+  memory_algorithm algorithm() const {
+    return {is_kernel() ? m_config.describe() : "cudaMemcpyAsync", m_chosen_by, m_searched_seconds};
   }
 
   /// Runs once on a poisoned destination and checks every byte (copies) or every element
@@ -296,7 +311,7 @@ class memory_bandwidth {
   /// The kernels' selected launch shape (threads x loads per thread).
   const stream_kernel_config& config() const noexcept { return m_config; }
   /// Every timing of its search (kernels only; empty until a search ran).
-  const std::vector<candidate_time>& candidates() const noexcept { return m_candidates; }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
   /// The operation.
   memory_op op() const noexcept { return m_op; }
   /// Bytes per buffer.
@@ -397,7 +412,9 @@ class memory_bandwidth {
   pinned_buffer<std::uint32_t> m_host;
   std::vector<stream_kernel_config> m_configs;  // the candidates
   stream_kernel_config m_config;
-  std::vector<candidate_time> m_candidates;
+  std::vector<candidate_time> m_search_log;
+  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
+  double m_searched_seconds = 0;
 };
 
 }  // namespace gpucmp

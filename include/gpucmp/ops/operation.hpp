@@ -24,6 +24,9 @@
 //   const search_options& search_settings() const   how its options ask it to be searched
 //   void adopt_search(const search_choice&, std::vector<candidate_time> log)
 //                                               keep the search's verdict and every timing
+//   const std::vector<candidate_time>& search_log() const   every timing of its search (empty
+//                                               until one ran)
+//   algorithm() const                           what it runs: .describe(), .chosen_by
 // Standalone operations also answer, for a problem and before anything is allocated:
 //   static std::string support(problem, options, device)   "" or why this device cannot run it
 //   static double bytes_needed(problem, options)           device memory it would allocate
@@ -45,7 +48,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -67,7 +72,8 @@ struct has_search_phases<
                     decltype(std::declval<Op&>()(cudaStream_t{})),
                     decltype(verification(std::declval<Op&>().verify(cudaStream_t{}))),
                     decltype(std::declval<Op&>().adopt_search(std::declval<const search_choice&>(),
-                                                              std::declval<std::vector<candidate_time>>()))>>
+                                                              std::declval<std::vector<candidate_time>>())),
+                    decltype(static_cast<const std::vector<candidate_time>&>(std::declval<const Op&>().search_log()))>>
     : std::true_type {};
 
 template <class Op, class = void>
@@ -77,7 +83,9 @@ template <class Op>
 struct has_operation_phases<
     Op, std::void_t<decltype(gpucmp::work(std::declval<const Op&>().work())),
                     decltype(algorithm_choice(std::declval<const Op&>().choice())),
-                    decltype(static_cast<const search_options&>(std::declval<const Op&>().search_settings()))>>
+                    decltype(static_cast<const search_options&>(std::declval<const Op&>().search_settings())),
+                    decltype(std::string(std::declval<const Op&>().algorithm().describe())),
+                    decltype(algorithm_choice(std::declval<const Op&>().algorithm().chosen_by))>>
     : has_search_phases<Op> {};
 
 template <class Op, class = void>
@@ -102,13 +110,13 @@ int candidate_group_of(const Op& op, std::size_t i) {
 
 }  // namespace detail
 
-/// True when Op has the phases search() drives: name, candidates, select, run, verify and
-/// adopt_search (a network's layers: this header's opening comment).
+/// True when Op has the phases search() drives: name, candidates, select, run, verify,
+/// adopt_search and search_log (a network's layers: this header's opening comment).
 template <class Op>
 struct is_searchable : detail::has_search_phases<Op> {};
 
 /// True when Op implements the whole operation contract: the search phases plus work(),
-/// choice() and search_settings() (this header's opening comment).
+/// choice(), search_settings() and algorithm() (this header's opening comment).
 template <class Op>
 struct is_operation : detail::has_operation_phases<Op> {};
 
@@ -125,10 +133,11 @@ search_choice search(Operation& op, engine& eng, const search_options& options,
                      const measure_options& preset = search_preset()) {
   static_assert(is_searchable<Operation>::value, "search() needs an operation (see gpucmp/ops/operation.hpp)");
   GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto started = std::chrono::steady_clock::now();
   candidate_timer timer(eng, options, preset);
   const cudaStream_t s = timer.stream();
   std::vector<candidate_time> log;
-  const search_choice chosen = choose_fastest_verified(
+  search_choice chosen = choose_fastest_verified(
       op.candidate_count(), [&](std::size_t i) { return op.describe_candidate(i); },
       [&](std::size_t i) {
         op.select(i, s);
@@ -141,6 +150,7 @@ search_choice search(Operation& op, engine& eng, const search_options& options,
       log, op.name(), options, [&](std::size_t i) { return detail::candidate_group_of(op, i); });
   op.select(chosen.index, s);
   GPUCMP_CUDA_CHECK(cudaStreamSynchronize(s));
+  chosen.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   op.adopt_search(chosen, std::move(log));
   return chosen;
 }
@@ -159,6 +169,28 @@ template <class Operation>
 void choose_algorithm(Operation& op, engine& eng = shared_engine()) {
   static_assert(is_operation<Operation>::value, "choose_algorithm() needs an operation (see gpucmp/ops/operation.hpp)");
   if (op.choice() == algorithm_choice::search) search(op, eng);
+}
+
+/// What prepare_verified() settled.
+struct prepared_operation {
+  std::optional<search_choice> search;  ///< the search's verdict and wall time (none when its options ask for the heuristic)
+  verification check;                   ///< the output check of the algorithm it runs
+};
+
+/// The contract's chores before an operation is timed, in one call: settles its algorithm as
+/// its options ask (choose_algorithm: by default the timed search, which keeps the verified
+/// fastest), then checks the output of the algorithm it will run against its reference and
+/// throws verification_failed when it is wrong, so a wrong answer is never timed.
+/// gpucmp::run_verified (gbench/verified_run.hpp) adds the declaration and the timing for a
+/// benchmark.
+template <class Operation>
+prepared_operation prepare_verified(Operation& op, engine& eng = shared_engine()) {
+  static_assert(is_operation<Operation>::value, "prepare_verified() needs an operation (see gpucmp/ops/operation.hpp)");
+  prepared_operation prepared;
+  if (op.choice() == algorithm_choice::search) prepared.search = search(op, eng);
+  prepared.check = op.verify(eng.stream());
+  require_passed(op.name(), prepared.check);
+  return prepared;
 }
 
 }  // namespace gpucmp

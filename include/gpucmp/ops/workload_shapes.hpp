@@ -18,7 +18,7 @@
 namespace gpucmp {
 
 /// DeepBench's representative GEMMs (M, N, K, op(A), op(B); column-major), in `dtype`.
-inline std::vector<gemm_problem> deepbench_gemm_shapes(gemm_dtype dtype) {
+inline std::vector<gemm_problem> deepbench_gemm_shapes(numerics dtype) {
   struct row {
     std::int64_t m, n, k;
     bool ta, tb;
@@ -45,7 +45,7 @@ inline std::vector<gemm_problem> deepbench_gemm_shapes(gemm_dtype dtype) {
 
 /// DeepBench's representative convolutions (its tuples are W, H, C, N, K, S, R, pad_w, pad_h,
 /// stride_w, stride_h; NCHW in DeepBench), in `dtype` and `layout`.
-inline std::vector<conv_problem> deepbench_conv_shapes(conv_dtype dtype, conv_layout layout) {
+inline std::vector<conv_problem> deepbench_conv_shapes(numerics dtype, conv_layout layout) {
   struct row {
     std::int64_t w, h, c, n, k, s, r, pad, stride;
   };
@@ -75,7 +75,7 @@ inline std::vector<conv_problem> deepbench_conv_shapes(conv_dtype dtype, conv_la
 }
 
 /// The distinct convolutions of ResNet-50 v1.5 (23 of its 53), first-use order, at `batch`.
-inline std::vector<conv_problem> resnet50_conv_shapes(std::int64_t batch, conv_dtype dtype, conv_layout layout) {
+inline std::vector<conv_problem> resnet50_conv_shapes(std::int64_t batch, numerics dtype, conv_layout layout) {
   std::vector<conv_problem> out;
   std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>> seen;
   for (const data::conv_layer& l : data::resnet50_v1_5_convs) {

@@ -67,9 +67,10 @@ inline projection project(const work& w, double measured_s, const gpu_profile& m
     out.reason = "no work declared";
     return out;
   }
-  if (w.flops > 0 && w.arithmetic != precision::none && !target.supports(w.arithmetic)) {
+  if (w.flops > 0 && w.arithmetic != precision::none && !target.supports(w.arithmetic, w.structure)) {
     out.status = projection_status::unsupported;
-    out.reason = std::string(to_string(w.arithmetic)) + " has no peak on " + target.name;
+    out.reason = std::string(to_string(w.arithmetic)) + (w.structure == sparsity::dense ? "" : " 2:4 sparse") +
+                 " has no peak on " + target.name;
     return out;
   }
   if (std::isfinite(target.memory_gb) && w.bytes() > target.memory_gb * 1e9) {
@@ -91,7 +92,7 @@ inline projection project(const work& w, double measured_s, const gpu_profile& m
     out.reason = "the measured GPU's datasheet lacks the figures to place this result";
     return out;
   }
-  out.compute_s = has_flops ? w.flops / (target.peak_per_s(w.arithmetic) * out.used.compute) : 0.0;
+  out.compute_s = has_flops ? w.flops / (target.peak_per_s(w.arithmetic, w.structure) * out.used.compute) : 0.0;
   out.memory_s = w.bytes() > 0 ? w.bytes() / (target.bandwidth_bytes_per_s() * out.used.memory) : 0.0;
   if (!std::isfinite(out.compute_s) || !std::isfinite(out.memory_s)) {
     out.reason = "the target's datasheet lacks the figures for this result";

@@ -48,7 +48,7 @@ inline roofline_point place_on_roofline(const work& w, double seconds, const gpu
   w.validate();
   roofline_point r;
   if (!(seconds > 0)) return r;
-  const double peak = gpu.peak_per_s(w.arithmetic);
+  const double peak = gpu.peak_per_s(w.arithmetic, w.structure);
   const double bandwidth = gpu.bandwidth_bytes_per_s();
   if (w.flops > 0) {
     r.flop_per_s = w.flops / seconds;

@@ -62,6 +62,14 @@ struct gpu_profile {
   }
   /// Whether the GPU has a published peak for `p`.
   bool supports(precision p) const noexcept { return std::isfinite(peak_per_s(p)); }
+  /// Peak rate for `p` with structure `s`: 2:4 sparsity doubles the tensor-core rates of
+  /// compute capability 8.0 and later (their sparse tensor cores); NaN where there is no such rate.
+  double peak_per_s(precision p, sparsity s) const noexcept {
+    if (s == sparsity::dense) return peak_per_s(p);
+    return has_sparse_rate(p) && cc_major >= 8 ? 2 * peak_per_s(p) : no_value;
+  }
+  /// Whether the GPU has a published peak for `p` with structure `s`.
+  bool supports(precision p, sparsity s) const noexcept { return std::isfinite(peak_per_s(p, s)); }
   /// Bandwidth in bytes per second.
   double bandwidth_bytes_per_s() const noexcept { return memory_bandwidth_gbs * 1e9; }
 };

@@ -45,6 +45,23 @@ inline const char* to_string(precision p) noexcept {
   return "none";
 }
 
+/// The structure a workload's FLOPs exploit. Datasheets quote a second, "with sparsity" rate
+/// for 2:4 structured sparsity (two of every four weights zero) on the tensor cores of
+/// Ampere and later: twice the dense one. A 2:4 workload declares the dense FLOP count (what
+/// the datasheets' sparse figures count too) and its % of peak is taken against that rate.
+enum class sparsity {
+  dense,           ///< every product computed
+  structured_2_4,  ///< 2:4 structured sparsity on sparse tensor cores
+};
+
+/// "dense", "2:4".
+inline const char* to_string(sparsity s) noexcept { return s == sparsity::structured_2_4 ? "2:4" : "dense"; }
+
+/// Whether datasheets give a 2:4 sparse rate for `p` (the tensor-core rates but FP64's).
+constexpr bool has_sparse_rate(precision p) noexcept {
+  return p == precision::tf32 || p == precision::fp16 || p == precision::bf16 || p == precision::fp8 || p == precision::int8;
+}
+
 /// Parses a precision name; also accepts the dtype names used in benchmark names
 /// ("fp8_e4m3", "fp8_e5m2", "fp16_acc16" map to their tensor rate). Returns none otherwise.
 inline precision precision_from_name(const std::string& text) noexcept {

@@ -20,6 +20,7 @@ struct work {
   double bytes_written = 0;  ///< bytes that must be written to device memory
   double items = 0;          ///< domain items (elements, images, tokens, ...)
   precision arithmetic = precision::none;  ///< the precision the FLOPs run in (selects the peak for % of peak)
+  sparsity structure = sparsity::dense;    ///< 2:4 selects the datasheet's sparse peak; flops stay the dense count
 
   /// Bytes read plus bytes written.
   double bytes() const noexcept { return bytes_read + bytes_written; }

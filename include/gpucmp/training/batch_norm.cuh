@@ -78,7 +78,7 @@ struct batch_norm_tensors {
 /// One batch norm layer's shape and epilogue.
 struct batch_norm_shape {
   std::int64_t n = 0, c = 0, h = 1, w = 1;
-  conv_dtype dtype = conv_dtype::fp16;       ///< activations' type (TF32 stores FP32)
+  numerics dtype = numerics::fp16;       ///< activations' type (TF32 stores FP32)
   conv_layout layout = conv_layout::nhwc;
   bool residual = false;                     ///< adds z
   bool relu = true;                          ///< ReLU last
@@ -585,7 +585,7 @@ class batch_norm_training {
   static std::string support(const batch_norm_shape& shape, batch_norm_path path) {
     if (path == batch_norm_path::gpucmp_kernels) return {};
     if (shape.layout != conv_layout::nhwc) return "cuDNN persistent batch norm: NHWC only, not " + shape.name();
-    if (shape.dtype != conv_dtype::fp16 && shape.dtype != conv_dtype::bf16) {
+    if (shape.dtype != numerics::fp16 && shape.dtype != numerics::bf16) {
       return "cuDNN persistent batch norm: FP16 or BF16 only, not " + shape.name();
     }
     if (shape.c % 4 != 0) return "cuDNN persistent batch norm: channels must be a multiple of 4 in " + shape.name();
@@ -709,7 +709,7 @@ class batch_norm_training {
                                  const float* sum = nullptr, const float* squares = nullptr) const {
     const std::size_t c = std::size_t(m_shape.c);
     const std::vector<float> old_mean = download(t.running_mean, c, stream), old_var = download(t.running_var, c, stream);
-    const std::size_t bytes = std::size_t(m_shape.elements()) * element_bytes(m_shape.dtype);
+    const std::size_t bytes = std::size_t(m_shape.elements()) * activation_bytes(m_shape.dtype);
     GPUCMP_CUDA_CHECK(cudaMemsetAsync(t.y, 0xFF, bytes, stream));  // poisoned: NaN in every type
     if (sum != nullptr || squares != nullptr) {
       forward_from_sums(t, sum, squares, workspace, reserve, stream);
@@ -747,7 +747,7 @@ class batch_norm_training {
   // 32-bit indices), else 0. The pointers are checked at each launch.
   int packed_row() const noexcept {
     if (m_shape.layout != conv_layout::nhwc) return 0;
-    const std::int64_t width = 16 / std::int64_t(element_bytes(m_shape.dtype));
+    const std::int64_t width = 16 / std::int64_t(activation_bytes(m_shape.dtype));
     // Half of int's range: a thread's index or next row never overflows.
     if (m_shape.c % width != 0 || m_shape.elements() / width > std::numeric_limits<int>::max() / 2) return 0;
     return int(m_shape.c / width);
@@ -810,7 +810,7 @@ class batch_norm_training {
     m_x = tensor_desc_t(x);
     GPUCMP_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p));
     m_param = tensor_desc_t(p);
-    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, detail::cudnn_data_type(m_shape.dtype), int(m_shape.n),
+    GPUCMP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, detail::cudnn_data_type(types_of(m_shape.dtype).output), int(m_shape.n),
                                                   int(m_shape.c), int(m_shape.h), int(m_shape.w)));
     GPUCMP_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(p, x, CUDNN_BATCHNORM_SPATIAL_PERSISTENT));
     if (m_shape.relu) {
@@ -958,15 +958,13 @@ class batch_norm_training {
     // Statistics and per-channel results come from FP32 partial sums (2^-16 relative covers
     // thousands of terms per thread); element-wise results are a few FP32 operations on
     // them, then rounded to their type.
-    const double stats_eps = std::ldexp(1.0, -16), f32 = std::ldexp(1.0, -18), out_eps = m_shape.dtype == conv_dtype::fp16 ? std::ldexp(1.0, -11)
-                                                       : m_shape.dtype == conv_dtype::bf16 ? std::ldexp(1.0, -8)
-                                                                                           : std::ldexp(1.0, -24);
+    const double stats_eps = std::ldexp(1.0, -16), f32 = std::ldexp(1.0, -18), out_eps = unit_roundoff(types_of(m_shape.dtype).output);
     // cuDNN's persistent kernels sum the backward's per-channel terms in an order and precision
     // of their own (not documented): on the H200, FP16 dbeta was off FP64 by 1.1e-4 of the sum
     // of |dy| (ResNet-50 layer3.3.conv3 at batch 128), so that path's sums are held to the storage
     // type's epsilon rather than FP32 partial sums'.
     const double sum_eps = m_path == batch_norm_path::cudnn_persistent ? std::max(stats_eps, out_eps) : stats_eps;
-    const double small = m_shape.dtype == conv_dtype::fp16 ? std::ldexp(1.0, -24) : m_shape.dtype == conv_dtype::bf16 ? 1e-38 : 1e-44;
+    const double small = m_shape.dtype == numerics::fp16 ? std::ldexp(1.0, -24) : m_shape.dtype == numerics::bf16 ? 1e-38 : 1e-44;
     batch_norm_verification v;
     v.forward.method = "GPU FP64 reference: statistics of every channel, y at " + std::to_string(at.size()) + " elements";
     v.backward.method = "GPU FP64 reference: dgamma and dbeta of every channel, dx" + std::string(m_shape.residual ? " and dz" : "") +

@@ -27,6 +27,7 @@
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/multigpu/communicator.hpp>
 #include <gpucmp/multigpu/nccl_status.hpp>
+#include <gpucmp/multigpu/nccl_types.hpp>
 #include <gpucmp/multigpu/stream_fork.hpp>
 #include <gpucmp/training/gradient_buckets.hpp>
 #include <gpucmp/training/training_network.cuh>
@@ -73,7 +74,7 @@ class data_parallel_training {
       throw;
     }
     GPUCMP_CUDA_CHECK(cudaSetDevice(previous));
-    m_buckets = plan_gradient_buckets(m_replicas.front()->gradients_final_after(), element_bytes(options.dtype), bucket_bytes);
+    m_buckets = plan_gradient_buckets(m_replicas.front()->gradients_final_after(), activation_bytes(options.dtype), bucket_bytes);
     plan_bucket_closings();
   }
   data_parallel_training(const data_parallel_training&) = delete;
@@ -165,9 +166,9 @@ class data_parallel_training {
   // One bucket's gradients averaged in place across the GPUs, in one NCCL group, on the
   // communication streams, after the backward pass has finished them on each GPU.
   void all_reduce(const gradient_bucket& bucket) const {
-    const conv_dtype dtype = m_replicas.front()->options().dtype;
-    const ncclDataType_t filter_type = dtype == conv_dtype::fp16 ? ncclFloat16 : dtype == conv_dtype::bf16 ? ncclBfloat16 : ncclFloat32;
-    const std::size_t filter_bytes = element_bytes(dtype);
+    const numerics dtype = m_replicas.front()->options().dtype;
+    const ncclDataType_t filter_type = nccl_data_type(types_of(dtype).output);
+    const std::size_t filter_bytes = activation_bytes(dtype);
     for (int r = 0; r < m_group.local_ranks(); ++r) {
       GPUCMP_CUDA_CHECK(cudaSetDevice(m_group.device(r)));
       GPUCMP_CUDA_CHECK(cudaEventRecord(m_ready[std::size_t(r)].get(), m_group.stream(r)));

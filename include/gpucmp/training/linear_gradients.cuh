@@ -112,13 +112,13 @@ class linear_backward {
   /// Prepares the products for `rows` x `in` -> `out` in `dtype` with a cuBLASLt workspace of
   /// `workspace_bytes` at `workspace`. Throws invalid_argument for bad sizes or tensors and
   /// unsupported when cuBLASLt has no algorithm.
-  linear_backward(cublasLtHandle_t handle, std::int64_t rows, std::int64_t in, std::int64_t out, conv_dtype dtype,
+  linear_backward(cublasLtHandle_t handle, std::int64_t rows, std::int64_t in, std::int64_t out, numerics dtype,
                   const linear_gradient_tensors& t, void* workspace, std::size_t workspace_bytes)
       : m_rows(rows), m_in(in), m_out(out), m_dtype(dtype), m_tensors(t), m_workspace(workspace), m_workspace_bytes(workspace_bytes) {
     if (rows <= 0 || in <= 0 || out <= 0) throw invalid_argument("linear_backward: rows, in and out must be positive");
     if (!t.x || !t.w || !t.dy || !t.dw || !t.db) throw invalid_argument("linear_backward " + name() + " needs x, w, dy, dw and db");
-    const cudaDataType_t ab = dtype == conv_dtype::fp16 ? CUDA_R_16F : dtype == conv_dtype::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-    const cublasComputeType_t compute = dtype == conv_dtype::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t ab = element_info_of(types_of(dtype).output).cuda;
+    const cublasComputeType_t compute = tf32_products(dtype) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     const auto n = std::uint64_t(rows), i = std::uint64_t(in), o = std::uint64_t(out);
     // Column-major views: W is in x out, dy is out x N, x is in x N, dx is in x N, dW is in x out.
     // dx (in x N) = W (in x out) dy (out x N).
@@ -143,11 +143,7 @@ class linear_backward {
   verification verify(cudaStream_t stream) const {
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    switch (m_dtype) {
-      case conv_dtype::fp16: return compare<__half>();
-      case conv_dtype::bf16: return compare<__nv_bfloat16>();
-      default: return compare<float>();
-    }
+    return visit_floating_storage(types_of(m_dtype).output, [&](auto zero) { return compare<decltype(zero)>(); });
   }
 
   /// Enqueues dx (when asked for), dW and db on `stream`.
@@ -155,18 +151,10 @@ class linear_backward {
     if (m_tensors.dx != nullptr) m_data(m_tensors.w, m_tensors.dy, m_tensors.dx, m_workspace, m_workspace_bytes, stream);
     m_weight(m_tensors.x, m_tensors.dy, m_tensors.dw, m_workspace, m_workspace_bytes, stream);
     const unsigned blocks = unsigned((m_out + 255) / 256);
-    switch (m_dtype) {
-      case conv_dtype::fp16:
-        detail::bias_gradient_kernel<__half><<<blocks, 256, 0, stream>>>(static_cast<const __half*>(m_tensors.dy), m_rows, m_out, m_tensors.db);
-        break;
-      case conv_dtype::bf16:
-        detail::bias_gradient_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(static_cast<const __nv_bfloat16*>(m_tensors.dy), m_rows,
-                                                                                m_out, m_tensors.db);
-        break;
-      default:
-        detail::bias_gradient_kernel<float><<<blocks, 256, 0, stream>>>(static_cast<const float*>(m_tensors.dy), m_rows, m_out, m_tensors.db);
-        break;
-    }
+    visit_floating_storage(types_of(m_dtype).output, [&](auto zero) {
+      using T = decltype(zero);
+      detail::bias_gradient_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<const T*>(m_tensors.dy), m_rows, m_out, m_tensors.db);
+    });
     GPUCMP_CUDA_CHECK_LAST("bias_gradient_kernel");
   }
 
@@ -186,14 +174,14 @@ class linear_backward {
     const std::vector<float> dw = download<float>(m_tensors.dw, out * in), db = download<float>(m_tensors.db, out);
     verification v;
     v.method = "FP64 CPU reference: dx at 4 rows, dW at 256 entries, db everywhere";
-    const bool tf32 = m_dtype == conv_dtype::tf32;
+    const bool tf32 = tf32_products(m_dtype);
     tolerance fp32_out;
     fp32_out.output_eps = 0x1p-24;
     fp32_out.accumulate_eps = 0x1p-24;
     fp32_out.input_eps = tf32 ? 0x1p-10 : 0.0;
     tolerance typed_out = fp32_out;
-    typed_out.output_eps = m_dtype == conv_dtype::fp16 ? 0x1p-11 : m_dtype == conv_dtype::bf16 ? 0x1p-8 : 0x1p-24;
-    typed_out.output_abs = m_dtype == conv_dtype::fp16 ? 0x1p-25 : 0.0;
+    typed_out.output_eps = unit_roundoff(types_of(m_dtype).output);
+    typed_out.output_abs = m_dtype == numerics::fp16 ? 0x1p-25 : 0.0;  // FP16's subnormal steps
     if (m_tensors.dx != nullptr) {
       const std::vector<T> dx = download<T>(m_tensors.dx, rows * in);
       std::set<std::size_t> picked{0, rows - 1};
@@ -236,7 +224,7 @@ class linear_backward {
   }
 
   std::int64_t m_rows, m_in, m_out;
-  conv_dtype m_dtype;
+  numerics m_dtype;
   linear_gradient_tensors m_tensors;
   void* m_workspace;
   std::size_t m_workspace_bytes;

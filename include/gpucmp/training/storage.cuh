@@ -9,21 +9,15 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include <utility>
 
 namespace gpucmp {
 
-/// Calls f(T{}) with the storage element of `t`.
+/// Calls f(T{}) with the element activations and gradients are stored in under `t` (its
+/// output type: float for FP32 and TF32, __half, __nv_bfloat16).
 template <class F>
-decltype(auto) visit_storage(conv_dtype t, F&& f) {
-  switch (t) {
-    case conv_dtype::fp32:
-    case conv_dtype::tf32: return f(float{});
-    case conv_dtype::fp16: return f(__half{});
-    case conv_dtype::bf16: return f(__nv_bfloat16{});
-  }
-  throw invalid_argument("unknown conv_dtype");
+decltype(auto) visit_storage(numerics t, F&& f) {
+  return visit_floating_storage(types_of(t).output, std::forward<F>(f));
 }
 
 }  // namespace gpucmp

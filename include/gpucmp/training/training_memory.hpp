@@ -150,7 +150,7 @@ inline gradient_parts_plan plan_gradient_parts(const network_definition& def, bo
 /// gradient parts added as training_options::accumulate_in_conv says.
 /// Throws invalid_argument when `def` cannot train: no linear layer last, a softmax that is
 /// not the last layer.
-inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, conv_dtype dtype,
+inline training_memory_plan plan_training_memory(const network_definition& def, std::int64_t batch, numerics dtype,
                                                  bool accumulate_in_conv = true) {
   if (batch <= 0) throw invalid_argument(def.name() + ": batch must be positive");
   training_memory_plan plan;
@@ -160,8 +160,8 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
   for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
     if (layers[i].kind == layer_kind::softmax) throw invalid_argument(def.name() + ": softmax '" + layers[i].name + "' must be last");
   }
-  const bool low_precision = dtype == conv_dtype::fp16 || dtype == conv_dtype::bf16;
-  const std::size_t e = element_bytes(dtype);
+  const bool low_precision = dtype == numerics::fp16 || dtype == numerics::bf16;
+  const std::size_t e = activation_bytes(dtype);
 
   // Parameters: a convolution's filter and its batch norm's gamma and beta (its folded bias
   // becomes beta); a linear layer's weight and bias.
@@ -249,7 +249,7 @@ inline training_memory_plan plan_training_memory(const network_definition& def, 
 }
 
 /// The largest batch whose training plan fits in `free_bytes`; 0 when not even one image does.
-inline std::int64_t largest_training_batch_that_fits(const network_definition& def, conv_dtype dtype, std::size_t free_bytes,
+inline std::int64_t largest_training_batch_that_fits(const network_definition& def, numerics dtype, std::size_t free_bytes,
                                                      bool accumulate_in_conv = true) {
   return detail::largest_fitting_batch(
       [&](std::int64_t b) { return plan_training_memory(def, b, dtype, accumulate_in_conv).total() <= free_bytes; });

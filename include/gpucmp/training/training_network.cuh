@@ -113,7 +113,7 @@ inline conv_statistics parse_conv_statistics(const std::string& text) {
 /// How a training step is set up.
 struct training_options {
   std::int64_t batch = 64;                 ///< images per step
-  conv_dtype dtype = conv_dtype::fp16;     ///< activations' and filters' type and math
+  numerics dtype = numerics::fp16;     ///< activations' and filters' type and math
   conv_layout layout = conv_layout::nhwc;  ///< activations' and filters' layout
   /// FP16 only: dynamic loss scaling, as torch's GradScaler (BF16, TF32 and FP32 never scale).
   bool loss_scaling = true;
@@ -142,7 +142,7 @@ struct training_options {
   conv_statistics statistics_in_conv = conv_statistics::searched;
 
   /// True when the step scales its loss (FP16 with loss_scaling).
-  bool scales_loss() const noexcept { return loss_scaling && dtype == conv_dtype::fp16; }
+  bool scales_loss() const noexcept { return loss_scaling && dtype == numerics::fp16; }
 };
 
 /// "amp_fp16", "bf16", "tf32", "fp32" (and "fp16" without loss scaling).
@@ -266,7 +266,13 @@ struct batch_norm_search {
                                                              from_sums[current] ? squares() : nullptr);
     return v.forward.passed() ? v.backward : v.forward;
   }
-  void adopt_search(const search_choice& c, std::vector<candidate_time>) { chosen = c; current = c.index; }
+  void adopt_search(const search_choice& c, std::vector<candidate_time> log) {
+    chosen = c;
+    current = c.index;
+    timings = std::move(log);
+  }
+  const std::vector<candidate_time>& search_log() const noexcept { return timings; }
+  std::vector<candidate_time> timings;  ///< every timing of its search
 };
 
 }  // namespace detail
@@ -318,7 +324,7 @@ class training_network {
   /// filters' (in the precision's type) and the rest (FP32).
   struct gradient_arrays {
     void* filters = nullptr;
-    std::size_t filter_count = 0;  ///< elements of conv_dtype's storage type
+    std::size_t filter_count = 0;  ///< elements of numerics's storage type
     float* rest = nullptr;
     std::size_t rest_count = 0;
   };
@@ -659,8 +665,8 @@ class training_network {
   }
 
   void allocate() {
-    const std::size_t e = element_bytes(m_options.dtype);
-    const bool low = m_options.dtype == conv_dtype::fp16 || m_options.dtype == conv_dtype::bf16;
+    const std::size_t e = activation_bytes(m_options.dtype);
+    const bool low = m_options.dtype == numerics::fp16 || m_options.dtype == numerics::bf16;
     const std::size_t params = m_initial_master.size();
     m_master = device_buffer<float>(params, initial_fill::uninitialized());
     m_momentum = device_buffer<float>(params, initial_fill::uninitialized());
@@ -708,7 +714,7 @@ class training_network {
   // filters in their order.
   void* model(std::size_t master_index, bool filter) const {
     if (m_model.bytes() == 0) return master(master_index);
-    const std::size_t e = element_bytes(m_options.dtype);
+    const std::size_t e = activation_bytes(m_options.dtype);
     std::size_t at = master_index;
     if (!filter) {
       at = m_filter_count;
@@ -870,7 +876,7 @@ class training_network {
   bool statistics_may_fuse() const {
     const auto& paths = m_options.batch_norm_paths;
     return m_options.statistics_in_conv != conv_statistics::off && m_options.layout == conv_layout::nhwc &&
-           (m_options.dtype == conv_dtype::fp16 || m_options.dtype == conv_dtype::bf16) &&
+           (m_options.dtype == numerics::fp16 || m_options.dtype == numerics::bf16) &&
            std::find(paths.begin(), paths.end(), batch_norm_path::gpucmp_kernels) != paths.end();
   }
   std::string fused_key(std::size_t layer) const { return "fwd+statistics/" + m_reports[layer].shape; }
@@ -1088,7 +1094,7 @@ class training_network {
       b.dx = l.input.id == m_definition.input().id ? nullptr : gradient(l.input);  // any buffer of its size: bound below
       b.dw = float_gradient(s.weight);
       b.db = float_gradient(s.bias);
-      fill(const_cast<void*>(b.dy), std::size_t(m_options.batch * l.out_features) * element_bytes(m_options.dtype), 500 + i, -1, 1, stream);
+      fill(const_cast<void*>(b.dy), std::size_t(m_options.batch * l.out_features) * activation_bytes(m_options.dtype), 500 + i, -1, 1, stream);
       const linear_backward check(m_cublas.get(), m_options.batch, in, l.out_features, m_options.dtype, b, m_linear_workspace.data(),
                                   m_linear_workspace.bytes());
       const verification backward = check.verify(stream);
