@@ -94,6 +94,16 @@ double median_for_rates(const gpucmp::measurement* m) {
 }
 
 void run_collective(gpucmp::state& st, gpucmp::collective c, gpucmp::element_type t, std::size_t bytes, bool in_place) {
+  st.set_axis("collective", gpucmp::to_string(c));
+  st.set_axis("dtype", gpucmp::to_string(t));
+  st.set_axis("bytes", double(bytes));
+  st.set_axis("in_place", in_place ? 1.0 : 0.0);
+  st.set_axis("ranks", double(group().ranks()));
+  st.set_sweep_axis("bytes");
+  st.set_provider("NCCL");
+  int nccl_version = 0;
+  GPUCMP_NCCL_CHECK(ncclGetVersion(&nccl_version));
+  st.add_library("nccl", std::to_string(nccl_version));
   gpucmp::nccl_collective_options o;
   o.in_place = in_place;
   gpucmp::nccl_collective op(group(), c, bytes, t, o);

@@ -41,6 +41,14 @@ std::map<std::pair<std::string, std::pair<int, int>>, double>& bandwidths() {
 }
 
 void run_copy(gpucmp::state& st, int from, int to, std::size_t bytes, gpucmp::peer_method method, bool both) {
+  // The row's axes: the report's heat map reads its pairs and sizes from them.
+  st.set_axis("method", gpucmp::to_string(method));
+  st.set_axis("from", from);
+  st.set_axis("to", to);
+  st.set_axis("direction", both ? "both_ways" : "one_way");
+  st.set_axis("bytes", double(bytes));
+  st.set_sweep_axis("bytes");
+  st.set_provider(method == gpucmp::peer_method::memcpy_peer ? "CUDA runtime" : "gpucmp kernel");
   gpucmp::peer_copy copy(from, to, bytes, method, both);
   gpucmp::require_passed(copy.name(), copy.verify(st.stream()));
   st.set_work(copy.work());

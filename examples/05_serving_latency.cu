@@ -28,7 +28,7 @@ int main() {
 
     gpucmp::serving_options closed;
     closed.requests = 2000;
-    const gpucmp::serving_result base = gpucmp::serve(request, s.get(), closed);
+    const gpucmp::serving_result base = gpucmp::serve(request, closed);
     const double capacity = 1.0 / base.service.p50;  // requests per second the GPU can serve
 
     std::printf("# Serving latency: %s on %s\n\n", request.name().c_str(), gpucmp::query_current_device().name.c_str());
@@ -49,7 +49,7 @@ int main() {
         o.requests = 2000;
         char name[64];
         std::snprintf(name, sizeof name, "%s at %.0f%% load", gpucmp::to_string(pattern), load * 100);
-        row(name, gpucmp::serve(request, s.get(), o));
+        row(name, gpucmp::serve(request, o));
       }
     }
     return 0;

@@ -4,8 +4,10 @@
 
 A result file is Google Benchmark's JSON plus a "gpucmp" section of typed rows
 (include/gpucmp/measure/result_schema.hpp). Scripts take every fact from those rows: the
-status, the mode, the precision, the time, the declared work, power and kernel names; never
-from a name's wording, a label or a message. A file without the section is refused with a
+status, the mode, the precision, the time, the declared work, power and kernel names, and
+(schema 2) what was measured: the problem's axes, the swept axis, the provider, the algorithm,
+the output check, the search and the library versions; never from a name's wording, a label
+or a message. Schema 1 files are read as rows that describe nothing (axes {}). A file without the section is refused with a
 message that says so (`gpucmp-report upgrade OLD.json NEW.json` adds it to an old file).
 
     rows = gpucmp_results.load("suite.json").rows   # [Row], in run order
@@ -14,7 +16,9 @@ message that says so (`gpucmp-report upgrade OLD.json NEW.json` adds it to an ol
 import json
 import math
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+LEGACY_SCHEMA_VERSION = 1  # rows without a description
+DESCRIBED = ("axes", "sweep_axis", "provider", "algorithm", "verification", "search", "libraries", "latency")
 STATUSES = ("ok", "failed", "unsupported", "oom", "skipped", "timeout")
 MODES = ("cold", "hot", "graph", "kernel")
 
@@ -38,6 +42,8 @@ class Row:
             return fields["status"] == "ok"
         if key == "kernels":
             return fields.get("kernels", [])
+        if key in ("axes", "libraries"):
+            return fields.get(key, {})
         return fields.get(key)
 
     def __repr__(self):
@@ -70,8 +76,15 @@ def _check_row(path, index, row):
         raise ResultFileError(f"{where}: status '{row['status']}' is not one of {', '.join(STATUSES)}")
     if "mode" in row and row["mode"] not in MODES:
         raise ResultFileError(f"{where}: mode '{row['mode']}' is not one of {', '.join(MODES)}")
+    axes = row.get("axes", {})
+    if not isinstance(axes, dict) or any(
+            not (isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)))
+            for v in axes.values()):
+        raise ResultFileError(f"{where}: 'axes' is not an object of numbers and texts")
+    if "sweep_axis" in row and not isinstance(axes.get(row["sweep_axis"]), (int, float)):
+        raise ResultFileError(f"{where}: 'sweep_axis' {row['sweep_axis']!r} is not a numeric axis of the row")
     for key, value in row.items():
-        if key in ("name", "benchmark", "status", "message", "precision", "mode", "kernels"):
+        if key in ("name", "benchmark", "status", "message", "precision", "mode", "kernels", "sparsity", "latency") + DESCRIBED:
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
             raise ResultFileError(f"{where}: '{key}' is {value!r} (expected a finite number >= 0)")
@@ -87,13 +100,17 @@ def parse(doc, path="<result>"):
                               "written before result schema 1, by a main other than gpucmp::benchmark_main, or "
                               "without --benchmark_out; gpucmp-report upgrade OLD.json NEW.json adds it")
     version = section.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ResultFileError(f"{path}: written with result schema {version}; this reader knows schema {SCHEMA_VERSION}")
+    if version not in (SCHEMA_VERSION, LEGACY_SCHEMA_VERSION):
+        raise ResultFileError(f"{path}: written with result schema {version}; this reader knows schemas "
+                              f"{SCHEMA_VERSION} and {LEGACY_SCHEMA_VERSION}")
     rows = section.get("results")
     if not isinstance(rows, list):
         raise ResultFileError(f"{path}: its gpucmp section has no results list")
     for i, row in enumerate(rows):
         _check_row(path, i, row)
+        if version == LEGACY_SCHEMA_VERSION:  # schema 1 wrote no description
+            for key in DESCRIBED:
+                row.pop(key, None)
     benchmarks = {b.get("name"): b for b in doc.get("benchmarks", []) if isinstance(b, dict)}
     return ResultFile(path, doc.get("context", {}), [Row(r) for r in rows], benchmarks)
 

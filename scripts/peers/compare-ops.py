@@ -47,10 +47,11 @@ def median(values):
 
 
 def gpucmp_rows(paths):
-    """{(provider, key, mode): (seconds, label)} from gpucmp result files' typed rows; a row
+    """{(provider, key, mode): (seconds, algorithm)} from gpucmp result files' typed rows; a row
     that several files hold (repeated rounds) gets the median of its times. The key's parts
-    follow the naming rule op/provider/dtype/shape/mode; status, mode and time are the rows'
-    own fields, and the label (the chosen algorithm, for the table) is Google Benchmark's."""
+    follow the naming rule op/provider/dtype/shape/mode (the peer's rows are keyed alike);
+    status, mode, time and the chosen algorithm are the rows' own fields (a schema-1 file,
+    whose rows name no algorithm, gives its label's first note: the legacy path)."""
     rounds = {}
     for path in paths:
         try:
@@ -72,7 +73,8 @@ def gpucmp_rows(paths):
             entry = results.benchmarks.get(r.name, {})
             if op == "gemm" and shape.startswith("8192x8192x8192") and r.mode == "graph":
                 LARGE_GEMM_WINDOWS.add(float(entry.get("window_s", 0)))
-            rounds.setdefault((provider, f"{op}/{dtype}/{shape}", r.mode), []).append((r.seconds, entry.get("label", "")))
+            algorithm = r.algorithm if r.algorithm is not None else entry.get("label", "").split(";")[0]
+            rounds.setdefault((provider, f"{op}/{dtype}/{shape}", r.mode), []).append((r.seconds, algorithm))
     return {key: (median([t for t, _ in runs]), runs[0][1]) for key, runs in rounds.items()}
 
 

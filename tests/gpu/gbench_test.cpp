@@ -181,3 +181,39 @@ TEST_CASE("kernel mode reports busy time, span, gaps and the kernels in the labe
   CHECK(gpucmp::detail::kernel_breakdowns().back().benchmark == "adapter_kernel/kernel");
 }
 #endif
+
+TEST_CASE("a serving run is a row: latency percentiles and rates, timed in rounds through the engine", "[gpu][gbench][serving]") {
+  struct restore_typed {
+    bool typed = gpucmp::detail::typed_rows_enabled();
+    ~restore_typed() { gpucmp::detail::typed_rows_enabled() = typed; }
+  } restore;
+  gpucmp::detail::typed_rows_enabled() = true;
+  const std::size_t rows_before = gpucmp::detail::pending_rows().size();
+  gpucmp::register_benchmark(
+      "adapter_serving",
+      [](gpucmp::state& st) {
+        gpucmp::serving_options o;
+        o.pattern = gpucmp::arrival_pattern::fixed_rate;
+        o.rate_per_s = 2000;  // 20 % busy with 100 us requests
+        o.requests = 200;
+        o.round_requests = 50;
+        st.run_serving([](cudaStream_t s) { gpucmp_test::launch_spin(s, 100e-6); }, o);
+      },
+      {gpucmp::mode::hot});
+  const auto runs = gpucmp_test::run_matching("^adapter_serving/");
+  REQUIRE(runs.size() == 1);
+  const gpucmp_test::captured_run& r = runs.begin()->second;
+  CHECK(r.error.empty());
+  CHECK(r.counters.at("latency_p50_us") >= 100);
+  CHECK(r.counters.at("latency_p99_us") >= r.counters.at("latency_p50_us"));
+  CHECK(r.counters.at("requests_per_s") == Approx(2000).epsilon(0.1));
+  REQUIRE(gpucmp::detail::pending_rows().size() == rows_before + 1);
+  const gpucmp::result_row& row = gpucmp::detail::pending_rows().back().row;
+  REQUIRE(row.ok());
+  REQUIRE(row.latency.has_value());
+  CHECK(row.latency->pattern == "fixed_rate");
+  CHECK(row.latency->requests >= 200);
+  CHECK(row.seconds >= 100e-6);  // the median of the rounds' median latencies
+  CHECK(row.described.find("pattern")->text == "fixed_rate");
+  CHECK(*row.described.find("rate_per_s")->number == 2000);
+}

@@ -68,10 +68,16 @@ seen_algorithm searched_explicitly(const Problem& problem) {
 TEST_CASE("run_verified runs, on an unaligned GEMM and convolution, the algorithm an explicit search chooses", "[gpu][gbench][ops]") {
   const std::string log_path = "gpucmp_verified_run_search_log.jsonl";
   std::remove(log_path.c_str());
-  struct restore_flag {  // the flag is process-wide
-    ~restore_flag() { gpucmp::detail::flags_everywhere().search_log.clear(); }
+  struct restore_flag {  // the flag and the typed rows are process-wide
+    bool typed = gpucmp::detail::typed_rows_enabled();
+    ~restore_flag() {
+      gpucmp::detail::flags_everywhere().search_log.clear();
+      gpucmp::detail::typed_rows_enabled() = typed;
+    }
   } restore;
   gpucmp::detail::flags_everywhere().search_log = log_path;
+  gpucmp::detail::typed_rows_enabled() = true;
+  const std::size_t rows_before = gpucmp::detail::pending_rows().size();
   seen_algorithm gemm_run, conv_run;
   gpucmp::register_benchmark(
       "verified_run_gemm",
@@ -100,6 +106,30 @@ TEST_CASE("run_verified runs, on an unaligned GEMM and convolution, the algorith
   }
   CHECK(gemm_run.flops == unaligned_gemm().flops());
   CHECK(conv_run.flops == unaligned_conv().flops());
+
+  // Each typed row says what was measured, from the operation itself.
+  std::vector<gpucmp::result_row> rows;
+  for (std::size_t i = rows_before; i < gpucmp::detail::pending_rows().size(); ++i) rows.push_back(gpucmp::detail::pending_rows()[i].row);
+  REQUIRE(rows.size() == 2);
+  for (const gpucmp::result_row& row : rows) {
+    const gpucmp::row_description& d = row.described;
+    const bool gemm = d.provider == "cuBLASLt";
+    INFO(d.provider);
+    CHECK((gemm || d.provider == "cuDNN"));
+    CHECK(d.algorithm == (gemm ? gemm_run.described : conv_run.described));
+    REQUIRE(d.find("dtype") != nullptr);
+    CHECK(d.find("dtype")->text == "fp16");
+    CHECK(*d.find(gemm ? "m" : "c")->number == (gemm ? 4095.0 : 37.0));
+    REQUIRE(d.verification.has_value());
+    CHECK(d.verification->checked > 0);
+    CHECK(d.verification->failed == 0);
+    REQUIRE(d.search.has_value());
+    CHECK(d.search->wall_s > 0);
+    CHECK(d.search->candidates.size() >= 2);
+    REQUIRE_FALSE(d.libraries.empty());
+    CHECK(d.libraries.front().first == (gemm ? "cublasLt" : "cudnn"));
+    CHECK(std::stod(d.libraries.front().second) > 0);
+  }
 
   // An explicit search of the same problems: the same algorithm, or one that timed within 5 %
   // of it (two searches of candidates that tie may rank them either way).

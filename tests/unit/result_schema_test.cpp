@@ -157,7 +157,7 @@ TEST_CASE("a file without the typed section or with another schema version is re
                     GPUCMP_CONTAINS("old.json: has no typed gpucmp results") && GPUCMP_CONTAINS("legacy"));
   const auto future = gpucmp::detail::parse_json(R"({"gpucmp": {"schema_version": 7, "results": []}})");
   CHECK_THROWS_WITH(gpucmp::result_rows_of(future, "new.json"),
-                    GPUCMP_CONTAINS("written with result schema 7; this reader knows schema 1"));
+                    GPUCMP_CONTAINS("written with result schema 7; this reader knows schemas 2 and 1"));
   gpucmp::detail::json file = gpucmp::detail::json::make_object();
   file.members()["gpucmp"] = gpucmp::results_section({full_row(), full_row()});
   const auto rows = gpucmp::result_rows_of(gpucmp::detail::parse_json(gpucmp::detail::to_json_text(file)), "ok.json");
@@ -177,4 +177,70 @@ TEST_CASE("the JSON writer escapes strings and writes what JSON lacks as null", 
   CHECK(back.find("text")->string() == o.find("text")->string());
   CHECK(back.find("nan")->type() == json::kind::null);
   CHECK(back.find("list")->items().at(0).boolean());
+}
+
+TEST_CASE("a row says what it measured: axes, swept axis, provider, algorithm, check, search, libraries", "[schema]") {
+  gpucmp::result_row r = full_row();
+  gpucmp::row_description& d = r.described;
+  d.axes = {gpucmp::axis::of("m", 4095), gpucmp::axis::of("dtype", "fp16"), gpucmp::axis::of("bytes", 1 << 20)};
+  d.sweep_axis = "bytes";
+  d.provider = "cuBLASLt";
+  d.algorithm = "algo 66 (search: heuristic rank 3)";
+  d.verification = gpucmp::row_verification{"GPU FP64 reference", 4096, 0, 0.25};
+  d.search = gpucmp::row_search{0.8, {{"algo 66", 1e-4, ""}, {"algo 7", 0, "needs 2 GB of workspace"}}};
+  d.libraries = {{"cublasLt", "130100"}};
+  r.latency = gpucmp::row_latency{"poisson", 600, 7000, 6950, 1.1e-4, 1.5e-4, 4e-4, 9e-4, 1.2e-3, 1.3e-4};
+  const gpucmp::result_row back = round_trip(r);
+  REQUIRE(back.latency.has_value());
+  CHECK(back.latency->pattern == "poisson");
+  CHECK(back.latency->requests == 600);
+  CHECK(back.latency->p99 == 4e-4);
+  CHECK(back.latency->achieved_per_s == 6950);
+  const gpucmp::row_description& b = back.described;
+  REQUIRE(b.axes.size() == 3);
+  CHECK(*b.find("m") == gpucmp::axis::of("m", 4095));
+  CHECK(*b.find("dtype") == gpucmp::axis::of("dtype", "fp16"));
+  CHECK(b.sweep_axis == "bytes");
+  CHECK(b.provider == "cuBLASLt");
+  CHECK(b.algorithm == d.algorithm);
+  REQUIRE(b.verification.has_value());
+  CHECK(b.verification->checked == 4096);
+  CHECK(b.verification->worst_ratio == 0.25);
+  REQUIRE(b.search.has_value());
+  CHECK(b.search->wall_s == 0.8);
+  REQUIRE(b.search->candidates.size() == 2);
+  CHECK(b.search->candidates[1].failure == "needs 2 GB of workspace");
+  CHECK(b.libraries == d.libraries);
+  // A row that describes nothing writes none of these keys.
+  const gpucmp::detail::json plain = gpucmp::to_json(full_row());
+  for (const char* key : {"axes", "sweep_axis", "provider", "algorithm", "verification", "search", "libraries"}) {
+    INFO(key);
+    CHECK(plain.find(key) == nullptr);
+  }
+}
+
+TEST_CASE("a description that breaks the schema is named; a schema-1 file's rows describe nothing", "[schema]") {
+  using gpucmp::detail::json;
+  gpucmp::result_row r = full_row();
+  r.described.axes = {gpucmp::axis::of("dtype", "fp16"), gpucmp::axis::of("bytes", 64)};
+  json o = gpucmp::to_json(r);
+  o.members()["sweep_axis"] = json::make_string("dtype");
+  CHECK_THROWS_WITH(gpucmp::result_row_from_json(o, "run.json"), GPUCMP_CONTAINS("'sweep_axis' 'dtype' is not a numeric axis of the row"));
+  o.members()["sweep_axis"] = json::make_string("bytes");
+  o.members()["axes"].members()["ok"] = json::make_bool(true);
+  CHECK_THROWS_WITH(gpucmp::result_row_from_json(o, "run.json"), GPUCMP_CONTAINS("'axes' 'ok' is neither a finite number nor a text"));
+  o.members()["axes"].members().erase("ok");
+  o.members()["verification"] = json::make_object();
+  CHECK_THROWS_WITH(gpucmp::result_row_from_json(o, "run.json"), GPUCMP_CONTAINS("'verification' holds no text"));
+  o.members().erase("verification");
+  CHECK(gpucmp::result_row_from_json(o, "run.json").described.sweep_axis == "bytes");
+  // Schema 1: its writers wrote no description, so a reader keeps none.
+  json file = json::make_object();
+  file.members()["gpucmp"] = json::make_object();
+  file.members()["gpucmp"].members()["schema_version"] = json::make_number(1);
+  file.members()["gpucmp"].members()["results"] = json::make_array();
+  file.members()["gpucmp"].members()["results"].items().push_back(o);
+  const auto rows = gpucmp::result_rows_of(file, "old.json");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].described.empty());
 }

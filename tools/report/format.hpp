@@ -26,6 +26,18 @@ inline std::string number(double v) {
   return fixed(v, 3);
 }
 
+/// A parameter's value as written: whole numbers in full ("1073741824", "0"), others with
+/// up to 6 significant digits.
+inline std::string parameter_number(double v) {
+  char buf[32];
+  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+  }
+  return buf;
+}
+
 inline std::string html_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {

@@ -65,6 +65,8 @@ struct result {
   double seconds = NAN;                  ///< median time per launch
   gpucmp::work declared;                 ///< work per launch, recovered from the rate counters
   double watts = NAN;                    ///< average power, when recorded
+  gpucmp::row_description described;     ///< what it measured: axes, sweep axis, provider, ... (schema 2)
+  std::string timing_mode;               ///< "hot", "graph", ... ("" when the row does not say)
 };
 
 /// One result file.
@@ -95,11 +97,19 @@ struct column {
   double usd_per_hour = NAN;  ///< price, when given
 };
 
+/// What a comparison's row measured, from the first file that has it: the facts charts
+/// group by (never its name).
+struct row_facts {
+  gpucmp::row_description described;  ///< axes, sweep axis, provider, ...
+  std::string timing_mode;            ///< "hot", "graph", ...
+};
+
 /// Measured and projected GPUs side by side, one row per benchmark.
 struct comparison {
   std::vector<column> columns;              ///< GPUs
   std::size_t baseline = 0;                 ///< column the speedups refer to
   std::vector<std::string> benchmarks;      ///< row names, sorted
+  std::vector<row_facts> facts;             ///< [row]: what each row measured
   std::vector<std::vector<cell>> cells;     ///< [row][column]
 };
 
@@ -294,6 +304,8 @@ inline result_file parse_result_file(const std::string& text, const std::string&
   }
   for (const auto& [name, reps] : by_benchmark) {
     result r;
+    r.described = reps.front()->described;
+    if (reps.front()->mode_known) r.timing_mode = gpucmp::to_string(reps.front()->timing_mode);
     const auto bad = std::find_if(reps.begin(), reps.end(), [](const gpucmp::result_row* x) { return !x->ok(); });
     if (bad != reps.end()) {
       r.kind = detail::kind_of_status((*bad)->status);
@@ -592,6 +604,14 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
   }
 
   for (const auto& name : out.benchmarks) {
+    row_facts facts;
+    for (const auto& f : files) {
+      if (auto it = f.results.find(name); it != f.results.end()) {
+        facts = {it->second.described, it->second.timing_mode};
+        break;
+      }
+    }
+    out.facts.push_back(std::move(facts));
     std::vector<cell> row;
     for (const auto& f : files) {
       cell c;

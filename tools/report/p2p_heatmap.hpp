@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The P2P matrix of a comparison: benchmarks/p2p_matrix's rows
-// (p2p/<method>/<from>_<to>/<bytes>/one_way/<mode>) gathered per measured GPU and copy method
-// at the largest size into a from x to matrix of GB/s, shown as a markdown table and as an SVG
-// heat map (darker is faster; the value is written in each cell).
+// The P2P matrix of a comparison: the rows whose typed axes say a one-way copy between two
+// GPUs (benchmarks/p2p_matrix: axes method, from, to, bytes, direction "one_way"; never their
+// names) gathered per measured GPU and copy method at the largest size into a from x to
+// matrix of GB/s, shown as a markdown table and as an SVG heat map (darker is faster; the
+// value is written in each cell).
 #pragma once
 
 #include "format.hpp"
@@ -29,10 +30,15 @@ struct p2p_matrix {
 };
 
 namespace detail {
-// A non-negative integer of at most `digits` digits, or -1.
-inline double small_number(const std::string& text, std::size_t digits) {
-  if (text.empty() || text.size() > digits || text.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stod(text);
+// The numeric axis `name` of `d`, or -1.
+inline double axis_number(const gpucmp::row_description& d, const char* name) {
+  const gpucmp::axis* a = d.find(name);
+  return a != nullptr && a->number ? *a->number : -1;
+}
+// The text axis `name` of `d`, or "".
+inline std::string axis_text(const gpucmp::row_description& d, const char* name) {
+  const gpucmp::axis* a = d.find(name);
+  return a != nullptr && !a->number ? a->text : std::string();
 }
 }  // namespace detail
 
@@ -47,18 +53,17 @@ inline std::vector<p2p_matrix> p2p_matrices(const comparison& cmp) {
   for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
     if (cmp.columns[i].projected) continue;  // a copy between two GPUs is not projected
     std::map<std::string, std::vector<entry>> by_method;
-    for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-      std::vector<std::string> part;
-      std::stringstream name(cmp.benchmarks[r]);
-      for (std::string p; std::getline(name, p, '/');) part.push_back(p);
-      if (part.size() != 6 || part[0] != "p2p" || part[4] != "one_way") continue;
-      const std::size_t under = part[2].find('_');
-      if (under == std::string::npos) continue;
-      const double from = detail::small_number(part[2].substr(0, under), 2), to = detail::small_number(part[2].substr(under + 1), 2);
-      const double bytes = detail::small_number(part[3], 15);
+    for (std::size_t r = 0; r < cmp.benchmarks.size() && r < cmp.facts.size(); ++r) {
+      const gpucmp::row_description& d = cmp.facts[r].described;
+      const std::string method = detail::axis_text(d, "method");
+      if (method.empty() || detail::axis_text(d, "direction") != "one_way") continue;
+      const double from = detail::axis_number(d, "from"), to = detail::axis_number(d, "to"), bytes = detail::axis_number(d, "bytes");
       const cell& c = cmp.cells[r][i];
-      if (from < 0 || to < 0 || from > 63 || to > 63 || from == to || bytes <= 0 || c.unit != "GB/s" || !std::isfinite(c.rate)) continue;
-      by_method[part[1]].push_back({int(from), int(to), bytes, c.rate});
+      if (from < 0 || to < 0 || from > 63 || to > 63 || from != std::floor(from) || to != std::floor(to) || from == to ||
+          bytes <= 0 || c.unit != "GB/s" || !std::isfinite(c.rate)) {
+        continue;
+      }
+      by_method[method].push_back({int(from), int(to), bytes, c.rate});
     }
     for (const auto& [method, entries] : by_method) {
       p2p_matrix m;

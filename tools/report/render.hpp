@@ -9,6 +9,7 @@
 #include "model.hpp"
 #include "p2p_heatmap.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -250,18 +251,32 @@ inline std::string speedup_bars_svg(const comparison& cmp, std::size_t row) {
   return svg.str();
 }
 
-// Families: benchmarks that differ only in a numeric last path element, drawn as curves of
-// the rate (or 1 / time) over that size, one line per GPU, on a log2 x axis.
+// A family's title, from what its rows share: every axis but the swept one ("name=value",
+// in the order the benchmark declared them), the provider, the timing mode, the swept axis.
+inline std::string family_title(const row_facts& f) {
+  std::string title;
+  auto add = [&](const std::string& part) { title += (title.empty() ? "" : ", ") + part; };
+  for (const gpucmp::axis& a : f.described.axes) {
+    if (a.name != f.described.sweep_axis) add(a.name + "=" + (a.number ? parameter_number(*a.number) : a.text));
+  }
+  if (!f.described.provider.empty()) add(f.described.provider);
+  if (!f.timing_mode.empty()) add(f.timing_mode + " mode");
+  return title + "; over " + f.described.sweep_axis;
+}
+
+// Families: rows alike in every axis but the one they sweep (and in provider and timing
+// mode), read from the rows' typed axes and never from their names, drawn as curves of the
+// rate (or 1 / time) over the swept axis, one line per GPU, on a log2 x axis.
 inline std::map<std::string, std::vector<std::pair<double, std::size_t>>> families(const comparison& cmp) {
   std::map<std::string, std::vector<std::pair<double, std::size_t>>> out;
-  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-    const std::string& name = cmp.benchmarks[r];
-    const auto slash = name.rfind('/');
-    if (slash == std::string::npos) continue;
-    const std::string last = name.substr(slash + 1);
-    // At most 15 digits: a size a double holds exactly (and std::stod never overflows).
-    if (last.empty() || last.size() > 15 || last.find_first_not_of("0123456789") != std::string::npos) continue;
-    out[name.substr(0, slash)].push_back({std::stod(last), r});
+  for (std::size_t r = 0; r < cmp.benchmarks.size() && r < cmp.facts.size(); ++r) {
+    const row_facts& f = cmp.facts[r];
+    if (f.described.sweep_axis.empty()) continue;
+    const gpucmp::axis* x = f.described.find(f.described.sweep_axis);
+    if (x == nullptr || !x->number || !(*x->number > 0)) continue;  // a log axis: positive sizes only
+    auto& points = out[family_title(f)];
+    const bool seen = std::any_of(points.begin(), points.end(), [&](const auto& p) { return p.first == *x->number; });
+    if (!seen) points.push_back({*x->number, r});  // two rows at one point: the first (in name order) is drawn
   }
   for (auto it = out.begin(); it != out.end();) {
     it = it->second.size() >= 3 ? std::next(it) : out.erase(it);
@@ -288,7 +303,7 @@ inline std::string family_curve_svg(const comparison& cmp, const std::string& fa
   auto py = [&](double v) { return top + (1.0 - v / max_v) * (h - top - bottom); };
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" role=\"img\" aria-label=\""
-      << html_escape(family) << " over size\">";
+      << html_escape(family) << "\">";
   svg << "<line x1=\"" << left << "\" y1=\"" << h - bottom << "\" x2=\"" << w - right << "\" y2=\"" << h - bottom
       << "\" stroke=\"#333\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << h - bottom
       << "\" stroke=\"#333\"/>";

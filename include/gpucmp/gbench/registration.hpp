@@ -22,6 +22,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <optional>
 #include <vector>
 
 namespace gpucmp {
@@ -34,12 +35,18 @@ void run_guarded(benchmark::State& gb, const std::string& name, mode m, const me
   // Every way out leaves the run's typed row (gbench/result_rows.hpp) with its status: a new
   // one, or the one state::run already recorded when the body threw after it.
   const std::size_t rows_before = pending_rows().size();
+  std::optional<state> st;  // outside the try: a failed run's row still says what it was (its description)
   auto typed = [&](result_status status, const std::string& message) {
     if (pending_rows().size() > rows_before) {
       pending_rows().back().row.status = status;
       pending_rows().back().row.message = message;
     } else {
-      record_row(gb, name, unmeasured_row(m, status, message));
+      result_row row = unmeasured_row(m, status, message);
+      if (st) {
+        row.declared = st->declared_work();
+        row.described = st->description();
+      }
+      record_row(gb, name, std::move(row));
     }
   };
   const std::string& no_device = cached_no_device_reason();
@@ -56,9 +63,9 @@ void run_guarded(benchmark::State& gb, const std::string& name, mode m, const me
     return;
   }
   try {
-    state st(gb, name, m, engine_for_current_device(), defaults);
-    body(st);
-    if (!st.finished()) {
+    st.emplace(gb, name, m, engine_for_current_device(), defaults);
+    body(*st);
+    if (!st->finished()) {
       const std::string why = "failed: the benchmark function returned without calling gpucmp::state::run";
       typed(result_status::failed, why);
       report_failure(gb, name, why);

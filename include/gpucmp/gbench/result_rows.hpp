@@ -97,9 +97,10 @@ inline void mark_last_row_failed(const std::string& registration, const std::str
   }
 }
 
-/// The row of a finished measurement with the declared work.
-inline result_row measured_row(const measurement& r, const work& declared) {
+/// The row of a finished measurement with the declared work and what the benchmark described.
+inline result_row measured_row(const measurement& r, const work& declared, const row_description& described = {}) {
   result_row row;
+  row.described = described;
   row.timing_mode = r.timing_mode;
   row.status = r.status;
   row.message = r.message;

@@ -13,11 +13,14 @@
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/measure/options.hpp>
 #include <gpucmp/measure/result.hpp>
+#include <gpucmp/serving/serving.hpp>
 #include <gpucmp/specs/roofline.hpp>
 #include <gpucmp/specs/work.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +83,28 @@ class state {
   /// The work declared so far.
   const work& declared_work() const noexcept { return m_work; }
 
+  /// Describes the measured problem in the result row (measure/result_schema.hpp), so readers
+  /// take its facts from typed axes, never from the benchmark's name: a numeric parameter
+  /// ("m", "bytes", "from") or a text one ("dtype", "layout").
+  void set_axis(const std::string& name, double value) { m_described.set(axis::of(name, value)); }
+  void set_axis(const std::string& name, const std::string& value) { m_described.set(axis::of(name, value)); }  ///< see above
+  void set_axis(const std::string& name, const char* value) { set_axis(name, std::string(value)); }  ///< see above
+  /// The numeric axis this benchmark sweeps: the report draws rows alike in every other axis
+  /// as one curve over it. Throws invalid_argument unless it is a numeric axis set before.
+  void set_sweep_axis(const std::string& name) {
+    const axis* a = m_described.find(name);
+    if (a == nullptr || !a->number) throw invalid_argument("gpucmp::state::set_sweep_axis: '" + name + "' is not a numeric axis set before");
+    m_described.sweep_axis = name;
+  }
+  /// What ran it ("cuBLASLt", "cuDNN", "NCCL", "gpucmp kernel", ...).
+  void set_provider(const std::string& provider) { m_described.provider = provider; }
+  /// The algorithm it ran.
+  void set_algorithm(const std::string& algorithm) { m_described.algorithm = algorithm; }
+  /// A library version that ran it, read at run time ("cudnn", "91900").
+  void add_library(const std::string& name, const std::string& version) { m_described.libraries.emplace_back(name, version); }
+  /// Everything described so far (run_verified adds the verification and the search here).
+  row_description& description() noexcept { return m_described; }
+
   /// Adds a note to the result's label (e.g. the algorithm an operation chose, how it was
   /// verified); notes come first, separated by "; ".
   void add_note(const std::string& note) { m_notes.push_back(note); }
@@ -92,11 +117,44 @@ class state {
     report();
   }
 
+  /// Serves requests `launch(stream)` as `options` says (serving/serving.hpp: rounds timed
+  /// through this benchmark's engine; the command line's --gpucmp_power, cool-down and time
+  /// budget apply) and reports the run: its row carries the latency percentiles and rates
+  /// (key "latency"), its time is the median of the rounds' median latencies, the counters
+  /// say p50/p99/p99.9 and requests per second. Call once, instead of run().
+  template <class Launch>
+  serving_result run_serving(Launch&& launch, serving_options options) {
+    if (m_measurement) throw invalid_argument("gpucmp::state::run_serving: the benchmark was already measured");
+    options.measuring.power = options.measuring.power || m_options.power;
+    options.measuring.cooldown_s = std::max(options.measuring.cooldown_s, m_options.cooldown_s);
+    if (m_options.timeout_s > 0) options.measuring.timeout_s = m_options.timeout_s;
+    if (options.measuring.name.empty()) options.measuring.name = m_options.name;
+    set_axis("pattern", to_string(options.pattern));
+    if (options.pattern != arrival_pattern::closed_loop) set_axis("rate_per_s", options.rate_per_s);
+    serving_result served = serve(std::forward<Launch>(launch), options, m_engine);
+    m_measurement = std::make_unique<measurement>(served.rounds);
+    if (!served.latencies_s.empty()) {
+      const latency_summary& l = served.latency;
+      m_latency = row_latency{to_string(options.pattern), double(l.count), served.offered_per_s, served.achieved_per_s,
+                              l.p50, l.p90, l.p99, l.p999, l.max, l.mean};
+    }
+    report();
+    if (m_latency && m_measurement->ok()) {
+      auto& c = m_gb.counters;
+      c["latency_p50_us"] = m_latency->p50 * 1e6;
+      c["latency_p99_us"] = m_latency->p99 * 1e6;
+      c["latency_p999_us"] = m_latency->p999 * 1e6;
+      c["requests_per_s"] = m_latency->achieved_per_s;
+    }
+    return served;
+  }
+
   /// Skips this benchmark with `reason` (not counted as a failure).
   void skip(const std::string& reason) {
     m_skipped = true;
     result_row row = detail::unmeasured_row(m_mode, result_status::skipped, reason);
     row.declared = m_work;
+    row.described = m_described;
     detail::record_row(m_gb, m_name, std::move(row));
     m_gb.SkipWithError(reason.c_str());
   }
@@ -115,7 +173,9 @@ class state {
 
   void report() {
     const measurement& r = *m_measurement;
-    detail::record_row(m_gb, m_name, detail::measured_row(r, m_work));
+    result_row row = detail::measured_row(r, m_work, m_described);
+    row.latency = m_latency;
+    detail::record_row(m_gb, m_name, std::move(row));
     if (!r.ok()) {
       if (r.status != result_status::failed) {  // oom, unsupported, timeout: a typed result, not a failure
         m_gb.SkipWithError(r.message.c_str());
@@ -219,6 +279,8 @@ class state {
   engine& m_engine;
   measure_options m_options;
   work m_work;
+  row_description m_described;
+  std::optional<row_latency> m_latency;  ///< run_serving's latencies
   std::unique_ptr<measurement> m_measurement;
   std::vector<std::string> m_notes;
   bool m_skipped = false;

@@ -90,6 +90,70 @@ class engine {
     return record;
   }
 
+  /// What one round of host-paced work (measure_rounds) gives the engine.
+  struct round_result {
+    double sample_s = 0;  ///< the round's sample: seconds (a round's median request latency, a launch's GPU time)
+    double gpu_s = 0;     ///< GPU time the round kept the device busy (counts towards min_gpu_time_s and power_window_s)
+  };
+
+  /// A round's view of the engine's stream hold: the round queues its work behind the held
+  /// stream (other streams wait on an event recorded on it), then releases it.
+  class round_hold {
+   public:
+    /// Releases the held stream; throws hold_timeout when the watchdog released it first
+    /// (the round blocked while it was held). Nothing without a hold; a second call does nothing.
+    void release() {
+      if (m_hold == nullptr) return;
+      stream_hold* hold = m_hold;
+      m_hold = nullptr;
+      if (!hold->release()) {
+        throw hold_timeout("stream hold timed out while a round queued its work: the round blocked while its stream was "
+                           "held (it must only queue work before release())");
+      }
+    }
+    /// Whether the round's stream is held until release().
+    bool held() const noexcept { return m_hold != nullptr; }
+    ~round_hold() {
+      if (m_hold != nullptr) m_hold->release();
+    }
+    round_hold(const round_hold&) = delete;
+    round_hold& operator=(const round_hold&) = delete;
+
+   private:
+    friend class engine;
+    explicit round_hold(stream_hold* hold) : m_hold(hold) {}
+    stream_hold* m_hold;
+  };
+
+  /// Measures host-paced work in rounds: `round(stream, hold)` runs one round (a serving
+  /// run's requests on their arrival schedule; a concurrency level's launches on its streams)
+  /// and returns a round_result. It gets what every measurement gets: the cool-down, warm-up
+  /// rounds (at least one, for options.warmup_time_s), the power window around the sampled
+  /// rounds, the stopping rule over the rounds' samples, the time budget. With `hold` (and
+  /// options.hold) the stream is held before each round, which queues its work behind it
+  /// and calls hold.release(); host-paced rounds that wait on their own work pass false.
+  /// No batch and no graph: a round paces its own launches. A failure becomes the record's
+  /// status and message (as try_measure); the samples taken before it are kept.
+  template <class Round>
+  measurement try_measure_rounds(Round&& round, const measure_options& options, bool hold) noexcept {
+    measurement record;
+    record.timing_mode = mode::hot;
+    try {
+      run_rounds(round, options, hold, record);
+    } catch (const out_of_memory& e) {
+      fail(record, result_status::out_of_memory, e.what());
+    } catch (const unsupported& e) {
+      fail(record, result_status::unsupported, e.what());
+    } catch (const timeout_error& e) {
+      fail(record, result_status::timeout, e.what());
+    } catch (const std::exception& e) {
+      fail(record, result_status::failed, e.what());
+    } catch (...) {
+      fail(record, result_status::failed, "unknown exception from the measured round");
+    }
+    return record;
+  }
+
  private:
   using clock = std::chrono::steady_clock;
 
@@ -254,6 +318,46 @@ class engine {
     }
   }
 
+  // The measurement's time budget (measure_options::timeout_s) starts now.
+  void start_budget(const measure_options& options) {
+    m_timeout_s = options.timeout_s;
+    m_deadline.reset();
+    if (options.timeout_s > 0) {
+      m_deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(options.timeout_s));
+    }
+  }
+
+  // Idles options.cooldown_s (within the budget) once the device has finished earlier work.
+  void cool_down(const measure_options& options, measurement& record) {
+    if (options.cooldown_s <= 0) return;
+    const nvtx_range cool_down_range("gpucmp cool-down");
+    GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());  // idle means idle: earlier work has finished
+    const double idle_s = m_deadline ? std::min(options.cooldown_s, options.timeout_s) : options.cooldown_s;
+    std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+    record.cooldown_s = idle_s;
+    check_deadline("the cool-down");
+  }
+
+  // The record's summaries and what a reader must know next to them: throttling and a power
+  // sampler that stopped early, noise above its target.
+  static void finish(const measure_options& options, measurement& record) {
+    if (record.power) {
+      if (record.power->throttled()) record.warnings.push_back(record.power->throttle_note());
+      if (!record.power->sampling_error.empty()) {
+        record.warnings.push_back("power sampling stopped early: " + record.power->sampling_error);
+      }
+    }
+    record.gpu = summarize(record.gpu_s);
+    record.wall = summarize(record.wall_s);
+    record.noise_target_met = record.gpu.relative_noise <= options.target_noise;
+    if (!record.noise_target_met) {
+      char text[160];
+      std::snprintf(text, sizeof text, "noise %.2f%% above the %.2f%% target (stopped: %s)",
+                    100.0 * record.gpu.relative_noise, 100.0 * options.target_noise, to_string(record.stopped_by));
+      record.warnings.emplace_back(text);
+    }
+  }
+
   template <class Launch>
   void run(Launch& launch, mode m, const measure_options& options, measurement& record) {
     options.validate();
@@ -264,20 +368,9 @@ class engine {
     record.timing_mode = m;
     record.target_noise = options.target_noise;
     const cudaStream_t s = stream();
-    m_timeout_s = options.timeout_s;
-    m_deadline.reset();
-    if (options.timeout_s > 0) {
-      m_deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(options.timeout_s));
-    }
+    start_budget(options);
 
-    if (options.cooldown_s > 0) {
-      const nvtx_range cool_down_range("gpucmp cool-down");
-      GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());  // idle means idle: earlier work has finished
-      const double idle_s = m_deadline ? std::min(options.cooldown_s, options.timeout_s) : options.cooldown_s;
-      std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
-      record.cooldown_s = idle_s;
-      check_deadline("the cool-down");
-    }
+    cool_down(options, record);
     // What sampling needs is made before the warm-up, whose launches (each waited for) pay
     // what follows an allocation: under compute-sanitizer's initcheck, a launch behind a held
     // stream waited for the hold's watchdog when a buffer had been allocated just before the
@@ -341,20 +434,78 @@ class engine {
     if (monitor != nullptr) {
       cancel.monitor = nullptr;
       record.power = monitor->stop();
-      if (record.power->throttled()) record.warnings.push_back(record.power->throttle_note());
-      if (!record.power->sampling_error.empty()) {
-        record.warnings.push_back("power sampling stopped early: " + record.power->sampling_error);
+    }
+    finish(options, record);
+  }
+
+  // Host-paced rounds (try_measure_rounds): the same steps as run() without batch or graph.
+  template <class Round>
+  void run_rounds(Round& round, const measure_options& options, bool hold_rounds, measurement& record) {
+    options.validate();
+    const nvtx_range measure_range("gpucmp rounds" + (options.name.empty() ? std::string() : ": " + options.name));
+    device_guard on_device(m_device.ordinal);
+    cudaGetLastError();
+    GPUCMP_CUDA_CHECK(cudaPeekAtLastError());
+    record.target_noise = options.target_noise;
+    start_budget(options);
+    cool_down(options, record);
+    const bool hold = hold_rounds && options.hold && hold_available(record);
+    record.stream_held = hold;
+    auto one_round = [&](const char* phase) {
+      if (hold) m_hold->hold(stream(), options.hold_timeout_s);
+      round_hold h(hold ? m_hold.get() : nullptr);
+      const round_result r = round(stream(), h);
+      h.release();
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      check_deadline(phase);
+      return r;
+    };
+    {
+      const nvtx_range warm_up_range("gpucmp warm-up");
+      const auto start = clock::now();
+      do {
+        one_round("the warm-up");
+        ++record.warmup_launches;
+      } while (seconds_since(start) < options.warmup_time_s);
+      record.warmup_wall_s = seconds_since(start);
+    }
+    measure_options sampling = options;
+    power_monitor* monitor = options.power ? power_monitor_for(options, record) : nullptr;
+    struct cancel_on_error {
+      power_monitor* monitor;
+      ~cancel_on_error() {
+        if (monitor != nullptr) monitor->cancel();
       }
+    } cancel{monitor};
+    if (monitor != nullptr) {
+      sampling.min_gpu_time_s = std::max(sampling.min_gpu_time_s, options.power_window_s);
+      if (sampling.window_s > 0) sampling.window_s = std::max(sampling.window_s, options.power_window_s);
+      monitor->start();
     }
-    record.gpu = summarize(record.gpu_s);
-    record.wall = summarize(record.wall_s);
-    record.noise_target_met = record.gpu.relative_noise <= options.target_noise;
-    if (!record.noise_target_met) {
-      char text[160];
-      std::snprintf(text, sizeof text, "noise %.2f%% above the %.2f%% target (stopped: %s)",
-                    100.0 * record.gpu.relative_noise, 100.0 * options.target_noise, to_string(record.stopped_by));
-      record.warnings.emplace_back(text);
+    record.window_s = sampling.window_s;
+    {
+      const nvtx_range sampling_range("gpucmp sampling");
+      stopping_rule rule(sampling);
+      const auto loop_start = clock::now();
+      for (;;) {
+        const auto round_start = clock::now();
+        const round_result r = one_round("sampling");
+        record.gpu_s.push_back(r.sample_s);
+        record.wall_s.push_back(seconds_since(round_start));
+        ++record.launches;
+        rule.add(r.sample_s, r.gpu_s);
+        if (auto reason = rule.check(seconds_since(loop_start))) {
+          record.stopped_by = *reason;
+          break;
+        }
+      }
+      record.sampling_wall_s = seconds_since(loop_start);
     }
+    if (monitor != nullptr) {
+      cancel.monitor = nullptr;
+      record.power = monitor->stop();
+    }
+    finish(options, record);
   }
 
   // Cold, hot and graph modes: one event pair around each sample's batch.

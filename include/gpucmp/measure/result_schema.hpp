@@ -20,13 +20,19 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpucmp {
 
 /// The version of the "gpucmp" section a result file carries. A reader accepts its own
-/// version only: a change of meaning or of a required key is a new version.
-inline constexpr int result_schema_version = 1;
+/// version, and the legacy version below as what it is: a change of meaning or of a required
+/// key is a new version. Version 2: rows say what was measured (axes, sweep_axis, provider,
+/// algorithm, verification, search, libraries), and readers take families and pairs from the
+/// axes, never from a name.
+inline constexpr int result_schema_version = 2;
+/// The schema before rows described their problem: read as rows without a description.
+inline constexpr int result_schema_legacy_version = 1;
 
 /// When a key is present in a row.
 enum class key_presence {
@@ -35,6 +41,8 @@ enum class key_presence {
   declared,  ///< when the benchmark declared a nonzero amount of that part of its work
   power,     ///< with --gpucmp_power (or measure_options::power), when measured
   kernel,    ///< in kernel mode, when measured
+  described, ///< when the benchmark described what it measured (state::set_axis and friends; run_verified)
+  serving,   ///< in a serving run (state::run_serving), when measured
 };
 
 /// One key of a typed result row.
@@ -78,6 +86,25 @@ inline const std::vector<result_key>& result_keys() {
       {"power_limit_w", "W", key_presence::power, "the enforced power limit (0: unknown)"},
       {"throttled_fraction", "", key_presence::power, "share of power samples taken while slowed for power or heat"},
       {"kernels", "", key_presence::kernel, "the kernels of one launch, largest share of busy time first"},
+      {"axes", "", key_presence::described,
+       "the problem's parameters, each a number or a text: {\"m\": 4096, \"n\": 4096, \"k\": 4096, \"dtype\": "
+       "\"fp16\"}, {\"bytes\": 1048576, \"from\": 0, \"to\": 1}, ..."},
+      {"sweep_axis", "", key_presence::described,
+       "the numeric axis the benchmark sweeps: rows alike in every other axis are one family, drawn over it"},
+      {"provider", "", key_presence::described, "what ran it: cuBLASLt, cuDNN, NCCL, CUDA runtime, gpucmp kernel, ..."},
+      {"algorithm", "", key_presence::described, "the algorithm it ran, as the provider's wrapper describes it"},
+      {"verification", "", key_presence::described,
+       "its output check: {\"method\", \"checked\" outputs, \"failed\" outputs, \"worst_ratio\": the largest "
+       "error over its bound}"},
+      {"search", "", key_presence::described,
+       "the algorithm search: {\"wall_s\": its wall time, what a cold start pays once, \"candidates\": [{\"algorithm\", "
+       "\"seconds\" per call (0 when it could not run), \"failure\"}]}"},
+      {"libraries", "", key_presence::described,
+       "the versions of the libraries that ran it, read at run time: {\"cublasLt\": \"130100\", ...}"},
+      {"latency", "s", key_presence::serving,
+       "request latency, due to seen complete by the host, every measured request: {\"pattern\", \"requests\", "
+       "\"offered_per_s\", \"achieved_per_s\", \"p50\", \"p90\", \"p99\", \"p999\", \"max\", \"mean\"}; "
+       "seconds is then the median of the rounds' median latencies"},
   };
   return keys;
 }
@@ -89,6 +116,81 @@ struct row_power {
   double energy_j = 0;            ///< energy_j
   double limit_w = 0;             ///< power_limit_w
   double throttled_fraction = 0;  ///< throttled_fraction
+};
+
+/// One parameter of the measured problem: a number or a text.
+struct axis {
+  std::string name;             ///< "m", "bytes", "dtype", ...
+  std::optional<double> number; ///< its value when numeric
+  std::string text;             ///< its value otherwise
+  /// The axis `name` = `value`.
+  static axis of(std::string name, double value) { return {std::move(name), value, {}}; }
+  static axis of(std::string name, std::string value) { return {std::move(name), std::nullopt, std::move(value)}; }  ///< see above
+  bool operator==(const axis& o) const { return name == o.name && number == o.number && text == o.text; }
+};
+
+/// A row's output check, as the operation's verification recorded it.
+struct row_verification {
+  std::string method;      ///< how it was checked
+  double checked = 0;      ///< outputs compared
+  double failed = 0;       ///< outputs outside their bound
+  double worst_ratio = 0;  ///< the largest |error| / bound
+};
+
+/// One candidate of a row's algorithm search.
+struct row_candidate {
+  std::string algorithm;  ///< as the wrapper describes it
+  double seconds = 0;     ///< median per call; 0 when it could not run
+  std::string failure;    ///< why it could not run
+};
+
+/// A row's algorithm search.
+struct row_search {
+  double wall_s = 0;                     ///< the search's wall time
+  std::vector<row_candidate> candidates; ///< every candidate, as timed
+};
+
+/// What a row measured beyond its work: the problem's axes, who ran it and how.
+struct row_description {
+  std::vector<axis> axes;                  ///< in the order declared
+  std::string sweep_axis;                  ///< a numeric axis of `axes`, or ""
+  std::string provider;                    ///< "" when not said
+  std::string algorithm;                   ///< "" when not said
+  std::optional<row_verification> verification;
+  std::optional<row_search> search;
+  std::vector<std::pair<std::string, std::string>> libraries;  ///< name, version
+
+  /// The axis named `name`, or nullptr.
+  const axis* find(const std::string& name) const {
+    for (const axis& a : axes) {
+      if (a.name == name) return &a;
+    }
+    return nullptr;
+  }
+  /// Sets axis `a` (replacing one of its name).
+  void set(axis a) {
+    for (axis& have : axes) {
+      if (have.name == a.name) {
+        have = std::move(a);
+        return;
+      }
+    }
+    axes.push_back(std::move(a));
+  }
+  /// Whether anything was described.
+  bool empty() const noexcept {
+    return axes.empty() && sweep_axis.empty() && provider.empty() && algorithm.empty() && !verification && !search &&
+           libraries.empty();
+  }
+};
+
+/// A serving run's request latencies (seconds) and rates.
+struct row_latency {
+  std::string pattern;       ///< "closed_loop", "fixed_rate", "poisson"
+  double requests = 0;       ///< measured requests
+  double offered_per_s = 0;  ///< requests per second offered
+  double achieved_per_s = 0; ///< requests per second completed
+  double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, mean = 0;  ///< latency percentiles, slowest, mean
 };
 
 /// One benchmark run, typed: what the adapter writes and the readers get back.
@@ -108,6 +210,8 @@ struct result_row {
   std::int64_t samples = 0, batch = 0;                                     ///< when measured
   std::optional<row_power> power;
   std::vector<std::string> kernels;  ///< kernel mode
+  row_description described;         ///< what it measured (schema 2)
+  std::optional<row_latency> latency; ///< a serving run's request latencies (schema 2)
 
   bool ok() const noexcept { return status == result_status::ok; }
 };
@@ -119,6 +223,79 @@ inline std::optional<result_status> status_from_name(const std::string& text) no
     if (text == to_string(s)) return s;
   }
   return std::nullopt;
+}
+
+namespace detail {
+
+/// A finite number >= 0 in `v` (a member of `key`), else fail(key, why).
+template <class Fail>
+double described_amount(const json* v, const std::string& key, Fail& fail) {
+  if (v == nullptr || !v->is_number() || !std::isfinite(v->number()) || v->number() < 0) {
+    fail(key, "holds no finite number >= 0 where one belongs");
+  }
+  return v->number();
+}
+
+/// A string in `v`, else fail(key, why).
+template <class Fail>
+std::string described_text(const json* v, const std::string& key, Fail& fail) {
+  if (v == nullptr || !v->is_string()) fail(key, "holds no text where one belongs");
+  return v->string();
+}
+
+}  // namespace detail
+
+/// Reads the description keys of row `o` (schema 2) into `d`; fail(key, why) on one that
+/// breaks the schema. A sweep axis must be a numeric axis of the row.
+template <class Fail>
+void read_description(const detail::json& o, row_description& d, Fail& fail) {
+  using detail::json;
+  if (const json* axes = o.find("axes")) {
+    if (!axes->is_object()) fail("axes", "is not an object");
+    for (const auto& [name, value] : axes->members()) {
+      if (value.is_number() && std::isfinite(value.number())) {
+        d.axes.push_back(axis::of(name, value.number()));
+      } else if (value.is_string()) {
+        d.axes.push_back(axis::of(name, value.string()));
+      } else {
+        fail("axes", "'" + name + "' is neither a finite number nor a text");
+      }
+    }
+  }
+  if (const json* s = o.find("sweep_axis")) {
+    d.sweep_axis = detail::described_text(s, "sweep_axis", fail);
+    const axis* swept = d.find(d.sweep_axis);
+    if (swept == nullptr || !swept->number) fail("sweep_axis", "'" + d.sweep_axis + "' is not a numeric axis of the row");
+  }
+  if (const json* p = o.find("provider")) d.provider = detail::described_text(p, "provider", fail);
+  if (const json* a = o.find("algorithm")) d.algorithm = detail::described_text(a, "algorithm", fail);
+  if (const json* v = o.find("verification")) {
+    if (!v->is_object()) fail("verification", "is not an object");
+    row_verification rv;
+    rv.method = detail::described_text(v->find("method"), "verification", fail);
+    rv.checked = detail::described_amount(v->find("checked"), "verification", fail);
+    rv.failed = detail::described_amount(v->find("failed"), "verification", fail);
+    rv.worst_ratio = detail::described_amount(v->find("worst_ratio"), "verification", fail);
+    d.verification = rv;
+  }
+  if (const json* s = o.find("search")) {
+    if (!s->is_object()) fail("search", "is not an object");
+    row_search rs;
+    rs.wall_s = detail::described_amount(s->find("wall_s"), "search", fail);
+    const json* candidates = s->find("candidates");
+    if (candidates == nullptr || !candidates->is_array()) fail("search", "has no candidates list");
+    for (const json& c : candidates->items()) {
+      if (!c.is_object()) fail("search", "holds a candidate that is not an object");
+      rs.candidates.push_back({detail::described_text(c.find("algorithm"), "search", fail),
+                               detail::described_amount(c.find("seconds"), "search", fail),
+                               detail::described_text(c.find("failure"), "search", fail)});
+    }
+    d.search = rs;
+  }
+  if (const json* l = o.find("libraries")) {
+    if (!l->is_object()) fail("libraries", "is not an object");
+    for (const auto& [name, version] : l->members()) d.libraries.emplace_back(name, detail::described_text(&version, "libraries", fail));
+  }
 }
 
 /// `row` as a JSON object under result_keys().
@@ -160,6 +337,54 @@ inline detail::json to_json(const result_row& row) {
     json list = json::make_array();
     for (const auto& k : row.kernels) list.items().push_back(json::make_string(k));
     m["kernels"] = list;
+  }
+  if (row.ok() && row.latency) {
+    json l = json::make_object();
+    auto& lm = l.members();
+    lm["pattern"] = json::make_string(row.latency->pattern);
+    for (const auto& [key, value] : {std::pair{"requests", row.latency->requests}, {"offered_per_s", row.latency->offered_per_s},
+                                     {"achieved_per_s", row.latency->achieved_per_s}, {"p50", row.latency->p50},
+                                     {"p90", row.latency->p90}, {"p99", row.latency->p99}, {"p999", row.latency->p999},
+                                     {"max", row.latency->max}, {"mean", row.latency->mean}}) {
+      lm[key] = json::make_number(value);
+    }
+    m["latency"] = l;
+  }
+  const row_description& d = row.described;
+  if (!d.axes.empty()) {
+    json axes = json::make_object();
+    for (const axis& a : d.axes) axes.members()[a.name] = a.number ? json::make_number(*a.number) : json::make_string(a.text);
+    m["axes"] = axes;
+  }
+  if (!d.sweep_axis.empty()) m["sweep_axis"] = json::make_string(d.sweep_axis);
+  if (!d.provider.empty()) m["provider"] = json::make_string(d.provider);
+  if (!d.algorithm.empty()) m["algorithm"] = json::make_string(d.algorithm);
+  if (d.verification) {
+    json v = json::make_object();
+    v.members()["method"] = json::make_string(d.verification->method);
+    v.members()["checked"] = json::make_number(d.verification->checked);
+    v.members()["failed"] = json::make_number(d.verification->failed);
+    v.members()["worst_ratio"] = json::make_number(d.verification->worst_ratio);
+    m["verification"] = v;
+  }
+  if (d.search) {
+    json s = json::make_object();
+    s.members()["wall_s"] = json::make_number(d.search->wall_s);
+    json list = json::make_array();
+    for (const row_candidate& c : d.search->candidates) {
+      json one = json::make_object();
+      one.members()["algorithm"] = json::make_string(c.algorithm);
+      one.members()["seconds"] = json::make_number(c.seconds);
+      one.members()["failure"] = json::make_string(c.failure);
+      list.items().push_back(one);
+    }
+    s.members()["candidates"] = list;
+    m["search"] = s;
+  }
+  if (!d.libraries.empty()) {
+    json libraries = json::make_object();
+    for (const auto& [name, version] : d.libraries) libraries.members()[name] = json::make_string(version);
+    m["libraries"] = libraries;
   }
   return o;
 }
@@ -259,6 +484,19 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
       row.kernels.push_back(name.string());
     }
   }
+  read_description(o, row.described, fail);
+  if (const json* l = o.find("latency")) {
+    if (!l->is_object()) fail("latency", "is not an object");
+    row_latency rl;
+    rl.pattern = detail::described_text(l->find("pattern"), "latency", fail);
+    for (auto [key, field] : {std::pair{"requests", &row_latency::requests}, {"offered_per_s", &row_latency::offered_per_s},
+                              {"achieved_per_s", &row_latency::achieved_per_s}, {"p50", &row_latency::p50},
+                              {"p90", &row_latency::p90}, {"p99", &row_latency::p99}, {"p999", &row_latency::p999},
+                              {"max", &row_latency::max}, {"mean", &row_latency::mean}}) {
+      rl.*field = detail::described_amount(l->find(key), "latency", fail);
+    }
+    row.latency = rl;
+  }
   return row;
 }
 
@@ -288,16 +526,20 @@ inline std::vector<result_row> result_rows_of(const detail::json& root, const st
   if (version == nullptr || !version->is_number()) {
     throw invalid_argument(where + ": its gpucmp section has no numeric schema_version");
   }
-  if (version->number() != result_schema_version) {
+  const bool legacy = version->number() == result_schema_legacy_version;
+  if (version->number() != result_schema_version && !legacy) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", version->number());
-    throw invalid_argument(where + ": written with result schema " + text + "; this reader knows schema " +
-                           std::to_string(result_schema_version));
+    throw invalid_argument(where + ": written with result schema " + text + "; this reader knows schemas " +
+                           std::to_string(result_schema_version) + " and " + std::to_string(result_schema_legacy_version));
   }
   const detail::json* rows = section->find("results");
   if (rows == nullptr || !rows->is_array()) throw invalid_argument(where + ": its gpucmp section has no results list");
   std::vector<result_row> out;
-  for (const auto& r : rows->items()) out.push_back(result_row_from_json(r, where));
+  for (const auto& r : rows->items()) {
+    out.push_back(result_row_from_json(r, where));
+    if (legacy) out.back().described = {};  // schema 1 rows describe nothing (its writers wrote no such keys)
+  }
   return out;
 }
 

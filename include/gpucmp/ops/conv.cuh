@@ -54,6 +54,16 @@ enum class conv_api {
   legacy,   ///< cudnnConvolutionForward and friends: one configuration per algorithm enum
 };
 
+/// "any", "backend", "legacy".
+inline const char* to_string(conv_api api) noexcept {
+  switch (api) {
+    case conv_api::any: return "any";
+    case conv_api::backend: return "backend";
+    case conv_api::legacy: return "legacy";
+  }
+  return "unknown";
+}
+
 /// Settings of a conv.
 struct conv_options {
   conv_direction direction = conv_direction::forward;  ///< which pass
@@ -388,6 +398,25 @@ class conv {
            (m_options.statistics ? "+statistics" : "") + "/cudnn/" +
            to_string(m_problem.dtype) + "_" +
            to_string(m_problem.layout) + "/" + m_problem.shape_name();
+  }
+  /// Its problem's axes (conv_problem::axes) and its pass, what runs it and the versions
+  /// that did, for its row.
+  std::vector<axis> axes() const {
+    std::vector<axis> a = m_problem.axes();
+    a.push_back(axis::of("pass", to_string(m_options.direction)));
+    a.push_back(axis::of("accumulate", m_options.accumulate ? 1.0 : 0.0));
+    a.push_back(axis::of("statistics", m_options.statistics ? 1.0 : 0.0));
+    a.push_back(axis::of("choice", to_string(m_options.choice)));
+    a.push_back(axis::of("api", to_string(m_options.api)));
+    return a;
+  }
+  std::string provider() const { return "cuDNN"; }  ///< see axes()
+  std::vector<std::pair<std::string, std::string>> libraries() const {  ///< see axes()
+    std::vector<std::pair<std::string, std::string>> v{{"cudnn", std::to_string(cudnnGetVersion())}};
+#if GPUCMP_CUDNN_FRONTEND_VISIBLE  // (the device passes never see the frontend)
+    v.emplace_back("cudnn_frontend", std::to_string(CUDNN_FRONTEND_VERSION));
+#endif
+    return v;
   }
 
   /// One call's work: direct-convolution FLOPs, each operand read once (the prior output too

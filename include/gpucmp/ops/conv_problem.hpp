@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/result_schema.hpp>
 #include <gpucmp/ops/numerics.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/specs_types.hpp>
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpucmp {
@@ -173,6 +175,19 @@ struct conv_problem {
     if (dilation_h != 1 || dilation_w != 1) s_name += "_d" + std::to_string(dilation_h);
     if (groups != 1) s_name += "_g" + std::to_string(groups);
     return s_name;
+  }
+  /// Its parameters as a result row's axes: n, c, h, w, k, r, s, padding, strides,
+  /// dilations, groups, layout, dtype.
+  std::vector<axis> axes() const {
+    std::vector<axis> a;
+    for (const auto& [axis_name, value] : {std::pair{"n", n}, {"c", c}, {"h", h}, {"w", w}, {"k", k}, {"r", r}, {"s", s},
+                                           {"pad_h", pad_h}, {"pad_w", pad_w}, {"stride_h", stride_h}, {"stride_w", stride_w},
+                                           {"dilation_h", dilation_h}, {"dilation_w", dilation_w}, {"groups", groups}}) {
+      a.push_back(axis::of(axis_name, double(value)));
+    }
+    a.push_back(axis::of("layout", to_string(layout)));
+    a.push_back(axis::of("dtype", to_string(dtype)));
+    return a;
   }
 };
 

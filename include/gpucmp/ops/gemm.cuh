@@ -296,6 +296,16 @@ class gemm {
   const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
   /// "gemm/cublaslt/fp16/8192x8192x8192".
   std::string name() const { return std::string("gemm/cublaslt/") + to_string(m_problem.dtype) + "/" + m_problem.shape_name(); }
+  /// Its problem's axes (gemm_problem::axes), what runs it and the version that did, for its row.
+  std::vector<axis> axes() const {
+    std::vector<axis> a = m_problem.axes();
+    a.push_back(axis::of("choice", to_string(m_options.choice)));
+    return a;
+  }
+  std::string provider() const { return "cuBLASLt"; }  ///< see axes()
+  std::vector<std::pair<std::string, std::string>> libraries() const {  ///< see axes()
+    return {{"cublasLt", std::to_string(cublasLtGetVersion())}};
+  }
 
   /// One call's work: exact FLOPs, A and B read once, D written once, at the precision's peak.
   gpucmp::work work() const {

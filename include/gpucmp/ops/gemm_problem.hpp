@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/result_schema.hpp>
 #include <gpucmp/ops/numerics.hpp>
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/specs_types.hpp>
@@ -134,6 +135,19 @@ struct gemm_problem {
     if (transpose_a || transpose_b) s += std::string("_") + (transpose_a ? "t" : "n") + (transpose_b ? "t" : "n");
     if (batch != 1) s += "_b" + std::to_string(batch);
     return s;
+  }
+  /// Its parameters as a result row's axes: m, n, k, batch, op ("nn", "tn", ...), the leading
+  /// dimensions, dtype.
+  std::vector<axis> axes() const {
+    return {axis::of("m", double(m)),
+            axis::of("n", double(n)),
+            axis::of("k", double(k)),
+            axis::of("batch", double(batch)),
+            axis::of("op", std::string(transpose_a ? "t" : "n") + (transpose_b ? "t" : "n")),
+            axis::of("lda", double(lda_or_tight())),
+            axis::of("ldb", double(ldb_or_tight())),
+            axis::of("ldc", double(ldc_or_tight())),
+            axis::of("dtype", to_string(dtype))};
   }
 };
 

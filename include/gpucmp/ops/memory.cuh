@@ -11,6 +11,7 @@
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/result_schema.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/operation.hpp>
@@ -216,6 +217,16 @@ class memory_bandwidth {
 
   /// "copy/kernel/1073741824".
   std::string name() const { return std::string(to_string(m_op)) + "/" + std::to_string(m_bytes); }
+  /// Its row's axes (operation, bytes per buffer), the axis a sweep varies, what runs it and
+  /// the CUDA runtime that did.
+  std::vector<axis> axes() const { return {axis::of("operation", to_string(m_op)), axis::of("bytes", double(m_bytes))}; }
+  std::string sweep_axis() const { return "bytes"; }  ///< see axes()
+  std::string provider() const { return is_kernel() ? "gpucmp kernel" : "CUDA runtime"; }  ///< see axes()
+  std::vector<std::pair<std::string, std::string>> libraries() const {  ///< see axes()
+    int runtime = 0;
+    GPUCMP_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    return {{"cudart", std::to_string(runtime)}};
+  }
   /// Launch shapes to choose from (one for the cudaMemcpyAsync operations).
   std::size_t candidate_count() const noexcept { return m_configs.size(); }
   /// Candidate `i`'s launch shape ("256x4"), or "cudaMemcpyAsync".
