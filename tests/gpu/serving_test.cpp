@@ -72,26 +72,28 @@ TEST_CASE("one-SM workloads on separate streams overlap", "[gpu][concurrency][ti
   for (const auto& lane : four.per_stream) CHECK(lane.p50 == Approx(200e-6).margin(20e-6));
   CHECK(four.all_launches.count % 200 == 0);  // whole rounds of 50 launches on each of 4 streams
   CHECK(four.all_launches.count >= 5 * 200);   // at least the stopping rule's 5 rounds
-  CHECK(four.rounds.stream_held);              // 200 launches fit the queue: they start together
+  CHECK(four.rounds.stream_held);              // 50 launches a stream fit its queue: they start together
 }
 
 TEST_CASE("serving rounds honour the stopping rule and carry power", "[gpu][serving][power]") {
   auto spin = [](cudaStream_t st) { gpucmp_test::launch_spin(st, 100e-6); };
   // An unreachable noise target: the rule stops at max_samples, exactly.
+  // Rounds of 200 requests (about 25 ms each): the six measured rounds span more than one of
+  // NVML's 100 ms energy-counter steps, so their power is measured, not interpolated.
   gpucmp::serving_options capped;
   capped.requests = 200;
-  capped.round_requests = 50;
+  capped.round_requests = 200;
   capped.measuring.target_noise = 1e-9;
   capped.measuring.min_samples = 6;
   capped.measuring.max_samples = 6;
   capped.measuring.power = true;
-  capped.measuring.power_window_s = 0.05;
+  capped.measuring.power_window_s = 0.1;
   const auto r = gpucmp::serve(spin, capped);
   INFO(r.rounds.message);
   REQUIRE(r.rounds.ok());
   CHECK(r.rounds.stopped_by == gpucmp::stop_reason::max_samples);
   CHECK(r.rounds.gpu_s.size() == 6);
-  CHECK(r.latency.count == 6 * 50);  // the warm-up round's requests are not among them
+  CHECK(r.latency.count == 6 * 200);  // the warm-up round's requests are not among them
   CHECK_FALSE(r.rounds.noise_target_met);
   // Each round's sample is its median latency, and the power window covered the rounds.
   for (double round_median : r.rounds.gpu_s) CHECK(round_median >= r.service.p50 * 0.9);

@@ -55,7 +55,8 @@ inline measure_options concurrency_measure_defaults() {
 /// the stopping rule over the rounds' GPU time per launch, power when `measuring` asks, the
 /// time budget). Each round queues `launches` launches on every stream, breadth-first, behind
 /// the engine's held stream (all streams start together when it is released; without a hold
-/// when streams x launches is above measuring.max_batch, the launch queue being finite).
+/// when a stream's launches and their events, 2 x launches, are above measuring.max_batch:
+/// a stream's launch queue is finite).
 /// A failure is the result's rounds.status and message.
 template <class Make>
 concurrency_result run_concurrent(Make&& make, std::size_t streams, std::size_t launches, engine& eng,
@@ -109,11 +110,11 @@ concurrency_result run_concurrent(Make&& make, std::size_t streams, std::size_t 
   concurrency_result r;
   r.streams = streams;
   r.launches_per_stream = launches;
-  const bool hold = streams * launches <= measuring.max_batch;
+  const bool hold = 2 * launches <= measuring.max_batch;
   r.rounds = eng.try_measure_rounds(round, measuring, hold);
   if (!hold) {
-    r.rounds.warnings.push_back("not held: " + std::to_string(streams * launches) + " launches per round are above max_batch " +
-                                std::to_string(measuring.max_batch) + ", so the streams start as they are queued");
+    r.rounds.warnings.push_back("not held: " + std::to_string(launches) + " launches per stream and their events are above "
+                                "max_batch " + std::to_string(measuring.max_batch) + ", so the streams start as they are queued");
   }
   const std::size_t warm = std::min(rounds.size(), r.rounds.warmup_launches);
   if (rounds.size() <= warm) return r;
