@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 #include "catch.hpp"
 
+#include <gpucmp/cuda/device.hpp>
 #include <gpucmp/cuda/error.hpp>
 
 #include <string>
@@ -44,4 +45,17 @@ TEST_CASE("every gpucmp error is a gpucmp::error", "[error]") {
   CHECK_THROWS_WITH(throw gpucmp::unsupported("fp8 needs sm_89+"), "unsupported: fp8 needs sm_89+");
   CHECK_THROWS_AS(throw gpucmp::hold_timeout("x"), gpucmp::error);
   CHECK_THROWS_WITH(throw gpucmp::invalid_argument("n < 0"), "invalid argument: n < 0");
+}
+
+TEST_CASE("without an NVIDIA driver the no-device reason says so, not 'insufficient driver'", "[error][device]") {
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) cudaGetLastError();
+  const std::string why = gpucmp::no_device_reason();
+  if (driver == 0) {  // this machine has no driver (CI's, the project's build machine)
+    CHECK_THAT(why, GPUCMP_CONTAINS("no CUDA device: no NVIDIA driver found"));
+    CHECK_THAT(why, !GPUCMP_CONTAINS("insufficient"));
+  } else {
+    // With a driver the reason is either empty (a device) or names what is wrong: never "no driver".
+    CHECK_THAT(why, !GPUCMP_CONTAINS("no NVIDIA driver found"));
+  }
 }

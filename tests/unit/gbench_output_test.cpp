@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -379,4 +380,56 @@ TEST_CASE("the search log gets one JSON line per search: chosen, wall time, ever
   CHECK(first.find("candidates")->items()[1].find("failure")->string() == "needs 2 GB of workspace");
   CHECK(gpucmp::detail::parse_json(text.substr(end + 1)).find("candidates")->items().empty());
   CHECK_FALSE(gpucmp::detail::append_search_log("/nonexistent-dir/s.jsonl", "b", "o", "c", 1, {}));
+}
+
+TEST_CASE("the stopping rule's and the device's flags are taken, checked and applied; --help lists every flag", "[gbench]") {
+  const auto [flags, rest] = take({"sweep", "--gpucmp_target_noise=0.01", "--gpucmp_min_samples=25", "--gpucmp_max_time_s=60",
+                                   "--gpucmp_device=1", "--benchmark_filter=x"});
+  CHECK(flags.error.empty());
+  CHECK(flags.target_noise == 0.01);
+  CHECK(flags.min_samples == 25);
+  CHECK(flags.max_time_s == 60);
+  CHECK(flags.device == 1);
+  CHECK(rest == std::vector<std::string>{"sweep", "--benchmark_filter=x"});
+  CHECK(take({"sweep"}).first.device == -1);  // not given: the current device
+  const gpucmp::measure_options o = gpucmp::detail::resolve_options({}, flags, "b");
+  CHECK(o.target_noise == 0.01);
+  CHECK(o.min_samples == 25);
+  CHECK(o.max_samples >= 25);
+  CHECK(o.max_wall_time_s == 60);
+  CHECK_NOTHROW(o.validate());
+  CHECK(take({"sweep", "--gpucmp_min_samples=0"}).first.error == "--gpucmp_min_samples=0: expected a whole number of samples, 1 to 1000000");
+  CHECK(take({"sweep", "--gpucmp_device=-1"}).first.error == "--gpucmp_device=-1: expected a CUDA device number, 0 to 1023");
+  CHECK(take({"sweep", "--gpucmp_target_noise=2"}).first.error.rfind("--gpucmp_target_noise=2: expected a relative noise target", 0) == 0);
+  // Every flag --help lists is one the parser takes (with a value where it wants one).
+  for (const auto& h : gpucmp::detail::gpucmp_flags_help()) {
+    std::string flag = h.flag;
+    const auto equals = flag.find('=');
+    if (equals != std::string::npos) {
+      const std::string kind = flag.substr(equals + 1);
+      flag = flag.substr(0, equals + 1) + (kind == "FILE" ? "out.json" : kind == "X" ? "0.5" : kind == "WHEN" ? "auto" : "1");
+    }
+    INFO(flag);
+    CHECK(take({"sweep", flag.c_str()}).first.error.empty());
+    CHECK_THAT(gpucmp::detail::gpucmp_flags_help_text(), GPUCMP_CONTAINS(h.flag));
+  }
+}
+
+TEST_CASE("progress lines go to the sink the program installs, and a throwing sink loses only its line", "[gbench]") {
+  CHECK(take({"sweep"}).first.progress == "auto");
+  CHECK(take({"sweep", "--gpucmp_progress=off"}).first.progress == "off");
+  CHECK(take({"sweep", "--gpucmp_progress=loud"}).first.error == "--gpucmp_progress=loud: expected on, off or auto");
+  struct restore_sink {
+    gpucmp::progress_sink saved = gpucmp::progress_output();
+    ~restore_sink() { gpucmp::progress_output() = saved; }
+  } restore;
+  std::vector<std::string> lines;
+  gpucmp::progress_output() = [&](const std::string& line) { lines.push_back(line); };
+  gpucmp::report_progress("searching gemm/x: 12 candidates");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "searching gemm/x: 12 candidates");
+  gpucmp::progress_output() = [](const std::string&) { throw std::runtime_error("closed"); };
+  CHECK_NOTHROW(gpucmp::report_progress("lost"));
+  gpucmp::progress_output() = nullptr;
+  CHECK_NOTHROW(gpucmp::report_progress("nowhere"));
 }

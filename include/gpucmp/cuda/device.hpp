@@ -32,6 +32,24 @@ inline std::string no_device_reason() {
   const cudaError_t code = cudaGetDeviceCount(&count);
   if (code != cudaSuccess) {
     cudaGetLastError();
+    // The runtime answers "insufficient driver" both without a driver and with an old one;
+    // the driver's version (0: none installed) tells them apart.
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
+      cudaGetLastError();
+      driver = 0;
+    }
+    if (driver == 0) {
+      return std::string("no CUDA device: no NVIDIA driver found (the CUDA driver library is not installed or cannot be "
+                         "loaded; ") + cudaGetErrorName(code) + ")";
+    }
+    if (code == cudaErrorInsufficientDriver) {
+      int runtime = 0;
+      if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) cudaGetLastError();
+      return "no CUDA device: the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
+             std::to_string(driver % 1000 / 10) + ", older than this program's CUDA runtime " + std::to_string(runtime / 1000) +
+             "." + std::to_string(runtime % 1000 / 10) + ": update the driver";
+    }
     return std::string("no CUDA device: ") + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")";
   }
   if (count == 0) return "no CUDA device: the driver reports 0 devices";

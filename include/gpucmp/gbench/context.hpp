@@ -36,6 +36,7 @@ inline void add_context() {
       std::snprintf(buf, sizeof buf, "%.0f", v);
       return std::string(buf);
     };
+    benchmark::AddCustomContext("gpu_device", std::to_string(d.ordinal));  // --gpucmp_device, after CUDA_VISIBLE_DEVICES
     benchmark::AddCustomContext("gpu_name", d.name);
     benchmark::AddCustomContext("gpu_uuid", d.uuid);
     benchmark::AddCustomContext("gpu_pci_bus_id", d.pci_bus_id);

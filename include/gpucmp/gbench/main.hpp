@@ -4,14 +4,17 @@
 // gpucmp::benchmark_main and GPUCMP_BENCHMARK_MAIN: flags, context, the run, the exit status.
 #pragma once
 
+#include <gpucmp/cuda/device.hpp>
 #include <gpucmp/gbench/context.hpp>
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/gbench/output_files.hpp>
 #include <gpucmp/gbench/process.hpp>
 #include <gpucmp/gbench/registration.hpp>
 #include <gpucmp/gbench/result_rows.hpp>
+#include <gpucmp/measure/progress.hpp>
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>  // isatty
 
 #include <cstdio>
 #include <string>
@@ -19,15 +22,11 @@
 
 namespace gpucmp {
 
-/// A complete main: parses Google Benchmark flags (plus --gpucmp_power, which records power,
-/// energy and perf/W for every benchmark, --gpucmp_batch=N, which times N launches per
-/// sample everywhere, --gpucmp_cooldown_s=X, which idles X seconds before every warm-up,
-/// --gpucmp_warmup_s=X and --gpucmp_window_s=X, which fix every warm-up's minimum time and
-/// every sampling window (GPU seconds),
-/// --gpucmp_kernels_out=FILE, which writes every kernel-mode breakdown as JSON, and
-/// --gpucmp_search_log=FILE, which starts FILE anew and appends every search run_verified
-/// runs as one JSON line), adds the context, runs the registered benchmarks and returns an exit_status (77
-/// when there is no CUDA device).
+/// A complete main: takes gpucmp's flags (--help lists them: detail::gpucmp_flags_help(); a
+/// bad one is named and nothing runs), selects --gpucmp_device, checks every output file can
+/// be written, parses Google Benchmark's flags, adds the context, runs the registered
+/// benchmarks and returns an exit_status (77 when there is no CUDA device).
+/// --gpucmp_search_log=FILE starts FILE anew.
 inline int benchmark_main(int argc, char** argv) {
   const detail::gpucmp_flags flags = detail::take_gpucmp_flags(argc, argv);
   if (!flags.error.empty()) {
@@ -35,6 +34,24 @@ inline int benchmark_main(int argc, char** argv) {
     return exit_failures;
   }
   detail::flags_everywhere() = flags;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--help") continue;
+    // Google Benchmark then prints its own flags and exits; gpucmp's come first.
+    std::fputs(detail::gpucmp_flags_help_text().c_str(), stdout);
+    std::fflush(stdout);
+    break;
+  }
+  if (flags.device >= 0 && detail::cached_no_device_reason().empty()) {
+    try {
+      select_device(flags.device);
+    } catch (const error& e) {
+      std::fprintf(stderr, "gpucmp: --gpucmp_device=%d: %s; nothing was measured\n", flags.device, e.what());
+      return exit_failures;
+    }
+  }
+  if (flags.progress == "on" || (flags.progress == "auto" && ::isatty(::fileno(stderr)))) {
+    progress_output() = [](const std::string& line) { std::fprintf(stderr, "gpucmp: %s\n", line.c_str()); };
+  }
   const std::vector<std::string> unwritable = detail::unwritable_outputs(argc, argv, flags);
   for (const auto& problem : unwritable) std::fprintf(stderr, "gpucmp: %s; nothing was measured\n", problem.c_str());
   if (!unwritable.empty()) return exit_failures;

@@ -41,6 +41,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/measure/engine.hpp>
 #include <gpucmp/measure/options.hpp>
+#include <gpucmp/measure/progress.hpp>
 #include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/verification.hpp>
@@ -50,6 +51,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -134,6 +136,7 @@ search_choice search(Operation& op, engine& eng, const search_options& options,
   static_assert(is_searchable<Operation>::value, "search() needs an operation (see gpucmp/ops/operation.hpp)");
   GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
   const auto started = std::chrono::steady_clock::now();
+  report_progress("searching " + op.name() + ": " + std::to_string(op.candidate_count()) + " candidates");
   candidate_timer timer(eng, options, preset);
   const cudaStream_t s = timer.stream();
   std::vector<candidate_time> log;
@@ -151,6 +154,9 @@ search_choice search(Operation& op, engine& eng, const search_options& options,
   op.select(chosen.index, s);
   GPUCMP_CUDA_CHECK(cudaStreamSynchronize(s));
   chosen.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char took[48];
+  std::snprintf(took, sizeof took, " (%.3g us a call; search %.1f s)", chosen.seconds * 1e6, chosen.wall_seconds);
+  report_progress(op.name() + ": " + op.describe_candidate(chosen.index) + took);
   op.adopt_search(chosen, std::move(log));
   return chosen;
 }
