@@ -5,6 +5,8 @@
 #include <gpucmp/specs/projection.hpp>
 #include <gpucmp/specs/roofline.hpp>
 
+#include <string>
+
 namespace {
 gpucmp::gpu_profile gpu(const char* key) { return *gpucmp::find_spec_by_key(key); }
 
@@ -96,4 +98,26 @@ TEST_CASE("projections say when they cannot be made", "[projection]") {
   CHECK(gpucmp::project(huge, 1.0, gpu("h200_sxm"), gpu("l20")).status == gpucmp::projection_status::oom);
 
   CHECK(gpucmp::project(gpucmp::work{}, 1.0, gpu("h200_sxm"), gpu("l20")).status == gpucmp::projection_status::no_model);
+}
+
+TEST_CASE("a result measured within reach of the launch latency is not projected", "[projection]") {
+  // A 65536-element saxpy: 786 KB moved in 4 us on an H200 (L2-resident, launch-bound).
+  gpucmp::work saxpy;
+  saxpy.flops = 2.0 * 65536;
+  saxpy.bytes_read = 2.0 * 65536 * 4;
+  saxpy.bytes_written = 65536.0 * 4;
+  saxpy.arithmetic = gpucmp::precision::fp32;
+  const auto fast = gpucmp::project(saxpy, 4e-6, gpu("h200_sxm"), gpu("a100_80gb_sxm"));
+  CHECK(fast.status == gpucmp::projection_status::latency_bound);
+  CHECK_THAT(fast.reason, GPUCMP_CONTAINS("4 us a launch: launch latency"));
+  CHECK(std::string(gpucmp::to_string(fast.status)) == "latency-bound");
+  // From the threshold on, the roofline applies, and an A100 (less bandwidth) is no faster.
+  gpucmp::work large = saxpy;
+  large.bytes_read *= 1024;
+  large.bytes_written *= 1024;
+  large.flops *= 1024;
+  const double measured = 70e-6;
+  const auto a100 = gpucmp::project(large, measured, gpu("h200_sxm"), gpu("a100_80gb_sxm"));
+  REQUIRE(a100.status == gpucmp::projection_status::projected);
+  CHECK(a100.seconds > measured);
 }

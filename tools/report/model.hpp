@@ -41,7 +41,7 @@ class input_error : public std::runtime_error {
 };
 
 /// What a cell of the comparison holds.
-enum class cell_kind { measured, projected, oom, unsupported, failed, skipped, timeout, missing, no_model };
+enum class cell_kind { measured, projected, oom, unsupported, failed, skipped, timeout, missing, no_model, latency_bound };
 
 inline const char* to_string(cell_kind k) {
   switch (k) {
@@ -54,6 +54,7 @@ inline const char* to_string(cell_kind k) {
     case cell_kind::timeout: return "timeout";
     case cell_kind::missing: return "missing";
     case cell_kind::no_model: return "no model";
+    case cell_kind::latency_bound: return "latency-bound";
   }
   return "unknown";
 }
@@ -647,6 +648,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
           case gpucmp::projection_status::unsupported: c.kind = cell_kind::unsupported; break;
           case gpucmp::projection_status::oom: c.kind = cell_kind::oom; break;
           case gpucmp::projection_status::no_model: c.kind = cell_kind::no_model; break;
+          case gpucmp::projection_status::latency_bound: c.kind = cell_kind::latency_bound; break;
         }
         if (p.status != gpucmp::projection_status::projected) c.note = p.reason;
       }

@@ -32,6 +32,14 @@ inline std::string time_text(double seconds) {
 }
 
 /// "1.38 ms · 796 TFLOP/s", "≈4.38 ms · 251 TFLOP/s", "oom", ...
+// Whether any cell of `cmp` is of kind `k`.
+inline bool any_cell_of(const comparison& cmp, cell_kind k) {
+  for (const auto& row : cmp.cells)
+    for (const auto& c : row)
+      if (c.kind == k) return true;
+  return false;
+}
+
 inline std::string cell_text(const cell& c) {
   switch (c.kind) {
     case cell_kind::measured:
@@ -167,6 +175,10 @@ inline std::string render_markdown(const comparison& cmp) {
   for (const auto& row : cmp.cells)
     for (const auto& c : row) any_caveat = any_caveat || (c.kind == cell_kind::projected && !c.note.empty());
   if (any_caveat) md << "\n† L2-resident when measured: projected with DRAM bandwidth.\n";
+  if (any_cell_of(cmp, cell_kind::latency_bound)) {
+    md << "\nlatency-bound: measured in under " << number(gpucmp::latency_bound_below_s * 1e6)
+       << " µs a launch, so a launch's fixed cost, not a datasheet ceiling, bounds it: not projected.\n";
+  }
   const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
   if (!p2p.empty()) md << "\nP2P bandwidth (one-way copies between GPUs, GB/s; row: from, column: to):\n";
   for (const p2p_matrix& m : p2p) {
@@ -365,7 +377,12 @@ inline std::string render_html(const comparison& cmp) {
     }
     html << "</tr>\n";
   }
-  html << "</table>\n<h2>Speedup against " << html_escape(cmp.columns[cmp.baseline].label) << "</h2>\n";
+  html << "</table>\n";
+  if (any_cell_of(cmp, cell_kind::latency_bound)) {
+    html << "<p>latency-bound: measured in under " << number(gpucmp::latency_bound_below_s * 1e6)
+         << " µs a launch, so a launch's fixed cost, not a datasheet ceiling, bounds it: not projected.</p>\n";
+  }
+  html << "<h2>Speedup against " << html_escape(cmp.columns[cmp.baseline].label) << "</h2>\n";
   for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
     html << "<h3><code>" << html_escape(cmp.benchmarks[r]) << "</code></h3>\n" << speedup_bars_svg(cmp, r) << "\n";
   }

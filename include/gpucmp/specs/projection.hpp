@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace gpucmp {
@@ -33,15 +34,24 @@ enum class projection_status {
   unsupported,  ///< the target has no peak for the precision (e.g. FP8 on an A100)
   oom,          ///< the bytes the work touches exceed the target's memory
   no_model,     ///< no work declared, or the measured GPU lacks the figures to derive efficiency
+  latency_bound,  ///< measured in under latency_bound_below_s: the launch, not a datasheet ceiling, bounds it
 };
 
-/// "projected", "unsupported", "oom", "no model".
+/// Results measured faster than this per launch are not projected: a launch's fixed cost
+/// (2 µs hot, 4 µs cold for an empty-sized kernel on the H200, the README's spin table) is a
+/// fifth or more of such a time, and no datasheet figure scales it. Projected anyway, a 65536
+/// element saxpy measured at 4 µs on an H200 came out at 0.54 µs on an A100 (DRAM bandwidth
+/// alone), a GPU with less bandwidth and no shorter launch.
+inline constexpr double latency_bound_below_s = 10e-6;
+
+/// "projected", "unsupported", "oom", "no model", "latency-bound".
 inline const char* to_string(projection_status s) noexcept {
   switch (s) {
     case projection_status::projected: return "projected";
     case projection_status::unsupported: return "unsupported";
     case projection_status::oom: return "oom";
     case projection_status::no_model: return "no model";
+    case projection_status::latency_bound: return "latency-bound";
   }
   return "unknown";
 }
@@ -65,6 +75,14 @@ inline projection project(const work& w, double measured_s, const gpu_profile& m
   out.used = elsewhere;
   if (!(measured_s > 0) || (w.flops <= 0 && w.bytes() <= 0)) {
     out.reason = "no work declared";
+    return out;
+  }
+  if (measured_s < latency_bound_below_s) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%.3g us a launch: launch latency, not a datasheet ceiling, bounds it (under %g us is not projected)",
+                  measured_s * 1e6, latency_bound_below_s * 1e6);
+    out.status = projection_status::latency_bound;
+    out.reason = text;
     return out;
   }
   if (w.flops > 0 && w.arithmetic != precision::none && !target.supports(w.arithmetic, w.structure)) {
