@@ -40,7 +40,7 @@ inline constexpr std::size_t element_type_count = 8;
 
 /// One row of the element-type table.
 struct element_info {
-  element_type type;
+  element_type type;        ///< the row's value (rows follow the enum's order)
   const char* name;         ///< as in benchmark names and command lines: "fp16", "fp8_e4m3", "int32"
   std::size_t bytes;        ///< size of one element
   bool floating;            ///< floating point (false: integer)

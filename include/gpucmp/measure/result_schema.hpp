@@ -126,6 +126,7 @@ struct axis {
   /// The axis `name` = `value`.
   static axis of(std::string name, double value) { return {std::move(name), value, {}}; }
   static axis of(std::string name, std::string value) { return {std::move(name), std::nullopt, std::move(value)}; }  ///< see above
+  /// Same name and value.
   bool operator==(const axis& o) const { return name == o.name && number == o.number && text == o.text; }
 };
 

@@ -48,7 +48,7 @@ struct tensor_types {
 
 /// One row of the recipe table.
 struct numerics_info {
-  numerics value;
+  numerics value;                  ///< the row's recipe (rows follow the enum's order)
   const char* name;                ///< "fp16", "fp16_acc16", "int8", ...
   tensor_types types;              ///< per tensor
   precision rate;                  ///< the datasheet rate its products run at (% of peak reads it)
