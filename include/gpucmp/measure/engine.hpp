@@ -74,19 +74,7 @@ class engine {
   measurement try_measure(Launch&& launch, mode m, const measure_options& options = {}) noexcept {
     measurement record;
     record.timing_mode = m;
-    try {
-      run(launch, m, options, record);
-    } catch (const out_of_memory& e) {
-      fail(record, result_status::out_of_memory, e.what());
-    } catch (const unsupported& e) {
-      fail(record, result_status::unsupported, e.what());
-    } catch (const timeout_error& e) {
-      fail(record, result_status::timeout, e.what());
-    } catch (const std::exception& e) {
-      fail(record, result_status::failed, e.what());
-    } catch (...) {
-      fail(record, result_status::failed, "unknown exception from the measured callable");
-    }
+    run_typed(record, "unknown exception from the measured callable", [&] { run(launch, m, options, record); });
     return record;
   }
 
@@ -138,19 +126,7 @@ class engine {
   measurement try_measure_rounds(Round&& round, const measure_options& options, bool hold) noexcept {
     measurement record;
     record.timing_mode = mode::hot;
-    try {
-      run_rounds(round, options, hold, record);
-    } catch (const out_of_memory& e) {
-      fail(record, result_status::out_of_memory, e.what());
-    } catch (const unsupported& e) {
-      fail(record, result_status::unsupported, e.what());
-    } catch (const timeout_error& e) {
-      fail(record, result_status::timeout, e.what());
-    } catch (const std::exception& e) {
-      fail(record, result_status::failed, e.what());
-    } catch (...) {
-      fail(record, result_status::failed, "unknown exception from the measured round");
-    }
+    run_typed(record, "unknown exception from the measured round", [&] { run_rounds(round, options, hold, record); });
     return record;
   }
 
@@ -195,6 +171,25 @@ class engine {
     std::snprintf(text, sizeof text, "the measurement ran past its %g s budget (measure_options::timeout_s) during %s",
                   m_timeout_s, phase);
     throw timeout_error(text);
+  }
+
+  // Runs `measure`; a failure becomes the record's typed status and message (unknown: a
+  // throw of something that is not a std::exception).
+  template <class Measure>
+  static void run_typed(measurement& record, const char* unknown, Measure&& measure) noexcept {
+    try {
+      measure();
+    } catch (const out_of_memory& e) {
+      fail(record, result_status::out_of_memory, e.what());
+    } catch (const unsupported& e) {
+      fail(record, result_status::unsupported, e.what());
+    } catch (const timeout_error& e) {
+      fail(record, result_status::timeout, e.what());
+    } catch (const std::exception& e) {
+      fail(record, result_status::failed, e.what());
+    } catch (...) {
+      fail(record, result_status::failed, unknown);
+    }
   }
 
   static void fail(measurement& record, result_status status, const char* message) noexcept {
