@@ -6,9 +6,13 @@
 //   - gemm/cublas/{fp32,tf32,fp16,bf16}/8192x8192x8192: verified square GEMMs (compute-bound)
 //   - copy/kernel/none and copy/cudaMemcpyAsync/none over 16 MiB (L2-resident) to 4 GiB:
 //     device-to-device copies, bytes read + written, verified (memory-bound)
+//   - spin/globaltimer/none at 20 us and 1 ms: a kernel that runs a known time on the GPU's
+//     global timer, the reference a before/after comparison of two builds can call by name
+//     (lab/runs/before-after-check.sh slows it 5 % and expects SLOWER); no work, not projected
 #include "cublas_gemm.hpp"
 
 #include <gpucmp/bench.hpp>
+#include <gpucmp/kernels/spin.cuh>
 
 #include <cstdint>
 #include <string>
@@ -64,6 +68,16 @@ void copy_with_memcpy(gpucmp::state& st) {
   });
 }
 
+// No output to check: its time is what it produces, and spin_table checks gpucmp's timing of it.
+void spin(gpucmp::state& st) {
+  const double seconds = double(st.range(0)) * 1e-9;
+  st.set_axis("operation", "spin");
+  st.set_axis("duration_ns", double(st.range(0)));
+  st.set_sweep_axis("duration_ns");
+  st.set_provider("gpucmp kernel");
+  st.run([seconds](cudaStream_t s) { gpucmp::kernels::launch_spin(s, seconds); });
+}
+
 }  // namespace
 
 // Registered under the names reports line up by.
@@ -77,5 +91,9 @@ static const auto* registered_copy_kernel = gpucmp::register_benchmark("copy/ker
 static const auto* registered_copy_memcpy = gpucmp::register_benchmark("copy/cudaMemcpyAsync/none", copy_with_memcpy, {gpucmp::mode::graph})
                                          ->RangeMultiplier(4)
                                          ->Range(16 << 20, std::int64_t{4} << 30);
+
+static const auto* registered_spin = gpucmp::register_benchmark("spin/globaltimer/none", spin, {gpucmp::mode::graph})
+                                         ->Arg(20000)
+                                         ->Arg(1000000);
 
 GPUCMP_BENCHMARK_MAIN()

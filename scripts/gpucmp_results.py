@@ -40,8 +40,8 @@ class Row:
         fields = object.__getattribute__(self, "fields")
         if key == "ok":
             return fields["status"] == "ok"
-        if key == "kernels":
-            return fields.get("kernels", [])
+        if key in ("kernels", "sample_seconds"):
+            return fields.get(key, [])
         if key in ("axes", "libraries"):
             return fields.get(key, {})
         return fields.get(key)
@@ -84,10 +84,15 @@ def _check_row(path, index, row):
     if "sweep_axis" in row and not isinstance(axes.get(row["sweep_axis"]), (int, float)):
         raise ResultFileError(f"{where}: 'sweep_axis' {row['sweep_axis']!r} is not a numeric axis of the row")
     for key, value in row.items():
-        if key in ("name", "benchmark", "status", "message", "precision", "mode", "kernels", "sparsity", "latency") + DESCRIBED:
+        if key in ("name", "benchmark", "status", "message", "precision", "mode", "kernels", "sparsity", "latency",
+                   "sample_seconds") + DESCRIBED:
             continue
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
             raise ResultFileError(f"{where}: '{key}' is {value!r} (expected a finite number >= 0)")
+    samples = row.get("sample_seconds", [1.0])
+    if not isinstance(samples, list) or not samples or any(
+            not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t <= 0 for t in samples):
+        raise ResultFileError(f"{where}: 'sample_seconds' is not a non-empty list of finite times > 0")
     if row["status"] == "ok" and not row.get("seconds", 0) > 0:
         raise ResultFileError(f"{where}: a measured row without a positive 'seconds'")
 

@@ -11,7 +11,8 @@ AREA.json: {"area": NAME, "out": "results/<gpu>/<area>", "rows": [ROW, ...]}. A 
   "target"   the number it is held to; "pass_if": "<=", "<", ">=", ">" or "==" (default "<=")
   "unit"     the measured number's unit
   "run"      (optional) a run.json beside the measured files, {"commit", "date"}: the tree and
-             day they were measured at; without one the row measures the tree itself (HEAD, today)
+             day they were measured at; without one the row measures the tree itself (HEAD, today).
+             A run.json that does not exist yet makes the row "not measured" (the run is to be made)
   "covers"   (optional) paths of the code the row covers: a row whose run's commit is older than
              the last change to one of them is "stale", never "pass"
 Expressions, nested freely:
@@ -157,6 +158,12 @@ def main():
         comparison = row.get("pass_if", "<=")
         if comparison not in COMPARISONS:
             raise AcceptanceError(f"{where}: pass_if {comparison!r} is none of {sorted(COMPARISONS)}")
+        if "run" in row and not os.path.exists(os.path.join(root, row["run"])):
+            failed += 1
+            rows.append({"row": row["row"], "measured": None, "target": row["target"], "unit": row["unit"], "pass": False,
+                         "status": "not measured", "commit": None, "date": None, "pass_if": comparison,
+                         "run": row["run"]})
+            continue
         measured = evaluate(row["measure"], root, where)
         commit, date = provenance(row, root, where)
         changed = stale(row, commit, root)
@@ -173,8 +180,11 @@ def main():
         json.dump(rows, f, indent=1)
         f.write("\n")
     table = "| row | measured | target | unit | status | measured at |\n|---|---|---|---|---|---|\n" + "".join(
-        f"| {r['row']} | {r['measured']} | {r['pass_if']} {r['target']} | {r['unit']} | {r['status'].upper()} | "
-        f"{r['commit']} {r['date']} |\n" for r in rows)
+        f"| {r['row']} | {'—' if r['measured'] is None else r['measured']} | {r['pass_if']} {r['target']} | {r['unit']} | "
+        f"{r['status'].upper()} | {'—' if r['commit'] is None else r['commit'] + ' ' + r['date']} |\n" for r in rows)
+    unmade = [r for r in rows if r["status"] == "not measured"]
+    if unmade:
+        table += "\nNot measured yet: no run at\n" + "".join(f"- {r['row']}: {r['run']}\n" for r in unmade)
     stale_rows = [r for r in rows if r["status"] == "stale"]
     if stale_rows:
         table += "\nStale: measured before a later change to the code it covers:\n" + "".join(

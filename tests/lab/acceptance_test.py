@@ -103,6 +103,15 @@ with tempfile.TemporaryDirectory() as repo:
     check(apart["status"] == "stale" and not apart["pass"] and apart["changed_since"] == ["src/code.cpp"],
           f"changed covered code: stale, naming the file ({apart})")
 
+    # A row whose run has not been made yet is "not measured"; the other rows are still written.
+    area["rows"].append({"row": "later", "measure": {"json": "results/none/x.json", "path": "a"}, "target": 1,
+                         "unit": "x", "run": "results/none/run.json"})
+    done, rows = run(repo, area)
+    later = {r["row"]: r for r in rows or []}.get("later", {})
+    check(done.returncode == 1 and later.get("status") == "not measured" and later.get("measured") is None
+          and len(rows) == len(area["rows"]), f"an unmade run: not measured, the rest written ({later})")
+    check("results/none/run.json" in open(os.path.join(repo, "out", "summary.md")).read(), "the summary names the run to make")
+
     # Refusals name the row and what is wrong.
     for bad, expect in [({"json": "results/new.json", "path": "rows[key=zz].ratio"}, "0 elements with key=zz"),
                         ({"json": "results/new.json", "path": "nope"}, "no key 'nope'"),

@@ -13,6 +13,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -33,6 +34,7 @@ gpucmp::result_row full_row() {
   r.noise = 0.0042;
   r.samples = 40;
   r.batch = 16;
+  r.sample_seconds = {1.25e-4, 1.234567890123e-4, 1.3e-4};
   gpucmp::row_power p;
   p.average_w = 612.5;
   p.peak_w = 690;
@@ -68,6 +70,7 @@ TEST_CASE("a typed result row survives the trip through JSON text", "[schema]") 
   CHECK(back.noise == r.noise);
   CHECK(back.samples == 40);
   CHECK(back.batch == 16);
+  CHECK(back.sample_seconds == r.sample_seconds);  // in the order taken, exact
   REQUIRE(back.power.has_value());
   CHECK(back.power->average_w == 612.5);
   CHECK(back.power->throttled_fraction == 0.25);
@@ -143,12 +146,35 @@ TEST_CASE("a row that breaks the schema is an error naming the key", "[schema]")
       {"name", json(), "'name' is missing"},
       {"status", json(), "'status' is missing"},
       {"noise", json::make_number(-0.5), "'noise' is -0.5"},
+      {"sample_seconds", json::make_number(1e-4), "'sample_seconds' is not a non-empty list"},
+      {"sample_seconds", json::make_array(), "'sample_seconds' is not a non-empty list"},
   };
   for (const auto& c : cases) {
     INFO(c.key << ": " << c.says);
     CHECK_THROWS_WITH(gpucmp::result_row_from_json(broken(c.key, c.value), "run.json"),
                       GPUCMP_CONTAINS("run.json") && GPUCMP_CONTAINS(c.says));
   }
+}
+
+TEST_CASE("a row keeps each sample's time, at most max_written_samples of them, evenly spaced", "[schema]") {
+  std::vector<double> few = {3e-6, 1e-6, 2e-6};
+  CHECK(gpucmp::written_samples(few) == few);  // all of them, in the order taken
+  std::vector<double> many(4 * gpucmp::max_written_samples + 3);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = 1e-6 * double(i + 1);
+  const std::vector<double> kept = gpucmp::written_samples(many);
+  REQUIRE(kept.size() == gpucmp::max_written_samples);
+  CHECK(kept.front() == many.front());
+  CHECK(kept.back() == many.back());
+  // Evenly spaced: the kept samples' middle is the run's middle, so a drift keeps its share.
+  CHECK(std::abs(kept[kept.size() / 2] - many[many.size() / 2]) <= 4e-6);
+  // A time that no measurement gives, or too many of them, is named.
+  gpucmp::detail::json o = gpucmp::to_json(full_row());
+  o.members()["sample_seconds"].items()[1] = gpucmp::detail::json::make_number(0);
+  CHECK_THROWS_WITH(gpucmp::result_row_from_json(o, "run.json"),
+                    GPUCMP_CONTAINS("'sample_seconds' holds a time that is not a finite number > 0"));
+  gpucmp::result_row r = full_row();
+  r.sample_seconds = many;  // a writer that did not thin them
+  CHECK_THROWS_WITH(round_trip(r), GPUCMP_CONTAINS("'sample_seconds' holds more than 1000 samples"));
 }
 
 TEST_CASE("a file without the typed section or with another schema version is rejected, saying why", "[schema]") {

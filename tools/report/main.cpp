@@ -2,12 +2,14 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // gpucmp-report: side-by-side GPU comparisons from gpucmp result files, and spec tables.
+#include "before_after.hpp"
 #include "model.hpp"
 #include "render.hpp"
 #include "specs_table.hpp"
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -26,9 +28,14 @@ const char* usage =
     "      --project KEY[,KEY...]  GPUs to project onto from the baseline (keys: docs/gpu-database.md)\n"
     "      --price KEY=USD_PER_H   price of a GPU per hour (repeatable); --prices FILE with KEY=USD lines\n"
     "      --markdown FILE  --csv FILE  --html FILE   outputs (default: markdown on standard output; - = standard output)\n"
+    "  gpucmp-report compare --label NAME=RESULT.json --label NAME=RESULT.json [--min-change F] [--markdown FILE] [--csv FILE]\n"
+    "      before/after: the second run against the first, row by row: ratio, interval and a verdict of SAME,\n"
+    "      FASTER, SLOWER or UNCERTAIN from the two runs' samples (docs/comparisons.md#before-and-after)\n"
+    "      --min-change F          smallest relative change called FASTER or SLOWER (default 0.02 = 2 %)\n"
     "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
     "  gpucmp-report upgrade OLD.json NEW.json   adds the typed section to a file written before it\n"
-    "exit status: 0 done, 1 bad input (nothing written), 2 bad usage\n";
+    "exit status: 0 done, 1 bad input (nothing written), 2 bad usage,\n"
+    "             3 before/after: a row SLOWER, or measured in the first run and not in the second (outputs written)\n";
 
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -107,6 +114,30 @@ void write_outputs(const std::vector<std::pair<std::string, std::string>>& outpu
   }
 }
 
+// `compare --label A=FILE --label B=FILE`: the before/after comparison; exit 3 when it regressed.
+int before_after_command(const std::string& command, const std::vector<std::pair<std::string, std::string>>& labels,
+                         const std::vector<std::string>& positional, const gpucmp::change_options& change,
+                         bool comparison_option, const std::string& html_path, const std::string& markdown_path,
+                         const std::string& csv_path) {
+  if (command != "compare") throw usage_error("--label belongs to compare");
+  if (labels.size() != 2) throw usage_error("a before/after comparison takes two --label NAME=RESULT.json, not " + std::to_string(labels.size()));
+  if (!positional.empty()) throw usage_error("give every result file of a before/after comparison with --label");
+  if (comparison_option) throw usage_error("--baseline, --project and --price compare GPUs, not two runs");
+  if (!html_path.empty()) throw usage_error("a before/after comparison writes --markdown and --csv, not --html");
+  gpucmp_report::labelled_file before{labels[0].first, gpucmp_report::load_result_file(labels[0].second)};
+  gpucmp_report::labelled_file after{labels[1].first, gpucmp_report::load_result_file(labels[1].second)};
+  const gpucmp_report::before_after cmp = gpucmp_report::compare_before_after(std::move(before), std::move(after), change);
+  const std::string md = gpucmp_report::render_before_after_markdown(cmp);
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!markdown_path.empty()) outputs.push_back({markdown_path, md});
+  if (!csv_path.empty()) outputs.push_back({csv_path, gpucmp_report::render_before_after_csv(cmp)});
+  write_outputs(outputs);
+  if (outputs.empty()) std::cout << md;
+  std::fprintf(stderr, "gpucmp-report: %s against %s: %s\n", labels[1].first.c_str(), labels[0].first.c_str(),
+               gpucmp_report::before_after_summary(cmp).c_str());
+  return cmp.regressed() ? 3 : 0;
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) throw usage_error("no command");
   const std::string command = argv[1];
@@ -114,21 +145,43 @@ int run(int argc, char** argv) {
   std::string markdown_path, csv_path, html_path;
   bool errata = false;
   gpucmp_report::compare_options options;
+  std::vector<std::pair<std::string, std::string>> labels;  // (label, path), in the order given
+  gpucmp::change_options change;
+  bool comparison_option = false;  // an option that only a comparison of GPUs takes
+  bool min_change_given = false;
   auto value_of = [&](int& i) -> std::string {
     if (i + 1 >= argc) throw usage_error(std::string(argv[i]) + " needs a value");
     return argv[++i];
   };
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--baseline") options.baseline = value_of(i);
-    else if (arg == "--project") for (auto& k : split(value_of(i), ',')) options.project_to.push_back(k);
-    else if (arg == "--price") add_price(options.usd_per_hour, value_of(i), "--price");
-    else if (arg == "--prices") {
+    if (arg == "--label") {
+      const std::string assignment = value_of(i);
+      const auto eq = assignment.find('=');
+      if (eq == 0 || eq == std::string::npos || eq + 1 == assignment.size()) {
+        throw usage_error("--label '" + assignment + "' is not NAME=RESULT.json");
+      }
+      labels.push_back({assignment.substr(0, eq), assignment.substr(eq + 1)});
+    } else if (arg == "--min-change") {
+      const std::string text = value_of(i);
+      min_change_given = true;
+      char* end = nullptr;
+      change.min_change = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(change.min_change >= 0 && change.min_change < 1)) {
+        throw usage_error("--min-change '" + text + "' is not a fraction in [0, 1) (0.02 = 2 %)");
+      }
+    } else if (arg == "--baseline" || arg == "--project" || arg == "--price" || arg == "--prices") {
+      comparison_option = true;
+      if (arg == "--baseline") options.baseline = value_of(i);
+      else if (arg == "--project") for (auto& k : split(value_of(i), ',')) options.project_to.push_back(k);
+      else if (arg == "--price") add_price(options.usd_per_hour, value_of(i), "--price");
+      else {
       const std::string path = value_of(i);
       std::stringstream lines(gpucmp_report::read_file(path));
       std::string line;
       while (std::getline(lines, line))
         if (!line.empty() && line[0] != '#') add_price(options.usd_per_hour, line, path);
+      }
     } else if (arg == "--markdown") markdown_path = value_of(i);
     else if (arg == "--csv") csv_path = value_of(i);
     else if (arg == "--html") html_path = value_of(i);
@@ -136,6 +189,9 @@ int run(int argc, char** argv) {
     else if (arg.rfind("--", 0) == 0) throw usage_error("unknown option " + arg);
     else positional.push_back(arg);
   }
+  if (labels.empty() && min_change_given) throw usage_error("--min-change belongs to a before/after comparison (--label)");
+  if (!labels.empty()) return before_after_command(command, labels, positional, change, comparison_option, html_path,
+                                                  markdown_path, csv_path);
   if (positional.empty()) throw usage_error(command == "specs" ? "no GPU named" : "no result file given");
 
   std::vector<std::pair<std::string, std::string>> outputs;

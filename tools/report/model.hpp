@@ -68,6 +68,7 @@ struct result {
   double watts = NAN;                    ///< average power, when recorded
   gpucmp::row_description described;     ///< what it measured: axes, sweep axis, provider, ... (schema 2)
   std::string timing_mode;               ///< "hot", "graph", ... ("" when the row does not say)
+  std::vector<double> samples;           ///< every repetition's per-sample times; empty when a row lacks them
 };
 
 /// One result file.
@@ -315,10 +316,14 @@ inline result_file parse_result_file(const std::string& text, const std::string&
       continue;
     }
     std::vector<double> seconds, watts;
+    bool every_row_has_samples = true;
     for (const auto* x : reps) {
       seconds.push_back(x->seconds);
       if (x->power) watts.push_back(x->power->average_w);
+      every_row_has_samples = every_row_has_samples && !x->sample_seconds.empty();
+      r.samples.insert(r.samples.end(), x->sample_seconds.begin(), x->sample_seconds.end());
     }
+    if (!every_row_has_samples) r.samples.clear();  // a partial set would weigh repetitions unevenly
     r.seconds = gpucmp::summarize(seconds).median;
     if (watts.size() == reps.size()) r.watts = gpucmp::summarize(watts).median;
     r.declared = reps.front()->declared;

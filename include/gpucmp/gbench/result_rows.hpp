@@ -115,6 +115,7 @@ inline result_row measured_row(const measurement& r, const work& declared, const
     row.noise = r.gpu.relative_noise;
     row.samples = std::int64_t(r.gpu.count);
     row.batch = std::int64_t(r.batch);
+    row.sample_seconds = written_samples(r.gpu_s);
     if (r.power) {
       row_power p;
       p.average_w = r.power->average_w;

@@ -17,6 +17,7 @@
 #include <gpucmp/specs/work.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -76,6 +77,9 @@ inline const std::vector<result_key>& result_keys() {
       {"noise", "", key_presence::measured, "relative noise of the samples (robust spread / median)"},
       {"samples", "", key_presence::measured, "timed samples"},
       {"batch", "", key_presence::measured, "launches per sample"},
+      {"sample_seconds", "s", key_presence::measured,
+       "GPU time per launch of each timed sample, in the order taken (at most 1000, evenly spaced over the run when "
+       "more were taken): what a before/after comparison's rank test reads (absent in files written before it)"},
       {"flops", "FLOP", key_presence::declared, "declared FLOPs per launch"},
       {"bytes_read", "B", key_presence::declared, "declared bytes read from device memory per launch"},
       {"bytes_written", "B", key_presence::declared, "declared bytes written to device memory per launch"},
@@ -117,6 +121,21 @@ struct row_power {
   double limit_w = 0;             ///< power_limit_w
   double throttled_fraction = 0;  ///< throttled_fraction
 };
+
+/// The most per-sample times a row carries: enough for a rank test to resolve a 1 % shift,
+/// small enough that a suite's file stays a few hundred kB.
+inline constexpr std::size_t max_written_samples = 1000;
+
+/// At most max_written_samples of `samples`, evenly spaced over the run (first and last kept),
+/// so that a drift during a long run is kept in the same proportion.
+inline std::vector<double> written_samples(const std::vector<double>& samples) {
+  if (samples.size() <= max_written_samples) return samples;
+  std::vector<double> out;
+  out.reserve(max_written_samples);
+  const double step = double(samples.size() - 1) / double(max_written_samples - 1);
+  for (std::size_t i = 0; i < max_written_samples; ++i) out.push_back(samples[std::size_t(std::llround(double(i) * step))]);
+  return out;
+}
 
 /// One parameter of the measured problem: a number or a text.
 struct axis {
@@ -209,6 +228,7 @@ struct result_row {
   bool has_flops = false, has_bytes = false, has_items = false;
   double seconds = NAN, seconds_min = NAN, seconds_max = NAN, noise = NAN;  ///< when measured
   std::int64_t samples = 0, batch = 0;                                     ///< when measured
+  std::vector<double> sample_seconds;  ///< when measured: per-launch time of each sample (at most max_written_samples)
   std::optional<row_power> power;
   std::vector<std::string> kernels;  ///< kernel mode
   row_description described;         ///< what it measured (schema 2)
@@ -320,6 +340,11 @@ inline detail::json to_json(const result_row& row) {
     if (std::isfinite(row.noise)) number("noise", row.noise);
     if (row.samples > 0) number("samples", double(row.samples));
     if (row.batch > 0) number("batch", double(row.batch));
+    if (!row.sample_seconds.empty()) {
+      json list = json::make_array();
+      for (double t : row.sample_seconds) list.items().push_back(json::make_number(t));
+      m["sample_seconds"] = list;
+    }
   }
   if (row.has_flops) number("flops", row.declared.flops);
   if (row.has_bytes) {
@@ -461,6 +486,14 @@ inline result_row result_row_from_json(const detail::json& o, const std::string&
     row.noise = amount("noise", false, NAN);
     row.samples = count("samples", false);
     row.batch = count("batch", false);
+    if (const json* list = o.find("sample_seconds")) {
+      if (!list->is_array() || list->items().empty()) fail("sample_seconds", "is not a non-empty list");
+      if (list->items().size() > max_written_samples) fail("sample_seconds", "holds more than " + std::to_string(max_written_samples) + " samples");
+      for (const json& t : list->items()) {
+        if (!t.is_number() || !(t.number() > 0) || !std::isfinite(t.number())) fail("sample_seconds", "holds a time that is not a finite number > 0");
+        row.sample_seconds.push_back(t.number());
+      }
+    }
   }
   row.has_flops = o.find("flops") != nullptr;
   row.declared.flops = amount("flops", false, 0);

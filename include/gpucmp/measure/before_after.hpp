@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Whether a second set of timings of one benchmark differs from a first: the verdict of a
+// before/after comparison, from the two full sample sets, never from two medians. Pure host
+// code.
+//
+// The ratio after/before is the Hodges-Lehmann estimate (the median over every pair of
+// samples of the ratio of their times), with the distribution-free interval that inverts the
+// Mann-Whitney rank test. A change is called only when that whole interval lies beyond a
+// threshold: the larger of a stated smallest change (2 % by default) and the samples' own
+// spread. Two runs of one binary differ by more than their within-run noise says (clocks,
+// placement, the other tenants of the host), so a rank test alone calls such runs different
+// (nvbench's comparer does: its issues #316 and #319); the threshold is what keeps them SAME.
+#pragma once
+
+#include <gpucmp/cuda/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// What a before/after comparison says of one benchmark.
+enum class verdict {
+  same,       ///< the whole interval of the ratio lies within the threshold
+  faster,     ///< the whole interval lies below 1 / (1 + threshold)
+  slower,     ///< the whole interval lies above 1 + threshold
+  uncertain,  ///< the interval reaches past the threshold, or too few samples to say
+};
+
+/// "SAME", "FASTER", "SLOWER", "UNCERTAIN".
+inline const char* to_string(verdict v) noexcept {
+  switch (v) {
+    case verdict::same: return "SAME";
+    case verdict::faster: return "FASTER";
+    case verdict::slower: return "SLOWER";
+    case verdict::uncertain: return "UNCERTAIN";
+  }
+  return "UNKNOWN";
+}
+
+/// How a before/after comparison decides.
+struct change_options {
+  double min_change = 0.02;      ///< the smallest relative change called FASTER or SLOWER
+  double confidence = 0.99;      ///< two-sided confidence of the ratio's interval
+  std::size_t min_samples = 5;   ///< fewer in either set: UNCERTAIN
+
+  /// Throws invalid_argument naming the first value out of range.
+  void validate() const {
+    if (!(min_change >= 0 && min_change < 1)) throw invalid_argument("min_change must lie in [0, 1)");
+    if (!(confidence > 0.5 && confidence < 1)) throw invalid_argument("confidence must lie in (0.5, 1)");
+    if (min_samples < 2) throw invalid_argument("min_samples must be at least 2");
+  }
+};
+
+/// The comparison of one benchmark's samples after a change with those before it.
+struct sample_change {
+  verdict call = verdict::uncertain;  ///< the verdict
+  double ratio = NAN;       ///< after / before, Hodges-Lehmann estimate (> 1: slower)
+  double ratio_low = NAN;   ///< lower end of its interval
+  double ratio_high = NAN;  ///< upper end of its interval
+  double p_value = NAN;     ///< two-sided Mann-Whitney p of "the two sets come from one distribution"
+  double threshold = NAN;   ///< the relative change below which the two count as the same
+  std::string why;          ///< when uncertain: what kept it from a verdict
+};
+
+namespace detail {
+
+/// The standard normal quantile of `p` in (0, 1), by bisection on erfc (exact to 1e-12).
+inline double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+/// Robust relative spread of positive `samples`: 1.4826 x median absolute deviation / median
+/// (the standard deviation / mean of a normal set, unmoved by a few outliers).
+inline double robust_relative_spread(std::vector<double> samples) {
+  const auto median_of = [](std::vector<double>& v) {
+    const std::size_t h = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(h), v.end());
+    const double upper = v[h];
+    if (v.size() % 2 == 1) return upper;
+    return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(h)));
+  };
+  const double median = median_of(samples);
+  for (double& s : samples) s = std::fabs(s - median);
+  return 1.4826 * median_of(samples) / median;
+}
+
+/// At most `most` of `samples`, evenly spaced (first and last kept).
+inline std::vector<double> evenly_spaced(const std::vector<double>& samples, std::size_t most) {
+  if (samples.size() <= most) return samples;
+  std::vector<double> out;
+  const double step = double(samples.size() - 1) / double(most - 1);
+  for (std::size_t i = 0; i < most; ++i) out.push_back(samples[std::size_t(std::llround(double(i) * step))]);
+  return out;
+}
+
+}  // namespace detail
+
+/// The most samples of a set compare_samples reads (evenly spaced when more are given), so that
+/// the pairs stay at four million at most.
+inline constexpr std::size_t max_compared_samples = 2000;
+
+/// Compares the per-launch times `after` with `before` (seconds, each finite and > 0; throws
+/// invalid_argument otherwise). Work and memory grow with |before| x |after|: about 0.1 s and
+/// 8 MB for 1000 samples each.
+inline sample_change compare_samples(const std::vector<double>& all_before, const std::vector<double>& all_after,
+                                     const change_options& options = {}) {
+  options.validate();
+  for (const auto* set : {&all_before, &all_after}) {
+    for (double t : *set) {
+      if (!(t > 0) || !std::isfinite(t)) throw invalid_argument("a sample time is not a finite number > 0");
+    }
+  }
+  const std::vector<double> before = detail::evenly_spaced(all_before, max_compared_samples);
+  const std::vector<double> after = detail::evenly_spaced(all_after, max_compared_samples);
+  sample_change out;
+  if (before.size() < options.min_samples || after.size() < options.min_samples) {
+    out.why = std::to_string(before.size()) + " samples before and " + std::to_string(after.size()) +
+              " after: fewer than " + std::to_string(options.min_samples) + " in a set";
+    return out;
+  }
+  out.threshold = std::max({options.min_change, detail::robust_relative_spread(before), detail::robust_relative_spread(after)});
+
+  // Every pairwise difference of log times: its median is the log of the ratio's estimate, its
+  // order statistics the interval, and its signs the Mann-Whitney statistic.
+  std::vector<double> diffs;
+  diffs.reserve(before.size() * after.size());
+  for (double b : before) {
+    const double lb = std::log(b);
+    for (double a : after) diffs.push_back(std::log(a) - lb);
+  }
+  std::sort(diffs.begin(), diffs.end());
+  const double pairs = double(diffs.size());
+  const std::size_t half = diffs.size() / 2;
+  const double median = diffs.size() % 2 == 1 ? diffs[half] : 0.5 * (diffs[half - 1] + diffs[half]);
+  out.ratio = std::exp(median);
+
+  // Mann-Whitney U of "after is slower", with ties counted half and the tie-corrected variance.
+  const double greater = double(diffs.end() - std::upper_bound(diffs.begin(), diffs.end(), 0.0));
+  const double ties = double(std::upper_bound(diffs.begin(), diffs.end(), 0.0) - std::lower_bound(diffs.begin(), diffs.end(), 0.0));
+  const double u = greater + 0.5 * ties;
+  const double n = double(before.size()), m = double(after.size()), total = n + m;
+  std::vector<double> pooled(before);
+  pooled.insert(pooled.end(), after.begin(), after.end());
+  std::sort(pooled.begin(), pooled.end());
+  double tie_term = 0;
+  for (std::size_t i = 0; i < pooled.size();) {
+    std::size_t j = i;
+    while (j < pooled.size() && pooled[j] == pooled[i]) ++j;
+    const double t = double(j - i);
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  const double variance = n * m / 12.0 * ((total + 1) - tie_term / (total * (total - 1)));
+  if (variance > 0) {
+    const double z = std::max(0.0, std::fabs(u - pairs / 2) - 0.5) / std::sqrt(variance);
+    out.p_value = std::erfc(z / std::sqrt(2.0));
+  } else {
+    out.p_value = 1;  // every sample the same time
+  }
+
+  // The interval: the K-th smallest and K-th largest difference, K from the normal
+  // approximation of U's distribution at the stated confidence.
+  const double z = detail::normal_quantile(0.5 + options.confidence / 2);
+  const double k = std::floor(pairs / 2 - z * std::sqrt(n * m * (total + 1) / 12.0));
+  if (k < 1) {
+    out.why = "too few samples for a " + std::to_string(int(std::lround(options.confidence * 100))) + " % interval";
+    return out;
+  }
+  out.ratio_low = std::exp(diffs[std::size_t(k) - 1]);
+  out.ratio_high = std::exp(diffs[diffs.size() - std::size_t(k)]);
+
+  const double above = 1 + out.threshold, below = 1 / above;
+  if (out.ratio_low > above) {
+    out.call = verdict::slower;
+  } else if (out.ratio_high < below) {
+    out.call = verdict::faster;
+  } else if (out.ratio_low >= below && out.ratio_high <= above) {
+    out.call = verdict::same;
+  } else {
+    out.why = "the interval reaches past the threshold";
+  }
+  return out;
+}
+
+}  // namespace gpucmp
