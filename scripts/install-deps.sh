@@ -5,7 +5,8 @@
 # or ~/.local/include, unless CMake would find them already (CUDNN_FRONTEND_ROOT too); with
 # GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
 # (without it that one test is reported as Skipped); with GPUCMP_INSTALL_FUZZ=1 clang and
-# its libFuzzer runtime (scripts/fuzz.sh). The CUDA toolkit must already be
+# its libFuzzer runtime (scripts/fuzz.sh); Python's wheel package where an older setuptools
+# needs it to install the Python reader (python/). The CUDA toolkit must already be
 # installed. Installs nothing when everything is present, so it also works offline.
 set -euo pipefail
 
@@ -87,6 +88,16 @@ PY
          "set CUDNN_FRONTEND_ROOT to a folder holding include/cudnn_frontend.h" >&2
   fi
   rm -rf "$wheel_dir"
+fi
+
+# The Python reader's install test (`pip install ./python` without network) builds a wheel with
+# the installed setuptools, which before 70.1 needs the wheel package.
+needs_wheel='import importlib.metadata as m, importlib.util as u, sys
+v = tuple(int(x) for x in m.version("setuptools").split(".")[:2])
+sys.exit(0 if u.find_spec("pip") and v < (70, 1) and not u.find_spec("wheel") else 1)'
+if command -v python3 >/dev/null && python3 -c "$needs_wheel" 2>/dev/null; then
+  python3 -m pip install -q wheel 2>/dev/null && echo "install-deps: installed Python's wheel package" ||
+    echo "install-deps: could not install Python's wheel package (offline?): the Python reader's install test will be skipped" >&2
 fi
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then

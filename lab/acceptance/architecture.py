@@ -39,7 +39,7 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)  # acceptance_rows
-sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))  # gpucmp_results, the one reader of gpucmp's files
 from acceptance_rows import Rows  # noqa: E402  (lab/acceptance/acceptance_rows.py)
 
 

@@ -20,7 +20,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)  # acceptance_rows
-sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))  # gpucmp_results, the one reader of gpucmp's files
 import gpucmp_results  # noqa: E402
 from acceptance_rows import Rows  # noqa: E402
 

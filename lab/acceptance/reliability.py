@@ -22,9 +22,9 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)  # acceptance_rows
-sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))  # gpucmp_results, the one reader of gpucmp's files
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))  # gpucmp_results, the one reader of gpucmp's files
 from acceptance_rows import Rows  # noqa: E402  (lab/acceptance/acceptance_rows.py)
-import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py)
+import gpucmp_results  # noqa: E402  (python/gpucmp_results)
 
 
 # Every row's kind, in the order rows are written, and how its text always begins: how a row of

@@ -30,7 +30,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpucmp_results  # noqa: E402
 
 GRADIENT_BYTES = 23_454_912 * 2 + 2_102_120 * 4

@@ -19,8 +19,8 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py: the one reader of gpucmp's files)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import gpucmp_results  # noqa: E402  (python/gpucmp_results: the one reader of gpucmp's files)
 
 
 CONTEXT = {}

@@ -18,8 +18,8 @@ import statistics
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import gpucmp_results  # noqa: E402  (scripts/gpucmp_results.py: the one reader of gpucmp's files)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import gpucmp_results  # noqa: E402  (python/gpucmp_results: the one reader of gpucmp's files)
 
 BARS = {("fp16", 16): 1.5, ("fp16", 32): 1.5, ("fp16", 64): 2.0, ("fp16", 128): 2.0, ("fp16", 256): 2.0,
         ("tf32", 16): 1.2, ("tf32", 32): 1.2, ("tf32", 64): 1.2, ("fp32", 16): 1.2, ("fp32", 32): 1.2, ("fp32", 64): 1.2}

@@ -1,10 +1,10 @@
 """Shared by the fault checks (check_fault_suite.py, check_cupti_taken.py): a result file's
-typed rows by benchmark (scripts/gpucmp_results.py, the one reader), what each row says, and
+typed rows by benchmark (python/gpucmp_results, the one reader), what each row says, and
 a list of named checks."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 import gpucmp_results  # noqa: E402
 
 

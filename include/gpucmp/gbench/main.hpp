@@ -6,6 +6,7 @@
 
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/gbench/context.hpp>
+#include <gpucmp/gbench/debug_library_note.hpp>
 #include <gpucmp/gbench/flags.hpp>
 #include <gpucmp/gbench/output_files.hpp>
 #include <gpucmp/gbench/process.hpp>
@@ -17,6 +18,7 @@
 #include <unistd.h>  // isatty
 
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,7 @@ inline int benchmark_main(int argc, char** argv) {
   add_context();
   const std::string& no_device = detail::cached_no_device_reason();
   if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
+  const detail::debug_library_note debug_note(std::cerr);  // Google Benchmark writes its context there
   if (typed_file) {
     typed_json_reporter file_reporter;  // Google Benchmark's JSON plus the typed rows
     benchmark::RunSpecifiedBenchmarks(nullptr, &file_reporter);

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
-"""The one Python reader of gpucmp result files (docs/results-format.md).
+"""gpucmp_results: the one Python reader of gpucmp result files (docs/results-format.md).
+
+Standard library only; pandas is optional (ResultFile.dataframe). Install with
+`pip install ./python` from the repository, or put python/ on sys.path as the scripts do.
 
 A result file is Google Benchmark's JSON plus a "gpucmp" section of typed rows
 (include/gpucmp/measure/result_schema.hpp). Scripts take every fact from those rows: the
@@ -12,10 +15,14 @@ message that says so (`gpucmp-report upgrade OLD.json NEW.json` adds it to an ol
 
     rows = gpucmp_results.load("suite.json").rows   # [Row], in run order
     ok = [r for r in rows if r.ok]
+    df = gpucmp_results.load("suite.json").dataframe()  # one flat row per run (needs pandas)
+
+`python -m gpucmp_results FILE...` prints each file's rows as a table.
 """
 import json
 import math
 
+__version__ = "0.1.0"  # the library's (include/gpucmp/version.hpp); a test keeps them the same
 SCHEMA_VERSION = 2
 LEGACY_SCHEMA_VERSION = 1  # rows without a description
 DESCRIBED = ("axes", "sweep_axis", "provider", "algorithm", "verification", "search", "libraries", "latency")
@@ -56,6 +63,39 @@ class ResultFile:
         self.context = context        # Google Benchmark's context, gpucmp's facts included
         self.rows = rows              # [Row], in run order
         self.benchmarks = benchmarks  # Google Benchmark's own entries, by name (labels, counters)
+
+    def records(self):
+        """One flat dict per row, in run order, for tables and notebooks: the row's numbers and
+        texts under their keys, each axis as "axis.<name>", the output check as
+        "verification.<key>", serving latency as "latency.<key>", the search's wall time as
+        "search.wall_s", each library as "library.<name>", plus "gpu" (the file's GPU) and "file".
+        Lists (kernels, sample_seconds) stay lists."""
+        out = []
+        for r in self.rows:
+            flat = {"file": self.path, "gpu": self.context.get("gpu_name")}
+            for key, value in r.fields.items():
+                if key == "axes":
+                    flat.update({f"axis.{k}": v for k, v in value.items()})
+                elif key in ("verification", "latency"):
+                    flat.update({f"{key}.{k}": v for k, v in value.items()})
+                elif key == "libraries":
+                    flat.update({f"library.{k}": v for k, v in value.items()})
+                elif key == "search":
+                    flat["search.wall_s"] = value.get("wall_s")
+                    flat["search.candidates"] = len(value.get("candidates", []))
+                else:
+                    flat[key] = value
+            out.append(flat)
+        return out
+
+    def dataframe(self):
+        """records() as a pandas DataFrame; ImportError saying so when pandas is missing."""
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("gpucmp_results.ResultFile.dataframe needs pandas (pip install pandas); "
+                              "records() gives the same rows as dicts without it") from e
+        return pandas.DataFrame(self.records())
 
     def by_benchmark(self):
         """{benchmark: [Row, ...]}: the repetitions of each benchmark."""
