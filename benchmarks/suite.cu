@@ -23,6 +23,9 @@ constexpr int gemm_size = 8192;
 
 template <class T>
 void gemm_benchmark(gpucmp::state& st, gpucmp::precision p, bool tf32) {
+  for (const char* axis : {"m", "n", "k"}) st.set_axis(axis, double(gemm_size));
+  st.set_axis("dtype", gpucmp::to_string(p));
+  st.set_provider("cuBLAS");
   gpucmp_bench::square_gemm<T> gemm(gemm_size, tf32);
   gemm.verify(st.stream());  // a wrong answer is never timed
   st.set_work(gemm.work(p));
@@ -43,8 +46,12 @@ __global__ void copy_kernel(const uint4* __restrict__ in, uint4* __restrict__ ou
 
 // Copies `bytes` with `copy`, verifies the destination equals the source, then measures.
 template <class Copy>
-void copy_benchmark(gpucmp::state& st, Copy&& copy) {
+void copy_benchmark(gpucmp::state& st, const char* operation, const char* provider, Copy&& copy) {
   const auto bytes = static_cast<std::size_t>(st.range(0));
+  st.set_axis("operation", operation);
+  st.set_axis("bytes", double(bytes));
+  st.set_sweep_axis("bytes");
+  st.set_provider(provider);
   gpucmp::device_buffer<std::uint32_t> in(bytes / 4), out(bytes / 4, gpucmp::initial_fill::poison());
   copy(st.stream(), in.data(), out.data(), bytes);
   GPUCMP_CUDA_CHECK(cudaStreamSynchronize(st.stream()));
@@ -56,14 +63,14 @@ void copy_benchmark(gpucmp::state& st, Copy&& copy) {
 
 void copy_with_kernel(gpucmp::state& st) {
   const int blocks = 4 * st.device().sm_count;
-  copy_benchmark(st, [blocks](cudaStream_t s, const std::uint32_t* in, std::uint32_t* out, std::size_t bytes) {
+  copy_benchmark(st, "copy/kernel", "gpucmp kernel", [blocks](cudaStream_t s, const std::uint32_t* in, std::uint32_t* out, std::size_t bytes) {
     copy_kernel<<<blocks, 512, 0, s>>>(reinterpret_cast<const uint4*>(in), reinterpret_cast<uint4*>(out), bytes / 16);
     GPUCMP_CUDA_CHECK_LAST("copy_kernel<<<4 x SMs, 512>>>");
   });
 }
 
 void copy_with_memcpy(gpucmp::state& st) {
-  copy_benchmark(st, [](cudaStream_t s, const std::uint32_t* in, std::uint32_t* out, std::size_t bytes) {
+  copy_benchmark(st, "copy/cudaMemcpyAsync", "CUDA runtime", [](cudaStream_t s, const std::uint32_t* in, std::uint32_t* out, std::size_t bytes) {
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s));
   });
 }

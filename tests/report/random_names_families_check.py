@@ -7,9 +7,11 @@ usage: random_names_families_check.py GPUCMP_REPORT OUT_DIR INPUT.json [INPUT.js
 
 Renames every benchmark of the inputs to a random string (the same one in every file, so the
 rows still line up across GPUs), runs `gpucmp-report compare` on the originals and on the
-renamed copies, and checks that the HTML page's "Over problem size" and "P2P bandwidth"
-sections (family titles, curves, matrices, heat maps) and the markdown's P2P tables are the
-same, and that there are some. Exits 1 on the first difference.
+renamed copies, and checks that the summaries (groups, their titles and geomean speedups), the
+HTML page's charts of the described groups (titles, row labels, bars), its P2P heat maps and
+the markdown's P2P tables are the same, and that there are some. Exits 1 on the first
+difference. (Rows written without axes are charted under their names, after the marker
+`<div id="undescribed-charts">`, which the comparison leaves out.)
 """
 import json
 import os
@@ -40,12 +42,20 @@ def renamed(doc, names):
 
 
 def sections(html, markdown):
-    """The charts of the HTML page and the P2P tables of the markdown (up to the sources,
-    which name the input files)."""
-    def between(text, start, end):
+    """What must not depend on names: the HTML's summary, its described groups' charts and its
+    heat maps; the markdown's summary and P2P tables (up to the sources, which name the input
+    files)."""
+    def between(text, start, *ends):
         i = text.find(start)
-        return text[i:text.find(end, i)] if i >= 0 else ""
-    return between(html, "<h2>Over problem size</h2>", "<h2>Sources</h2>"), between(markdown, "P2P bandwidth (one-way", "Sources")
+        if i < 0:
+            return ""
+        stops = [j for j in (text.find(end, i + len(start)) for end in ends) if j >= 0]
+        return text[i:min(stops)] if stops else text[i:]
+    html_part = (between(html, '<section id="summary">', "</section>") +
+                 between(html, '<section id="charts">', '<div id="undescribed-charts">', "<h2>P2P bandwidth</h2>", "<h2>Sources</h2>") +
+                 between(html, "<h2>P2P bandwidth</h2>", "<h2>Sources</h2>"))
+    md_part = between(markdown, "## Summary", "## Results") + between(markdown, "## P2P bandwidth", "## Sources")
+    return html_part, md_part
 
 
 def report(binary, files, out_dir, tag):
@@ -77,9 +87,9 @@ def main():
     if "P2P bandwidth" not in original[0]:
         failures.append("the originals drew no P2P heat map (the check would prove nothing)")
     if original[0] != random_named[0]:
-        failures.append("the HTML's families and heat maps differ under random names")
+        failures.append("the HTML's summary, charts or heat maps differ under random names")
     if original[1] != random_named[1]:
-        failures.append("the markdown's P2P tables differ under random names")
+        failures.append("the markdown's summary or P2P tables differ under random names")
     for old in names:
         if old in random_named[0]:
             failures.append(f"an original name '{old}' reached the charts of the renamed files")
@@ -87,7 +97,7 @@ def main():
     for line in failures:
         print("random_names_families_check: " + line)
     print("random_names_families_check: " + ("FAILED" if failures else
-          f"{len(names)} rows renamed; families, curves and heat maps are the same"))
+          f"{len(names)} rows renamed; summaries, charts and heat maps are the same"))
     return 1 if failures else 0
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Renders an HTML report in headless Chromium and checks the screenshot is not blank.
+"""Renders an HTML report in headless Chromium: the screenshot is not blank, and the page as
+the browser built it opens with the summary.
 
 usage: screenshot_check.py PAGE.html OUT.png
-Exit 0: the page rendered with text and coloured chart bars; 1: blank or failed; 77: no
-Chromium on this machine (skipped).
+Exit 0: the page rendered with text and coloured chart bars, its first section is the summary
+(a table with a row per group) and the top of the screenshot holds it; 1: blank, out of order
+or failed; 77: no Chromium on this machine (skipped).
 """
+import re
 import shutil
 import struct
 import subprocess
@@ -73,6 +76,18 @@ def main():
     subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     "--window-size=1400,1600", f"--screenshot={png}", "file://" + page],
                    check=True, capture_output=True, timeout=120)
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + page],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    sections = re.findall(r'<section id="([^"]+)"', dom)
+    headings = re.findall(r"<h2>(.*?)</h2>", dom)
+    summary = dom[dom.find('<section id="summary">'):dom.find("</section>")] if sections else ""
+    print(f"sections in the rendered page: {sections}; first heading {headings[:1]}")
+    if not sections or sections[0] != "summary" or not headings or headings[0] != "Summary":
+        print("FAILED: the page's first section is not the summary")
+        return 1
+    if summary.count("<tr>") < 2:
+        print("FAILED: the summary has no row")
+        return 1
     width, height, channels, rows = read_png(png)
     total = width * height
     ink = coloured = 0
@@ -89,6 +104,12 @@ def main():
         return 1
     if coloured < 0.002 * total:
         print("FAILED: no chart bars visible")
+        return 1
+    # The summary table sits at the top: its borders and text ink the first 400 rows.
+    top = sum(1 for line in rows[:400] for x in range(0, len(line), channels)
+              if line[x] < 200 or line[x + 1] < 200 or line[x + 2] < 200)
+    if top < 0.01 * width * 400:
+        print("FAILED: the top of the page is (nearly) blank: the summary is not where a reader looks first")
         return 1
     return 0
 

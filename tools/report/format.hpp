@@ -38,6 +38,27 @@ inline std::string parameter_number(double v) {
   return buf;
 }
 
+/// A byte count in binary units: "16 MiB", "4 GiB", "1.5 KiB", "512 B".
+inline std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  return (bytes == std::floor(bytes) ? fixed(bytes, 0) : number(bytes)) + " " + units[u];
+}
+
+/// A large count with an SI prefix and three significant figures: "9.26 M", "740 k", "512".
+inline std::string count_text(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e12) return number(v / 1e12) + " T";
+  if (a >= 1e9) return number(v / 1e9) + " G";
+  if (a >= 1e6) return number(v / 1e6) + " M";
+  if (a >= 1e4) return number(v / 1e3) + " k";
+  return number(v);
+}
+
 inline std::string html_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {

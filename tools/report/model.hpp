@@ -87,6 +87,8 @@ struct cell {
   double speedup = NAN;                 ///< baseline time / this time
   double watts = NAN;                   ///< average power, when recorded
   std::string note;                     ///< error message or projection note
+  bool l2_resident = false;             ///< measured: its bytes fit in L2 and it moved them faster than DRAM can, so
+                                        ///< L2 served it; projected: its source's bytes fit in L2 (projected with DRAM bandwidth)
 };
 
 /// A column: one GPU, measured (from a file) or projected.
@@ -630,6 +632,10 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
         c.note = it->second.message;
         c.watts = it->second.watts;
         fill_rate(c, it->second.declared);
+        if (c.kind == cell_kind::measured) {
+          const gpucmp::roofline_point at = gpucmp::place_on_roofline(it->second.declared, c.seconds, f.gpu);
+          c.l2_resident = at.bound == gpucmp::roofline_bound::memory && at.fits_in_l2 && at.fraction_of_peak_bandwidth > 1;
+        }
       }
       row.push_back(c);
     }
@@ -648,6 +654,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
             c.kind = cell_kind::projected;
             c.seconds = p.seconds;
             c.note = p.reason;
+            c.l2_resident = p.reason.rfind("L2-resident", 0) == 0;  // the projection used DRAM bandwidth for it
             fill_rate(c, r.declared);
             break;
           case gpucmp::projection_status::unsupported: c.kind = cell_kind::unsupported; break;

@@ -8,6 +8,7 @@
 #include "format.hpp"
 #include "model.hpp"
 #include "p2p_heatmap.hpp"
+#include "summary.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -128,29 +129,114 @@ void markdown_table(std::ostringstream& md, const comparison& cmp, const std::ve
   }
 }
 
+// The notes that say what the summary's and the table's marks mean; only those that apply.
+inline std::vector<std::string> reading_notes(const comparison& cmp) {
+  std::vector<std::string> notes;
+  bool any_projected = false, any_l2 = false;
+  for (const auto& c : cmp.columns) any_projected = any_projected || c.projected;
+  for (const auto& row : cmp.cells)
+    for (const auto& c : row) any_l2 = any_l2 || c.l2_resident;
+  if (any_projected) {
+    notes.push_back("≈ projected: a roofline estimate from the measured " + cmp.columns[cmp.baseline].label +
+                    ". The band is the projection's measured error, ±" + fixed(gpucmp::projection_mean_abs_error * 100, 1) +
+                    " % on average and up to " + fixed(gpucmp::projection_largest_abs_error * 100, 1) +
+                    " % against published results (GEMMs came out 10–21 % low; docs/results/h200-projection.md).");
+  }
+  for (const auto& c : cmp.columns) {
+    if (c.trust == gpucmp::confidence::low) {
+      notes.push_back("⚠ low-confidence specs: NVIDIA publishes no datasheet for the " + c.label +
+                      "; its figures come from secondary sources (docs/gpu-database.md), so its projections are less "
+                      "certain than the band says.");
+    } else if (c.trust == gpucmp::confidence::derived) {
+      notes.push_back("⚠ derived specs: the " + c.label + " is not in the database; its figures were computed from the "
+                      "device's own attributes.");
+    }
+  }
+  if (any_l2) {
+    notes.push_back("L2-resident: its bytes fit in the GPU's L2 cache and moved faster than its DRAM can, so L2 served "
+                    "them: the rate is not a DRAM figure. † projected from a measurement whose bytes fit in L2: the "
+                    "projection uses DRAM bandwidth, and the summary leaves these rows out of projected means.");
+  }
+  if (any_cell_of(cmp, cell_kind::latency_bound)) {
+    notes.push_back("latency-bound: measured in under " + number(gpucmp::latency_bound_below_s * 1e6) +
+                    " µs a launch, so a launch's fixed cost, not a datasheet ceiling, bounds it: not projected.");
+  }
+  return notes;
+}
+
+/// A table cell of the comparison: time, rate, speedup and its marks.
+inline std::string table_cell_text(const comparison& cmp, std::size_t r, std::size_t i) {
+  const cell& c = cmp.cells[r][i];
+  std::string text = cell_text(c);
+  if (std::isfinite(c.speedup) && i != cmp.baseline) text += " (×" + fixed(c.speedup, 2) + ")";
+  if (c.kind == cell_kind::measured && c.l2_resident) text += " · L2-resident";
+  if (c.kind == cell_kind::projected && c.l2_resident) text += " †";
+  return text;
+}
+
+/// What an hour of column `i` at its price buys of row `r`'s work: "9.26 M GB per $", "≈2.1 M GB per $".
+inline std::string per_dollar_text(const comparison& cmp, std::size_t r, std::size_t i) {
+  const cell& c = cmp.cells[r][i];
+  const double price = cmp.columns[i].usd_per_hour;
+  if (!(std::isfinite(price) && price > 0 && std::isfinite(c.seconds) && c.seconds > 0)) return std::string();
+  const std::string mark = c.kind == cell_kind::projected ? "≈" : "";
+  if (std::isfinite(c.rate)) return mark + count_text(c.rate * 3600.0 / price) + " " + c.unit.substr(0, c.unit.size() - 2) + " per $";
+  return mark + count_text(3600.0 / c.seconds / price) + " launches per $";
+}
+
+/// A summary cell: the group's speedup and, when some rows have none here, how many it averages.
+inline std::string summary_cell_text(const group_speedup& s, std::size_t group_rows) {
+  std::string text = speedup_text(s);
+  if (s.rows > 0 && s.rows < group_rows) text += " (" + std::to_string(s.rows) + " of " + std::to_string(group_rows) + " rows)";
+  return text;
+}
+
+// The summary as markdown: a table of groups x GPUs, or one sentence when there is one GPU.
+inline void markdown_summary(std::ostringstream& md, const comparison& cmp, const comparison_summary& summary) {
+  md << "## Summary\n\n";
+  if (cmp.columns.size() < 2) {
+    md << "One GPU, " << markdown_text(cmp.columns.front().label)
+       << ", and nothing to compare it with: give more result files, or --project onto other GPUs.\n";
+    return;
+  }
+  md << "Speedup against " << markdown_text(cmp.columns[cmp.baseline].label)
+     << ": the geometric mean over each group's rows (higher is faster; rows group by what they measured, from their "
+        "axes).\n\n| group | rows |";
+  for (const auto& c : cmp.columns) md << " " << markdown_text(column_title(c)) << " |";
+  md << " fastest |\n|---|---|";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) md << "---|";
+  md << "---|\n";
+  for (std::size_t g = 0; g < summary.groups.size(); ++g) {
+    const row_group& group = summary.groups[g];
+    md << "| " << markdown_text(group.title) << " | " << group.rows.size() << " |";
+    for (const auto& s : summary.speedups[g]) md << " " << summary_cell_text(s, group.rows.size()) << " |";
+    const std::size_t best = summary.fastest(g);
+    md << " " << (best == std::string::npos ? std::string("—") : markdown_text(cmp.columns[best].label)) << " |\n";
+  }
+}
+
 inline std::string render_markdown(const comparison& cmp) {
   std::ostringstream md;
-  md << "# gpucmp comparison\n\n" << markdown_text(method_text(cmp)) << "\n\n";
+  md << "# gpucmp comparison\n\n";
+  markdown_summary(md, cmp, summarize_comparison(cmp));
+  const std::vector<std::string> notes = reading_notes(cmp);
+  if (!notes.empty()) md << "\n";
+  for (const auto& n : notes) md << "- " << markdown_text(n) << "\n";
+  md << "\n## Results\n\n" << markdown_text(method_text(cmp)) << "\n\n";
   std::vector<std::string> titles, labels, priced;
   for (const auto& c : cmp.columns) {
     titles.push_back(markdown_text(column_title(c)));
     labels.push_back(markdown_text(c.label));
     priced.push_back(markdown_text(c.label) + (std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : ""));
   }
-  markdown_table(md, cmp, titles, [&](std::size_t r, std::size_t i) {
-    const cell& c = cmp.cells[r][i];
-    std::string text = cell_text(c);
-    if (std::isfinite(c.speedup) && i != cmp.baseline) text += " (×" + fixed(c.speedup, 2) + ")";
-    if (c.kind == cell_kind::projected && !c.note.empty()) text += " †";
-    return text;
-  });
+  markdown_table(md, cmp, titles, [&](std::size_t r, std::size_t i) { return table_cell_text(cmp, r, i); });
   // Efficiency per watt and per dollar, when recorded or given.
   bool any_power = false, any_price = false;
   for (const auto& row : cmp.cells)
     for (const auto& c : row) any_power = any_power || std::isfinite(c.watts);
   for (const auto& c : cmp.columns) any_price = any_price || std::isfinite(c.usd_per_hour);
   if (any_power) {
-    md << "\nPower (average W over the measurement window), energy per launch (W x time) and work per "
+    md << "\n## Power\n\nPower (average W over the measurement window), energy per launch (W x time) and work per "
           "second per W; measured columns only:\n\n";
     markdown_table(md, cmp, labels, [&](std::size_t r, std::size_t i) {
       const cell& c = cmp.cells[r][i];
@@ -162,29 +248,15 @@ inline std::string render_markdown(const comparison& cmp) {
     });
   }
   if (any_price) {
-    md << "\nPer dollar (work an hour at the given price buys; launches when no work was declared):\n\n";
-    markdown_table(md, cmp, priced, [&](std::size_t r, std::size_t i) {
-      const cell& c = cmp.cells[r][i];
-      const double price = cmp.columns[i].usd_per_hour;
-      if (!(std::isfinite(price) && price > 0 && std::isfinite(c.seconds) && c.seconds > 0)) return std::string();
-      if (std::isfinite(c.rate)) return number(c.rate * 3600.0 / price) + " " + c.unit.substr(0, c.unit.size() - 2) + " per $";
-      return number(3600.0 / c.seconds / price) + " launches per $";
-    });
-  }
-  bool any_caveat = false;
-  for (const auto& row : cmp.cells)
-    for (const auto& c : row) any_caveat = any_caveat || (c.kind == cell_kind::projected && !c.note.empty());
-  if (any_caveat) md << "\n† L2-resident when measured: projected with DRAM bandwidth.\n";
-  if (any_cell_of(cmp, cell_kind::latency_bound)) {
-    md << "\nlatency-bound: measured in under " << number(gpucmp::latency_bound_below_s * 1e6)
-       << " µs a launch, so a launch's fixed cost, not a datasheet ceiling, bounds it: not projected.\n";
+    md << "\n## Per dollar\n\nWork an hour at the given price buys (launches when no work was declared; ≈ projected):\n\n";
+    markdown_table(md, cmp, priced, [&](std::size_t r, std::size_t i) { return per_dollar_text(cmp, r, i); });
   }
   const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
-  if (!p2p.empty()) md << "\nP2P bandwidth (one-way copies between GPUs, GB/s; row: from, column: to):\n";
+  if (!p2p.empty()) md << "\n## P2P bandwidth\n\nOne-way copies between GPUs, GB/s; row: from, column: to.\n";
   for (const p2p_matrix& m : p2p) {
-    md << "\n" << markdown_text(m.gpu) << ", " << markdown_text(m.method) << ", " << number(m.bytes) << " bytes:\n\n" << p2p_markdown(m);
+    md << "\n" << markdown_text(m.gpu) << ", " << markdown_text(m.method) << ", " << size_text(m.bytes) << ":\n\n" << p2p_markdown(m);
   }
-  md << "\nSources:";
+  md << "\n## Sources\n";
   for (const auto& c : cmp.columns) md << "\n- " << markdown_text(c.label) << ": " << markdown_text(c.source);
   md << "\n";
   return md.str();
@@ -231,133 +303,131 @@ inline const char* column_color(std::size_t i) {
   return colors[i % 8];
 }
 
-// Horizontal bars of speedup against the baseline, one per GPU; projected bars hatched.
-inline std::string speedup_bars_svg(const comparison& cmp, std::size_t row) {
-  const int bar_h = 18, gap = 6, label_w = 300, chart_w = 360;
+// A tick step for an axis from 0 to `top` with 4 to 8 ticks: 1, 2, 2.5 or 5 times a power of ten.
+inline double tick_step(double top) {
+  const double raw = top / 6;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * power >= raw) return m * power;
+  }
+  return 10 * power;
+}
+
+// One group's chart: for each row (labelled by what sets it apart), one horizontal bar per GPU
+// of its speedup against the baseline; projected bars hatched, ×1 drawn darker, the value
+// written after each bar (room is kept for it), what has no speedup written in grey.
+inline std::string group_chart_svg(const comparison& cmp, const row_group& g) {
+  std::size_t longest = 0;
+  for (const auto& label : g.labels) longest = std::max(longest, label.size());
+  const int label_w = static_cast<int>(std::clamp<std::size_t>(7 * longest + 16, 120, 440)), chart_w = 460, value_w = 90, bar_h = 12, bar_gap = 2, row_gap = 12, top = 8, bottom = 34;
+  const std::size_t columns = cmp.columns.size();
   double max_speedup = 1.0;
-  for (const auto& c : cmp.cells[row]) {
-    if (std::isfinite(c.speedup)) max_speedup = std::max(max_speedup, c.speedup);
-  }
-  const int height = static_cast<int>(cmp.columns.size()) * (bar_h + gap) + gap;
+  for (std::size_t r : g.rows)
+    for (const auto& c : cmp.cells[r])
+      if (std::isfinite(c.speedup)) max_speedup = std::max(max_speedup, c.speedup);
+  const double step = tick_step(max_speedup);
+  const double axis_top = std::ceil(max_speedup / step - 1e-9) * step;
+  const int cluster_h = static_cast<int>(columns) * (bar_h + bar_gap) - bar_gap;
+  const int height = top + static_cast<int>(g.rows.size()) * (cluster_h + row_gap) + bottom;
+  const int width = label_w + chart_w + value_w;
+  auto px = [&](double v) { return label_w + v / axis_top * chart_w; };
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << label_w + chart_w + 80 << "\" height=\"" << height
-      << "\" role=\"img\" aria-label=\"speedup of " << html_escape(cmp.benchmarks[row]) << "\">";
-  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-    const cell& c = cmp.cells[row][i];
-    const int y = gap + static_cast<int>(i) * (bar_h + gap);
-    svg << "<text x=\"" << label_w - 6 << "\" y=\"" << y + bar_h - 5 << "\" text-anchor=\"end\" font-size=\"12\">"
-        << html_escape(cmp.columns[i].label) << "</text>";
-    if (std::isfinite(c.speedup)) {
-      const int w = std::max(1, static_cast<int>(chart_w * c.speedup / max_speedup));
-      svg << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << bar_h << "\" fill=\""
-          << (c.kind == cell_kind::projected ? "url(#hatch" + std::to_string(i) + ")" : column_color(i))
-          << "\" stroke=\"" << column_color(i) << "\"/>";
-      svg << "<text x=\"" << label_w + w + 4 << "\" y=\"" << y + bar_h - 5 << "\" font-size=\"12\">×" << fixed(c.speedup, 2)
-          << (c.kind == cell_kind::projected ? " projected" : "") << "</text>";
-    } else {
-      svg << "<text x=\"" << label_w + 4 << "\" y=\"" << y + bar_h - 5 << "\" font-size=\"12\" fill=\"#888\">"
-          << to_string(c.kind) << "</text>";
-    }
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" role=\"img\" aria-label=\"" << html_escape(g.title) << "\">";
+  const int plot_bottom = height - bottom;
+  for (double t = 0; t <= axis_top + 1e-9; t += step) {
+    const double x = px(t);
+    svg << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << top << "\" x2=\"" << fixed(x, 1) << "\" y2=\"" << plot_bottom
+        << "\" stroke=\"#e4e4e4\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << plot_bottom + 14
+        << "\" text-anchor=\"middle\" font-size=\"11\">×" << parameter_number(std::round(t * 1000) / 1000) << "</text>";
   }
-  svg << "</svg>";
-  return svg.str();
-}
-
-// A family's title, from what its rows share: every axis but the swept one ("name=value",
-// in the order the benchmark declared them), the provider, the timing mode, the swept axis.
-inline std::string family_title(const row_facts& f) {
-  std::string title;
-  auto add = [&](const std::string& part) { title += (title.empty() ? "" : ", ") + part; };
-  for (const gpucmp::axis& a : f.described.axes) {
-    if (a.name != f.described.sweep_axis) add(a.name + "=" + (a.number ? parameter_number(*a.number) : a.text));
-  }
-  if (!f.described.provider.empty()) add(f.described.provider);
-  if (!f.timing_mode.empty()) add(f.timing_mode + " mode");
-  return title + "; over " + f.described.sweep_axis;
-}
-
-// Families: rows alike in every axis but the one they sweep (and in provider and timing
-// mode), read from the rows' typed axes and never from their names, drawn as curves of the
-// rate (or 1 / time) over the swept axis, one line per GPU, on a log2 x axis.
-inline std::map<std::string, std::vector<std::pair<double, std::size_t>>> families(const comparison& cmp) {
-  std::map<std::string, std::vector<std::pair<double, std::size_t>>> out;
-  for (std::size_t r = 0; r < cmp.benchmarks.size() && r < cmp.facts.size(); ++r) {
-    const row_facts& f = cmp.facts[r];
-    if (f.described.sweep_axis.empty()) continue;
-    const gpucmp::axis* x = f.described.find(f.described.sweep_axis);
-    if (x == nullptr || !x->number || !(*x->number > 0)) continue;  // a log axis: positive sizes only
-    auto& points = out[family_title(f)];
-    const bool seen = std::any_of(points.begin(), points.end(), [&](const auto& p) { return p.first == *x->number; });
-    if (!seen) points.push_back({*x->number, r});  // two rows at one point: the first (in name order) is drawn
-  }
-  for (auto it = out.begin(); it != out.end();) {
-    it = it->second.size() >= 3 ? std::next(it) : out.erase(it);
-  }
-  return out;
-}
-
-inline std::string family_curve_svg(const comparison& cmp, const std::string& family,
-                                     std::vector<std::pair<double, std::size_t>> points) {
-  std::sort(points.begin(), points.end());
-  const int w = 640, h = 300, left = 70, right = 20, top = 20, bottom = 40;
-  auto value = [&](const cell& c) { return std::isfinite(c.rate) ? c.rate : (std::isfinite(c.seconds) ? 1.0 / c.seconds : NAN); };
-  double max_v = 0;
-  std::string unit = "launches/s";
-  for (const auto& [size, row] : points)
-    for (const auto& c : cmp.cells[row])
-      if (std::isfinite(value(c))) {
-        max_v = std::max(max_v, value(c));
-        if (!c.unit.empty()) unit = c.unit;
+  svg << "<line x1=\"" << fixed(px(1), 1) << "\" y1=\"" << top << "\" x2=\"" << fixed(px(1), 1) << "\" y2=\"" << plot_bottom
+      << "\" stroke=\"#555\" stroke-dasharray=\"3 2\"/>";
+  svg << "<text x=\"" << label_w + chart_w / 2 << "\" y=\"" << height - 4 << "\" text-anchor=\"middle\" font-size=\"12\">speedup against "
+      << html_escape(cmp.columns[cmp.baseline].label) << " (×1: the same speed)</text>";
+  for (std::size_t k = 0; k < g.rows.size(); ++k) {
+    const int y0 = top + static_cast<int>(k) * (cluster_h + row_gap) + row_gap / 2;
+    svg << "<text x=\"" << label_w - 8 << "\" y=\"" << y0 + cluster_h / 2 + 4 << "\" text-anchor=\"end\" font-size=\"12\">"
+        << html_escape(g.labels[k]) << "</text>";
+    for (std::size_t i = 0; i < columns; ++i) {
+      const cell& c = cmp.cells[g.rows[k]][i];
+      const int y = y0 + static_cast<int>(i) * (bar_h + bar_gap);
+      if (!std::isfinite(c.speedup)) {
+        svg << "<text x=\"" << label_w + 4 << "\" y=\"" << y + bar_h - 2 << "\" font-size=\"10\" fill=\"#888\">"
+            << html_escape(cmp.columns[i].label) << ": " << to_string(c.kind) << "</text>";
+        continue;
       }
-  if (max_v <= 0) return "";
-  const double x0 = std::log2(points.front().first), x1 = std::log2(points.back().first);
-  auto px = [&](double size) { return left + (x1 > x0 ? (std::log2(size) - x0) / (x1 - x0) : 0.5) * (w - left - right); };
-  auto py = [&](double v) { return top + (1.0 - v / max_v) * (h - top - bottom); };
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" role=\"img\" aria-label=\""
-      << html_escape(family) << "\">";
-  svg << "<line x1=\"" << left << "\" y1=\"" << h - bottom << "\" x2=\"" << w - right << "\" y2=\"" << h - bottom
-      << "\" stroke=\"#333\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << h - bottom
-      << "\" stroke=\"#333\"/>";
-  svg << "<text x=\"" << left - 6 << "\" y=\"" << top + 10 << "\" text-anchor=\"end\" font-size=\"11\">" << number(max_v)
-      << "</text><text x=\"" << left - 6 << "\" y=\"" << h - bottom << "\" text-anchor=\"end\" font-size=\"11\">0</text>";
-  svg << "<text x=\"" << (w + left) / 2 << "\" y=\"" << h - 8 << "\" text-anchor=\"middle\" font-size=\"12\">size (log scale), "
-      << html_escape(unit) << " up</text>";
-  for (const auto& [size, row] : points) {
-    svg << "<text x=\"" << px(size) << "\" y=\"" << h - bottom + 14 << "\" text-anchor=\"middle\" font-size=\"10\">"
-        << number(size) << "</text>";
-  }
-  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-    std::string path;
-    for (const auto& [size, row] : points) {
-      const double v = value(cmp.cells[row][i]);
-      if (!std::isfinite(v)) continue;
-      path += (path.empty() ? "" : " ") + fixed(px(size), 1) + "," + fixed(py(v), 1);
+      const double w = std::max(1.0, px(c.speedup) - label_w);
+      const bool projected = c.kind == cell_kind::projected;
+      svg << "<rect x=\"" << label_w << "\" y=\"" << y << "\" width=\"" << fixed(w, 1) << "\" height=\"" << bar_h << "\" fill=\""
+          << (projected ? "url(#hatch" + std::to_string(i) + ")" : column_color(i)) << "\" stroke=\"" << column_color(i)
+          << "\"><title>" << html_escape(cmp.columns[i].label) << "</title></rect>";
+      svg << "<text x=\"" << fixed(label_w + w + 4, 1) << "\" y=\"" << y + bar_h - 2 << "\" font-size=\"10\">"
+          << (projected ? "≈" : "") << "×" << fixed(c.speedup, 2) << (c.l2_resident ? " L2" : "") << "</text>";
     }
-    if (path.empty()) continue;
-    svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << column_color(i) << "\""
-        << (cmp.columns[i].projected ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << path << "\"/>";
   }
   svg << "</svg>";
   return svg.str();
+}
+
+inline std::string html_notes(const comparison& cmp) {
+  const std::vector<std::string> notes = reading_notes(cmp);
+  if (notes.empty()) return "";
+  std::string out = "<ul class=\"notes\">";
+  for (const auto& n : notes) out += "<li>" + html_escape(n) + "</li>";
+  return out + "</ul>\n";
+}
+
+// The summary as HTML: a table of groups x GPUs (the fastest in bold) and the reading notes.
+inline void html_summary(std::ostringstream& html, const comparison& cmp, const comparison_summary& summary) {
+  html << "<p>Speedup against " << html_escape(cmp.columns[cmp.baseline].label)
+       << ": the geometric mean over each group's rows (higher is faster; rows group by what they measured, from their "
+          "axes).</p>\n<table class=\"summary\"><tr><th>group</th><th>rows</th>";
+  for (const auto& c : cmp.columns) html << "<th>" << html_escape(column_title(c)) << "</th>";
+  html << "<th>fastest</th></tr>\n";
+  for (std::size_t g = 0; g < summary.groups.size(); ++g) {
+    const row_group& group = summary.groups[g];
+    const std::size_t best = summary.fastest(g);
+    html << "<tr><td>" << html_escape(group.title) << "</td><td>" << group.rows.size() << "</td>";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+      html << "<td" << (i == best ? " class=\"best\"" : "") << ">"
+           << html_escape(summary_cell_text(summary.speedups[g][i], group.rows.size())) << "</td>";
+    }
+    html << "<td>" << (best == std::string::npos ? std::string("—") : html_escape(cmp.columns[best].label)) << "</td></tr>\n";
+  }
+  html << "</table>\n" << html_notes(cmp) << "</section>\n";
 }
 
 inline std::string render_html(const comparison& cmp) {
   std::ostringstream html;
+  const comparison_summary summary = summarize_comparison(cmp);
   html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpucmp comparison</title>\n"
-       << "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
+       << "<style>body{font-family:sans-serif;margin:24px;color:#222;max-width:1300px}table{border-collapse:collapse;margin:12px 0}"
           "td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f3f3f3}"
+          "table.summary td{font-size:14px}table.summary td.best{font-weight:bold}"
           "td.projected{font-style:italic;color:#555}td.oom,td.unsupported,td.failed,td.missing,td.skipped,td.no_model{color:#a00}"
+          "td.latency-bound{color:#777}ul.notes li{font-size:13px;margin:3px 0}"
           ".legend span{display:inline-block;margin-right:16px}.legend i{display:inline-block;width:14px;height:10px;"
           "margin-right:4px}</style></head><body>\n";
-  html << "<h1>gpucmp comparison</h1>\n<p>" << html_escape(method_text(cmp)) << "</p>\n";
+  html << "<h1>gpucmp comparison</h1>\n";
   html << "<svg width=\"0\" height=\"0\" style=\"position:absolute\"><defs>";
   for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
     html << "<pattern id=\"hatch" << i << "\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
          << "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"white\"/><rect width=\"3\" height=\"6\" fill=\""
          << column_color(i) << "\"/></pattern>";
   }
-  html << "</defs></svg>\n<div class=\"legend\">";
+  html << "</defs></svg>\n";
+  // The summary first: who wins, by how much, and how far to trust it.
+  html << "<section id=\"summary\"><h2>Summary</h2>\n";
+  if (cmp.columns.size() < 2) {
+    html << "<p>One GPU, " << html_escape(cmp.columns.front().label)
+         << ", and nothing to compare it with: give more result files, or --project onto other GPUs.</p>\n"
+         << html_notes(cmp) << "</section>\n";
+  } else {
+    html_summary(html, cmp, summary);
+  }
+
+  html << "<section id=\"results\"><h2>Results</h2>\n<p>" << html_escape(method_text(cmp)) << "</p>\n<div class=\"legend\">";
   for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
     html << "<span><i style=\"background:" << column_color(i) << "\"></i>" << html_escape(column_title(cmp.columns[i]))
          << "</span>";
@@ -371,32 +441,36 @@ inline std::string render_html(const comparison& cmp) {
       const cell& c = cmp.cells[r][i];
       std::string kind = to_string(c.kind);
       std::replace(kind.begin(), kind.end(), ' ', '_');
-      html << "<td class=\"" << kind << "\" title=\"" << html_escape(c.note) << "\">" << html_escape(cell_text(c));
-      if (std::isfinite(c.speedup) && i != cmp.baseline) html << " (×" << fixed(c.speedup, 2) << ")";
-      html << "</td>";
+      html << "<td class=\"" << kind << "\" title=\"" << html_escape(c.note) << "\">" << html_escape(table_cell_text(cmp, r, i))
+           << "</td>";
     }
     html << "</tr>\n";
   }
-  html << "</table>\n";
-  if (any_cell_of(cmp, cell_kind::latency_bound)) {
-    html << "<p>latency-bound: measured in under " << number(gpucmp::latency_bound_below_s * 1e6)
-         << " µs a launch, so a launch's fixed cost, not a datasheet ceiling, bounds it: not projected.</p>\n";
+  html << "</table>\n</section>\n";
+
+  // One chart per group: the described groups first, then the rows without axes (labelled by
+  // their names, the one thing that tells them apart).
+  html << "<section id=\"charts\"><h2>Charts: speedup against " << html_escape(cmp.columns[cmp.baseline].label)
+       << ", one per group</h2>\n<div class=\"legend\">";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    html << "<span><i style=\"background:" << column_color(i) << "\"></i>" << html_escape(column_title(cmp.columns[i]))
+         << "</span>";
   }
-  html << "<h2>Speedup against " << html_escape(cmp.columns[cmp.baseline].label) << "</h2>\n";
-  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
-    html << "<h3><code>" << html_escape(cmp.benchmarks[r]) << "</code></h3>\n" << speedup_bars_svg(cmp, r) << "\n";
-  }
-  const auto fams = families(cmp);
-  if (!fams.empty()) html << "<h2>Over problem size</h2>\n";
-  for (const auto& [family, points] : fams) {
-    html << "<h3><code>" << html_escape(family) << "</code></h3>\n" << family_curve_svg(cmp, family, points) << "\n";
+  html << " (hatched: projected)</div>\n";
+  for (const bool described : {true, false}) {
+    if (!described && std::any_of(summary.groups.begin(), summary.groups.end(), [](const row_group& g) { return !g.described; })) {
+      html << "<div id=\"undescribed-charts\"></div>\n";
+    }
+    for (const row_group& g : summary.groups) {
+      if (g.described == described) html << "<h3>" << html_escape(g.title) << "</h3>\n" << group_chart_svg(cmp, g) << "\n";
+    }
   }
   const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
   if (!p2p.empty()) html << "<h2>P2P bandwidth</h2>\n";
   for (const p2p_matrix& m : p2p) {
     html << "<h3>" << html_escape(m.gpu) << ": <code>" << html_escape(m.method) << "</code></h3>\n" << p2p_heatmap_svg(m) << "\n";
   }
-  html << "<h2>Sources</h2><ul>";
+  html << "</section>\n<h2>Sources</h2><ul>";
   for (const auto& c : cmp.columns) html << "<li>" << html_escape(c.label) << ": " << html_escape(c.source) << "</li>";
   html << "</ul></body></html>\n";
   return html.str();

@@ -44,6 +44,13 @@ enum class projection_status {
 /// alone), a GPU with less bandwidth and no shorter launch.
 inline constexpr double latency_bound_below_s = 10e-6;
 
+/// The projection's measured error: projected from the H200's suite onto GPUs with published
+/// results of the same operation, the mean and the largest absolute error
+/// (scripts/projection-error.py, results/h200/projection_error.md; a test keeps these the
+/// same as that file). The report draws this band around every projected figure.
+inline constexpr double projection_mean_abs_error = 0.096;
+inline constexpr double projection_largest_abs_error = 0.212;  ///< see projection_mean_abs_error
+
 /// "projected", "unsupported", "oom", "no model", "latency-bound".
 inline const char* to_string(projection_status s) noexcept {
   switch (s) {
