@@ -76,6 +76,7 @@ struct result_file {
   std::string path;                          ///< where it was read from
   gpucmp::gpu_profile gpu;                   ///< the GPU it ran on, with its datasheet figures
   std::map<std::string, result> results;     ///< by benchmark name
+  bool ptx_jit = false;                      ///< its context says the GPU ran JIT-compiled PTX (gpu_code)
 };
 
 /// One cell of the comparison.
@@ -98,6 +99,7 @@ struct column {
   bool projected = false;  ///< projected rather than measured
   gpucmp::confidence trust = gpucmp::confidence::high;  ///< datasheet confidence
   std::string source;      ///< file path, or "projected from <GPU>"
+  bool ptx_jit = false;    ///< measured from a program whose kernels this GPU ran as JIT-compiled PTX
   double usd_per_hour = NAN;  ///< price, when given
 };
 
@@ -261,7 +263,8 @@ inline result_file file_of_context(const json& root, const std::string& path) {
       2.0 * context_number(*context, "gpu_memory_clock_max_mhz") * 1e6 * context_number(*context, "gpu_memory_bus_width_bits") / 8.0;
   facts.l2_bytes = context_number(*context, "gpu_l2_bytes");
   file.gpu = gpucmp::spec_for_device(facts);
-
+  const json* code = context->find("gpu_code");
+  file.ptx_jit = code != nullptr && code->is_string() && (code->string() == "ptx_jit" || code->string() == "none");
   return file;
 }
 
@@ -565,6 +568,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
     c.key = f.gpu.key;
     c.trust = f.gpu.trust;
     c.source = f.path;
+    c.ptx_jit = f.ptx_jit;
     out.columns.push_back(c);
   }
   out.benchmarks.assign(names.begin(), names.end());

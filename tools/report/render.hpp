@@ -98,6 +98,7 @@ inline std::string column_title(const column& c) {
   std::string title = c.label + (c.projected ? " (projected)" : " (measured)");
   if (c.trust == gpucmp::confidence::low) title += " ⚠ low-confidence specs";
   if (c.trust == gpucmp::confidence::derived) title += " ⚠ derived specs";
+  if (c.ptx_jit) title += " ⚠ JIT-compiled PTX";
   return title;
 }
 
@@ -150,6 +151,13 @@ inline std::vector<std::string> reading_notes(const comparison& cmp) {
     } else if (c.trust == gpucmp::confidence::derived) {
       notes.push_back("⚠ derived specs: the " + c.label + " is not in the database; its figures were computed from the "
                       "device's own attributes.");
+    }
+  }
+  for (const auto& c : cmp.columns) {
+    if (c.ptx_jit) {
+      notes.push_back("⚠ JIT-compiled PTX: the program measured on the " + c.label + " carried no machine code for it "
+                      "(its context's cuda_architectures and gpu_code): the driver compiled older PTX at load, so its "
+                      "own kernels ran code never built for this GPU. Rebuild with CMAKE_CUDA_ARCHITECTURES for it.");
     }
   }
   if (any_l2) {

@@ -4,6 +4,7 @@
 // The device's and library's facts in Google Benchmark's JSON "context".
 #pragma once
 
+#include <gpucmp/cuda/binary_code.hpp>
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/gbench/process.hpp>
 #include <gpucmp/power/nvml.hpp>
@@ -19,12 +20,17 @@
 namespace gpucmp {
 
 /// Records the device's and library's facts in the JSON "context" (once per process; a
-/// no-op without a device). GPUCMP_BENCHMARK_MAIN calls it; call it yourself in a custom main.
-inline void add_context() {
+/// no-op without a device). GPUCMP_BENCHMARK_MAIN calls it; call it yourself in a custom main,
+/// with GPUCMP_CUDA_ARCH_LIST from a CUDA file of your program: "cuda_architectures" then says
+/// what GPU code the program carries, "gpu_code" how this GPU runs it, and a warning on
+/// standard error says when that is JIT-compiled PTX.
+inline void add_context(const char* cuda_arch_list = nullptr) {
   static bool added = false;
   if (added) return;
   added = true;
   benchmark::AddCustomContext("gpucmp_version", version_string);
+  const std::string archs = cuda_arch_list != nullptr ? cuda_arch_list : "";
+  benchmark::AddCustomContext("cuda_architectures", archs.empty() ? "unknown (main not compiled by nvcc)" : archs);
   if (!detail::cached_no_device_reason().empty()) {
     benchmark::AddCustomContext("gpu", detail::cached_no_device_reason());
     return;
@@ -54,6 +60,17 @@ inline void add_context() {
     benchmark::AddCustomContext("gpu_spec", spec.key);
     benchmark::AddCustomContext("gpu_spec_match", to_string(spec.matched));
     benchmark::AddCustomContext("gpu_spec_confidence", to_string(spec.trust));
+    const gpu_code code = gpu_code_for(archs, d.cc_major, d.cc_minor);
+    benchmark::AddCustomContext("gpu_code", to_string(code));
+    if (code == gpu_code::ptx_jit || code == gpu_code::none) {
+      std::fprintf(stderr,
+                   "gpucmp: WARNING: this program carries GPU code for %s only; the %s (compute capability %s) %s. "
+                   "Build with CMAKE_CUDA_ARCHITECTURES=%d%d (or native) to time code built for it.\n",
+                   archs.c_str(), d.name.c_str(), d.compute_capability().c_str(),
+                   code == gpu_code::ptx_jit ? "runs its kernels as PTX JIT-compiled at load, not code built for it"
+                                             : "can run none of it",
+                   d.cc_major, d.cc_minor);
+    }
     for (const auto& [key, value] : nvml_context(d)) benchmark::AddCustomContext(key, value);
   } catch (const std::exception& e) {
     benchmark::AddCustomContext("gpu", std::string("device query failed: ") + e.what());

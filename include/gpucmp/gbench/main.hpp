@@ -28,8 +28,9 @@ namespace gpucmp {
 /// bad one is named and nothing runs), selects --gpucmp_device, checks every output file can
 /// be written, parses Google Benchmark's flags, adds the context, runs the registered
 /// benchmarks and returns an exit_status (77 when there is no CUDA device).
-/// --gpucmp_search_log=FILE starts FILE anew.
-inline int benchmark_main(int argc, char** argv) {
+/// --gpucmp_search_log=FILE starts FILE anew. `cuda_arch_list`: the GPU architectures the
+/// program carries (GPUCMP_CUDA_ARCH_LIST, as GPUCMP_BENCHMARK_MAIN passes it; see add_context).
+inline int benchmark_main(int argc, char** argv, const char* cuda_arch_list = nullptr) {
   const detail::gpucmp_flags flags = detail::take_gpucmp_flags(argc, argv);
   if (!flags.error.empty()) {
     std::fprintf(stderr, "gpucmp: %s\n", flags.error.c_str());
@@ -64,7 +65,7 @@ inline int benchmark_main(int argc, char** argv) {
   const bool typed_file = detail::writes_json_results(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return exit_failures;
-  add_context();
+  add_context(cuda_arch_list);
   const std::string& no_device = detail::cached_no_device_reason();
   if (!no_device.empty()) std::fprintf(stderr, "gpucmp: %s; every GPU benchmark is skipped\n", no_device.c_str());
   const detail::debug_library_note debug_note(std::cerr);  // Google Benchmark writes its context there
@@ -95,5 +96,7 @@ inline int benchmark_main(int argc, char** argv) {
 }  // namespace gpucmp
 
 /// A main() that runs every registered benchmark; see gpucmp::benchmark_main for the exit status.
+/// In a CUDA file it records the architectures nvcc built it for (a target's CUDA files are
+/// built alike); in a C++ file they are "unknown".
 #define GPUCMP_BENCHMARK_MAIN() \
-  int main(int argc, char** argv) { return ::gpucmp::benchmark_main(argc, argv); }
+  int main(int argc, char** argv) { return ::gpucmp::benchmark_main(argc, argv, GPUCMP_CUDA_ARCH_LIST); }
