@@ -8,6 +8,9 @@ set(configure_args
   -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}
   -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}
   -DCMAKE_BUILD_TYPE=Release)
+if(DEFINED CONSUMER_OPS)
+  list(APPEND configure_args "-DCONSUMER_OPS=${CONSUMER_OPS}")
+endif()
 if(ROUTE STREQUAL "find_package_install")
   list(APPEND configure_args "-DCMAKE_PREFIX_PATH=${GPUCMP_INSTALL_PREFIX}")
 elseif(ROUTE STREQUAL "find_package_build_tree")
