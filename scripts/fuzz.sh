@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang and runs each one over its seed corpus
 # (tests/fuzz/corpus/TARGET, which holds every input that once crashed, too).
-#   scripts/fuzz.sh [--seconds N | --runs N] [--max-len BYTES] [--out FILE.md] [TARGET...]
+#   scripts/fuzz.sh [--seconds N | --runs N] [--max-len BYTES] [--out FILE.md] [--record DIR] [TARGET...]
 # --seconds N: each target fuzzes for N seconds (CI: 20); --runs N: for N executions.
-# Ends with a table of target, executions, seconds and crashes; --out writes it as markdown.
+# Ends with a table of target, executions, seconds and crashes; --out writes it as markdown,
+# --record writes DIR/fuzz_TARGET.json with the tree's commit and the date (scripts/fuzz_record.py;
+# results/fuzz/ holds the long runs' records, which the reliability acceptance reads).
 # A crash leaves its input in build-fuzz/crashes/TARGET/ and makes the script fail.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -11,12 +13,14 @@ fuzz_build=${BUILD_DIR_FUZZ:-$repo_root/build-fuzz}
 limit=(-max_total_time=20)
 max_len=()
 out=""
+record=""
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) limit=(-max_total_time="$2"); shift 2 ;;
     --runs) limit=(-runs="$2"); shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --record) record=$2; shift 2 ;;
     --max-len) max_len=(-max_len="$2"); shift 2 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
@@ -53,4 +57,11 @@ for t in "${targets[@]}"; do
 done
 echo "$table"
 [ -n "$out" ] && echo "$table" > "$out"
+if [ -n "$record" ]; then
+  commit=$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  [ -z "$(git -C "$repo_root" status --porcelain -- include tools tests/fuzz 2>/dev/null)" ] || commit="$commit+uncommitted"
+  max=${max_len[0]:-}
+  echo "$table" > "$fuzz_build/table.md"
+  python3 "$repo_root/scripts/fuzz_record.py" "$fuzz_build/table.md" "$commit" "$(date -u +%F)" "${max#-max_len=}" "$record"
+fi
 exit $status

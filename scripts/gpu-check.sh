@@ -97,6 +97,6 @@ echo "== operations vs PyTorch"; cat "$out_dir/ops_comparison.log" 2>/dev/null; 
 echo "== ResNet-50 vs PyTorch"; cat "$out_dir/resnet50/resnet50_vs_pytorch.md" 2>/dev/null
 echo "== suite report"; sed -n '5,40p' "$out_dir/suite_report.md" 2>/dev/null
 [ -f "$out_dir/sanitize/sanitizers.md" ] && { echo "== compute-sanitizer"; cat "$out_dir/sanitize/sanitizers.md"; }
-# The verdict also goes to a file, which lab/acceptance/reliability.py reads.
+# The verdict also goes to a file, which lab/acceptance/reliability_measures.py reads.
 echo "gpu-check: $([ $status -eq 0 ] && echo PASSED || echo FAILED)" | tee "$out_dir/gpu_check.txt"
 exit $status

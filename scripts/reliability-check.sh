@@ -6,8 +6,10 @@
 # CUPTI-taken check; 3. sizes the timing bounds' margins from those runs
 # (timing_margins.md); 4. probes NVML's energy counter and runs the bundled suite with
 # --gpucmp_power (power averages against the limit); 5. scripts/sanitize.sh; 6. writes
-# acceptance.json and summary.md from the numbers in OUT_DIR (acceptance.py can also join
-# the outputs of several calls: see its usage).
+# measures.json (lab/acceptance/reliability_measures.py) and run.json (the commit, from
+# GPUCMP_COMMIT or git, and the date). Copy them to results/h200/reliability/<part>/ and run
+# `lab/acceptance/acceptance.py lab/acceptance/reliability.json`: each row reads its part's
+# numbers and is stale when the code it covers changed after that part's commit.
 # GPUCMP_RELIABILITY_PARTS picks the steps (default "suite power"; add "sanitize" for 5):
 # one device call cannot hold them all, so each call can make a part.
 set -uo pipefail
@@ -76,4 +78,6 @@ if part sanitize; then
   "$repo_root/scripts/sanitize.sh" "$out_dir/sanitize" "$build_dir" > "$out_dir/sanitize.log" 2>&1
   tail -20 "$out_dir/sanitize.log"
 fi
-python3 "$repo_root/lab/acceptance/reliability.py" "$repo_root" "$out_dir"
+python3 "$repo_root/lab/acceptance/reliability_measures.py" "$repo_root" "$out_dir"
+printf '{"commit": "%s", "date": "%s", "parts": "%s"}\n' "${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}" \
+  "$(date -u +%F)" "$(echo $parts)" > "$out_dir/run.json"

@@ -131,6 +131,11 @@ def provenance(row, root, where):
         raise AcceptanceError(f"{where}: cannot read its run {row['run']}: {e}") from e
 
 
+def shown(paths, count, most=6):
+    """The first `most` of `count` paths, and how many more."""
+    return ", ".join(paths[:most]) + (f" and {count - most} more" if count > most else "")
+
+
 def stale(row, commit, root):
     """The covered paths that changed after `commit` (none: current)."""
     covers = row.get("covers", [])
@@ -173,7 +178,8 @@ def main():
         entry = {"row": row["row"], "measured": round(measured, 4), "target": row["target"], "unit": row["unit"],
                  "pass": status == "pass", "status": status, "commit": commit, "date": date, "pass_if": comparison}
         if changed:
-            entry["changed_since"] = changed
+            entry["changed_since"] = changed[:20]  # the first of them; how many in all beside
+            entry["changed_count"] = len(changed)
         rows.append(entry)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "acceptance.json"), "w") as f:
@@ -188,7 +194,7 @@ def main():
     stale_rows = [r for r in rows if r["status"] == "stale"]
     if stale_rows:
         table += "\nStale: measured before a later change to the code it covers:\n" + "".join(
-            f"- {r['row']}: {', '.join(r['changed_since'])} changed after {r['commit']}\n" for r in stale_rows)
+            f"- {r['row']}: {shown(r['changed_since'], r['changed_count'])} changed after {r['commit']}\n" for r in stale_rows)
     with open(os.path.join(out_dir, "summary.md"), "w") as f:
         f.write(f"# Acceptance: {area['area']}\n\nWritten by lab/acceptance/acceptance.py from {os.path.relpath(area_path, root)}.\n\n")
         f.write(table)

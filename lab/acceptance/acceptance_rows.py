@@ -1,6 +1,6 @@
 """Acceptance rows as the issues ask for them: a list of {row, measured, target, unit, pass},
 written as OUT_DIR/acceptance.json and as a markdown table in OUT_DIR/summary.md. Shared by
-lab/acceptance/reliability.py and lab/acceptance/architecture.py."""
+lab/acceptance/architecture.py, training.py and multigpu.py."""
 import json
 import os
 

@@ -2,7 +2,7 @@
 # The README's two commands on a fresh clone of HEAD, in the README's order, repeated, and
 # with the benchmark script run between two test runs (the order that once ran no test).
 # Writes OUT_FILE: one line per run-tests.sh invocation, "order<TAB>passed<TAB>total", for
-# lab/acceptance/reliability.py. Run it on a machine like CI's.
+# lab/acceptance/reliability_measures.py. Run it on a machine like CI's.
 #   scripts/reliability/readme-commands.sh OUT_FILE
 set -euo pipefail
 out=${1:?usage: readme-commands.sh OUT_FILE}

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,10 +37,13 @@ if tuple(int(x) for x in setuptools_version.split(".")[:2]) < (70, 1) and import
           "which is missing (scripts/install-deps.sh installs it)")
     sys.exit(77)
 
-with tempfile.TemporaryDirectory() as target:
-    # --no-build-isolation: the installed setuptools builds it, so no network is needed.
+with tempfile.TemporaryDirectory() as target, tempfile.TemporaryDirectory() as source:
+    # A copy of python/ is built (setuptools writes its egg-info beside the sources), and
+    # --no-build-isolation builds it with the installed setuptools, so no network is needed.
+    shutil.copytree(os.path.join(root, "python"), os.path.join(source, "python"),
+                    ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--no-cache-dir", "--target", target, os.path.join(root, "python")], capture_output=True,
+                           "--no-cache-dir", "--target", target, os.path.join(source, "python")], capture_output=True,
                           text=True, cwd=tempfile.gettempdir())
     check(done.returncode == 0, f"pip install ./python: exit {done.returncode}: {done.stderr[-1500:]}")
     env = dict(os.environ, PYTHONPATH=target)

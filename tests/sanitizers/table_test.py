@@ -3,7 +3,7 @@
 # SPDX-FileCopyrightText: gpucmp contributors
 """scripts/sanitize.sh --table: the whole table from the cells of several calls; and its
 per-case runs, on a fake test binary under a fake compute-sanitizer; and the reliability
-acceptance's sanitizer row read from such a table.
+measures' sanitizer counts read from such a table.
 
 The sanitizer table takes more device time than one session has, so each call's cells are
 committed as a cells.tsv and merged later. This runs the merge on synthetic sources: a cells
@@ -13,8 +13,8 @@ replacing an older call's shard cells, and a malformed line refused with a messa
 file. Then each test case runs in a process of its own: names with ',', ';', quotes and '&'
 reach Catch2 escaped, each cell is kept under its name's hash, [api_error] cases run with API
 errors not reported, a test binary's failed checks or empty match are named in its cell, and a
-call past GPUCMP_SANITIZE_STOP_AFTER_S leaves named "not run" cells. Last, the acceptance row,
-and acceptance.py's --carry of rows a run did not measure.
+call past GPUCMP_SANITIZE_STOP_AFTER_S leaves named "not run" cells. Last, the counts the
+reliability acceptance reads (lab/acceptance/reliability_measures.py).
   table_test.py SANITIZE_SH RELIABILITY_ACCEPTANCE_PY
 """
 import hashlib
@@ -214,54 +214,35 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all(l[5] for l in lines), f"a case not reached is named: {lines}")
     check(r.returncode != 0, "cases not run fail the call")
 
-# The reliability acceptance's sanitizer row, from a table with every kind of cell.
+# The reliability measures' sanitizer counts (lab/acceptance/reliability_measures.py), from a
+# table with every kind of cell: what the row list lab/acceptance/reliability.json reads.
 with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(os.path.join(tmp, "in", "sanitize"))
 
-    def sanitizer_row(cells):
+    def sanitizer_counts(cells):
         with open(os.path.join(tmp, "in", "sanitize", "sanitizers.md"), "w") as f:
             f.write("| binary | memcheck | racecheck | synccheck | initcheck |\n|---|---|---|---|---|\n")
             f.write(f"| gpucmp_ops_tests | {' | '.join(cells)} |\n")
-        subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
-                        os.path.join(tmp, "in")], capture_output=True, text=True)
-        rows = json.load(open(os.path.join(tmp, "out", "acceptance.json")))
-        return next(r for r in (rows if isinstance(rows, list) else rows["rows"]) if "compute-sanitizer" in r["row"])
+        r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
+                            os.path.join(tmp, "in")], capture_output=True, text=True)
+        check(r.returncode == 0, f"reliability_measures.py ran: {r.stderr[-300:]}")
+        return json.load(open(os.path.join(tmp, "out", "measures.json")))["sanitizers"]
 
-    row = sanitizer_row(["0 (22 runs) + time limit (60 s)", "3 + not run x8", "0, exit 9 + tool error (1 counted) x7",
-                         "0"])
-    check(row["measured"] == 3 and not row["pass"], f"errors summed, not passing: {row}")
-    check("24 runs ended cleanly, 9 did not, 8 not run" in row["row"], f"the row counts runs: {row['row']}")
-    row = sanitizer_row(["0 (22 runs)", "0", "0 (3 runs)", "0"])
-    check(row["measured"] == 0 and row["pass"] and "27 runs ended cleanly, 0 did not, 0 not run" in row["row"],
-          f"every run clean passes: {row}")
-
-    # --carry: a row this run did not measure comes unchanged from an earlier acceptance.json, in
-    # its place, and summary.md names it; a measured row replaces the earlier one.
-    earlier = os.path.join(tmp, "earlier.json")
-    suite_row = {"row": "[gpu] suite 5 times in a row in one call: failed binaries", "measured": 0, "target": 0,
-                 "unit": "failures", "pass": True}
-    with open(earlier, "w") as f:
-        json.dump([{"row": "compute-sanitizer over everything (7 of 44 runs made)", "measured": 0, "target": 0,
-                    "unit": "errors", "pass": False}, suite_row], f)
-    r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
-                        os.path.join(tmp, "in"), "--carry", earlier], capture_output=True, text=True)
-    rows = json.load(open(os.path.join(tmp, "out", "acceptance.json")))
-    check(r.returncode == 0 and rows[0] == suite_row, f"the suite row is carried, first: {rows} {r.stderr[-300:]}")
-    sanitizer_rows = [x for x in rows if x["row"].startswith("compute-sanitizer")]
-    check(len(sanitizer_rows) == 1 and "27 runs ended cleanly" in sanitizer_rows[0]["row"],
-          f"the measured sanitizer row replaces the earlier one: {sanitizer_rows}")
-    summary = open(os.path.join(tmp, "out", "summary.md")).read()
-    check("carried unchanged" in summary and "[gpu] suite" in summary.split("carried unchanged")[1],
-          f"summary.md names the carried row: {summary[-300:]}")
-    with open(earlier, "w") as f:
-        f.write('{"row": "not a list"}')
-    r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "out"),
-                        "--carry", earlier], capture_output=True, text=True)
-    check(r.returncode != 0 and "earlier.json" in r.stderr, f"a malformed earlier file is refused, named: {r.stderr}")
+    counts = sanitizer_counts(["0 (22 runs) + time limit (60 s)", "3 + not run x8", "0, exit 9 + tool error (1 counted) x7",
+                               "0"])
+    check(counts == {"errors": 3, "clean_runs": 24, "unclean_runs": 9, "not_run": 8},
+          f"errors summed, runs counted by how they ended: {counts}")
+    counts = sanitizer_counts(["0 (22 runs)", "0", "0 (3 runs)", "0"])
+    check(counts == {"errors": 0, "clean_runs": 27, "unclean_runs": 0, "not_run": 0}, f"every run clean: {counts}")
+    # A check whose inputs are missing is left out, never filled in.
+    r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "empty")],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and json.load(open(os.path.join(tmp, "empty", "measures.json"))) == {},
+          f"no inputs, no numbers: {r.stderr[-300:]}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
     sys.exit(1)
 print("sanitize.sh: --table merges, replaces, keeps what a later not run missed and refuses bad sources; "
-      "each case runs alone, escaped and named, its binary's verdict in the cell; the acceptance row counts every "
-      "kind of cell, and rows not measured again are carried")
+      "each case runs alone, escaped and named, its binary's verdict in the cell; the reliability measures count "
+      "every kind of cell")
