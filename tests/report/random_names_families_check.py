@@ -52,8 +52,8 @@ def sections(html, markdown):
         stops = [j for j in (text.find(end, i + len(start)) for end in ends) if j >= 0]
         return text[i:min(stops)] if stops else text[i:]
     html_part = (between(html, '<section id="summary">', "</section>") +
-                 between(html, '<section id="charts">', '<div id="undescribed-charts">', "<h2>P2P bandwidth</h2>", "<h2>Sources</h2>") +
-                 between(html, "<h2>P2P bandwidth</h2>", "<h2>Sources</h2>"))
+                 between(html, '<section id="charts">', '<div id="undescribed-charts">', "<h2>P2P bandwidth</h2>", "</section>") +
+                 between(html, "<h2>P2P bandwidth</h2>", "</section>"))
     md_part = between(markdown, "## Summary", "## Results") + between(markdown, "## P2P bandwidth", "## Sources")
     return html_part, md_part
 

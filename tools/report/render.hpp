@@ -182,6 +182,35 @@ inline std::string table_cell_text(const comparison& cmp, std::size_t r, std::si
   return text;
 }
 
+inline const char* power_intro = "Power (average W over the measurement window), energy per launch (W x time) and work "
+                                 "per second per W; measured columns only:";
+inline const char* per_dollar_intro = "Work an hour at the given price buys (launches when no work was declared; ≈ projected):";
+
+/// Whether any cell recorded power.
+inline bool any_power(const comparison& cmp) {
+  for (const auto& row : cmp.cells)
+    for (const auto& c : row)
+      if (std::isfinite(c.watts)) return true;
+  return false;
+}
+
+/// Whether any column has a price.
+inline bool any_price(const comparison& cmp) {
+  for (const auto& c : cmp.columns)
+    if (std::isfinite(c.usd_per_hour)) return true;
+  return false;
+}
+
+/// Row `r`'s power on column `i`: "385 W, 1.69 J, 0.649 TFLOP/s/W", or "" when not recorded.
+inline std::string power_text(const comparison& cmp, std::size_t r, std::size_t i) {
+  const cell& c = cmp.cells[r][i];
+  if (!std::isfinite(c.watts)) return std::string();
+  std::string text = number(c.watts) + " W";
+  if (std::isfinite(c.seconds)) text += ", " + energy_text(c.watts * c.seconds);
+  if (std::isfinite(c.rate)) text += ", " + number(c.rate / c.watts) + " " + c.unit + "/W";
+  return text;
+}
+
 /// What an hour of column `i` at its price buys of row `r`'s work: "9.26 M GB per $", "≈2.1 M GB per $".
 inline std::string per_dollar_text(const comparison& cmp, std::size_t r, std::size_t i) {
   const cell& c = cmp.cells[r][i];
@@ -239,24 +268,12 @@ inline std::string render_markdown(const comparison& cmp) {
   }
   markdown_table(md, cmp, titles, [&](std::size_t r, std::size_t i) { return table_cell_text(cmp, r, i); });
   // Efficiency per watt and per dollar, when recorded or given.
-  bool any_power = false, any_price = false;
-  for (const auto& row : cmp.cells)
-    for (const auto& c : row) any_power = any_power || std::isfinite(c.watts);
-  for (const auto& c : cmp.columns) any_price = any_price || std::isfinite(c.usd_per_hour);
-  if (any_power) {
-    md << "\n## Power\n\nPower (average W over the measurement window), energy per launch (W x time) and work per "
-          "second per W; measured columns only:\n\n";
-    markdown_table(md, cmp, labels, [&](std::size_t r, std::size_t i) {
-      const cell& c = cmp.cells[r][i];
-      if (!std::isfinite(c.watts)) return std::string();
-      std::string text = number(c.watts) + " W";
-      if (std::isfinite(c.seconds)) text += ", " + energy_text(c.watts * c.seconds);
-      if (std::isfinite(c.rate)) text += ", " + number(c.rate / c.watts) + " " + c.unit + "/W";
-      return text;
-    });
+  if (any_power(cmp)) {
+    md << "\n## Power\n\n" << markdown_text(power_intro) << "\n\n";
+    markdown_table(md, cmp, labels, [&](std::size_t r, std::size_t i) { return power_text(cmp, r, i); });
   }
-  if (any_price) {
-    md << "\n## Per dollar\n\nWork an hour at the given price buys (launches when no work was declared; ≈ projected):\n\n";
+  if (any_price(cmp)) {
+    md << "\n## Per dollar\n\n" << markdown_text(per_dollar_intro) << "\n\n";
     markdown_table(md, cmp, priced, [&](std::size_t r, std::size_t i) { return per_dollar_text(cmp, r, i); });
   }
   const std::vector<p2p_matrix> p2p = p2p_matrices(cmp);
@@ -378,6 +395,34 @@ inline std::string group_chart_svg(const comparison& cmp, const row_group& g) {
   return svg.str();
 }
 
+// A table of the benchmarks against the GPUs (with their prices when `priced`), cells from
+// text_of(row, column).
+template <class CellText>
+std::string html_table(const comparison& cmp, CellText text_of, bool priced) {
+  std::string out = "<table><tr><th>benchmark</th>";
+  for (const auto& c : cmp.columns) {
+    out += "<th>" + html_escape(c.label + (priced && std::isfinite(c.usd_per_hour) ? " ($" + fixed(c.usd_per_hour, 2) + "/h)" : "")) +
+           "</th>";
+  }
+  out += "</tr>\n";
+  for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
+    out += "<tr><td><code>" + html_escape(cmp.benchmarks[r]) + "</code></td>";
+    for (std::size_t i = 0; i < cmp.columns.size(); ++i) out += "<td>" + html_escape(text_of(r, i)) + "</td>";
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+// The colour of each GPU's column, then `after`.
+inline std::string legend_html(const comparison& cmp, const std::string& after) {
+  std::string out = "<div class=\"legend\">";
+  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
+    out += std::string("<span><i style=\"background:") + column_color(i) + "\"></i>" + html_escape(column_title(cmp.columns[i])) +
+           "</span>";
+  }
+  return out + html_escape(after) + "</div>";
+}
+
 inline std::string html_notes(const comparison& cmp) {
   const std::vector<std::string> notes = reading_notes(cmp);
   if (notes.empty()) return "";
@@ -435,12 +480,8 @@ inline std::string render_html(const comparison& cmp) {
     html_summary(html, cmp, summary);
   }
 
-  html << "<section id=\"results\"><h2>Results</h2>\n<p>" << html_escape(method_text(cmp)) << "</p>\n<div class=\"legend\">";
-  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-    html << "<span><i style=\"background:" << column_color(i) << "\"></i>" << html_escape(column_title(cmp.columns[i]))
-         << "</span>";
-  }
-  html << "</div>\n<table><tr><th>benchmark</th>";
+  html << "<section id=\"results\"><h2>Results</h2>\n<p>" << html_escape(method_text(cmp)) << "</p>\n"
+       << legend_html(cmp, "") << "\n<table><tr><th>benchmark</th>";
   for (const auto& c : cmp.columns) html << "<th>" << html_escape(column_title(c)) << "</th>";
   html << "</tr>\n";
   for (std::size_t r = 0; r < cmp.benchmarks.size(); ++r) {
@@ -454,17 +495,13 @@ inline std::string render_html(const comparison& cmp) {
     }
     html << "</tr>\n";
   }
-  html << "</table>\n</section>\n";
+  html << "</table>\n";
+  html << "</section>\n";
 
   // One chart per group: the described groups first, then the rows without axes (labelled by
   // their names, the one thing that tells them apart).
   html << "<section id=\"charts\"><h2>Charts: speedup against " << html_escape(cmp.columns[cmp.baseline].label)
-       << ", one per group</h2>\n<div class=\"legend\">";
-  for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
-    html << "<span><i style=\"background:" << column_color(i) << "\"></i>" << html_escape(column_title(cmp.columns[i]))
-         << "</span>";
-  }
-  html << " (hatched: projected)</div>\n";
+       << ", one per group</h2>\n" << legend_html(cmp, " (hatched: projected)") << "\n";
   for (const bool described : {true, false}) {
     if (!described && std::any_of(summary.groups.begin(), summary.groups.end(), [](const row_group& g) { return !g.described; })) {
       html << "<div id=\"undescribed-charts\"></div>\n";
@@ -478,7 +515,16 @@ inline std::string render_html(const comparison& cmp) {
   for (const p2p_matrix& m : p2p) {
     html << "<h3>" << html_escape(m.gpu) << ": <code>" << html_escape(m.method) << "</code></h3>\n" << p2p_heatmap_svg(m) << "\n";
   }
-  html << "</section>\n<h2>Sources</h2><ul>";
+  html << "</section>\n";
+  if (any_power(cmp)) {
+    html << "<h2>Power</h2>\n<p>" << html_escape(power_intro) << "</p>\n"
+         << html_table(cmp, [&](std::size_t r, std::size_t i) { return power_text(cmp, r, i); }, false);
+  }
+  if (any_price(cmp)) {
+    html << "<h2>Per dollar</h2>\n<p>" << html_escape(per_dollar_intro) << "</p>\n"
+         << html_table(cmp, [&](std::size_t r, std::size_t i) { return per_dollar_text(cmp, r, i); }, true);
+  }
+  html << "<h2>Sources</h2><ul>";
   for (const auto& c : cmp.columns) html << "<li>" << html_escape(c.label) << ": " << html_escape(c.source) << "</li>";
   html << "</ul></body></html>\n";
   return html.str();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/statistics.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -95,15 +96,6 @@ inline double robust_relative_spread(std::vector<double> samples) {
   return 1.4826 * median_of(samples) / median;
 }
 
-/// At most `most` of `samples`, evenly spaced (first and last kept).
-inline std::vector<double> evenly_spaced(const std::vector<double>& samples, std::size_t most) {
-  if (samples.size() <= most) return samples;
-  std::vector<double> out;
-  const double step = double(samples.size() - 1) / double(most - 1);
-  for (std::size_t i = 0; i < most; ++i) out.push_back(samples[std::size_t(std::llround(double(i) * step))]);
-  return out;
-}
-
 }  // namespace detail
 
 /// The most samples of a set compare_samples reads (evenly spaced when more are given), so that
@@ -121,8 +113,8 @@ inline sample_change compare_samples(const std::vector<double>& all_before, cons
       if (!(t > 0) || !std::isfinite(t)) throw invalid_argument("a sample time is not a finite number > 0");
     }
   }
-  const std::vector<double> before = detail::evenly_spaced(all_before, max_compared_samples);
-  const std::vector<double> after = detail::evenly_spaced(all_after, max_compared_samples);
+  const std::vector<double> before = evenly_spaced(all_before, max_compared_samples);
+  const std::vector<double> after = evenly_spaced(all_after, max_compared_samples);
   sample_change out;
   if (before.size() < options.min_samples || after.size() < options.min_samples) {
     out.why = std::to_string(before.size()) + " samples before and " + std::to_string(after.size()) +

@@ -13,6 +13,7 @@
 #include <gpucmp/io/json.hpp>
 #include <gpucmp/measure/options.hpp>
 #include <gpucmp/measure/result.hpp>
+#include <gpucmp/measure/statistics.hpp>
 #include <gpucmp/specs/specs_types.hpp>
 #include <gpucmp/specs/work.hpp>
 
@@ -126,15 +127,9 @@ struct row_power {
 /// small enough that a suite's file stays a few hundred kB.
 inline constexpr std::size_t max_written_samples = 1000;
 
-/// At most max_written_samples of `samples`, evenly spaced over the run (first and last kept),
-/// so that a drift during a long run is kept in the same proportion.
+/// At most max_written_samples of `samples`, evenly spaced over the run.
 inline std::vector<double> written_samples(const std::vector<double>& samples) {
-  if (samples.size() <= max_written_samples) return samples;
-  std::vector<double> out;
-  out.reserve(max_written_samples);
-  const double step = double(samples.size() - 1) / double(max_written_samples - 1);
-  for (std::size_t i = 0; i < max_written_samples; ++i) out.push_back(samples[std::size_t(std::llround(double(i) * step))]);
-  return out;
+  return evenly_spaced(samples, max_written_samples);
 }
 
 /// One parameter of the measured problem: a number or a text.

@@ -41,6 +41,18 @@ inline double quantile_sorted(const std::vector<double>& sorted, double q) {
   return sorted[below] + fraction * (sorted[above] - sorted[below]);
 }
 
+/// At most `most` (>= 2) of `samples`, evenly spaced over them (the first and the last kept), so
+/// that a drift during a long run keeps its share.
+inline std::vector<double> evenly_spaced(const std::vector<double>& samples, std::size_t most) {
+  if (samples.size() <= most) return samples;
+  if (most < 2) throw invalid_argument("evenly_spaced keeps at least 2 samples");
+  std::vector<double> out;
+  out.reserve(most);
+  const double step = double(samples.size() - 1) / double(most - 1);
+  for (std::size_t i = 0; i < most; ++i) out.push_back(samples[std::size_t(std::llround(double(i) * step))]);
+  return out;
+}
+
 /// Summarises `samples`; throws invalid_argument when empty or when a sample is not finite.
 inline summary summarize(std::vector<double> samples) {
   if (samples.empty()) throw invalid_argument("cannot summarise an empty sample set");
