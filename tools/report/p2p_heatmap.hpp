@@ -131,8 +131,9 @@ inline std::string p2p_heatmap_svg(const p2p_matrix& m) {
       std::string fill = "#e0e0e0", ink = "#222", label = a == b ? "–" : "n/a";
       if (a != b && std::isfinite(v) && best > 0) {
         const double t = std::clamp(v / best, 0.0, 1.0);  // 0: white, 1: #08306b
-        char color[8];
-        std::snprintf(color, sizeof color, "#%02x%02x%02x", int(255 - t * (255 - 8)), int(255 - t * (255 - 48)), int(255 - t * (255 - 107)));
+        char color[32];  // room for any int: GCC 13 cannot see the channels stay within 0-255
+        std::snprintf(color, sizeof color, "#%02x%02x%02x", unsigned(255 - t * (255 - 8)) & 0xffu,
+                      unsigned(255 - t * (255 - 48)) & 0xffu, unsigned(255 - t * (255 - 107)) & 0xffu);
         fill = color;
         ink = t > 0.5 ? "#fff" : "#222";
         label = fixed(v, 0);
