@@ -8,15 +8,19 @@
 # Writes OUT_DIR/before-after/{first,again,slowed}.json, the two comparisons (.md, .csv, exit
 # status), summary.json (the counts lab/acceptance/first-hour.json reads) and run.json, packed
 # into OUT_DIR/before-after.tgz after each step.
-#   lab/runs/before-after-check.sh OUT_DIR
-# GPUCMP_COMMIT: the commit of the tree sent (recorded in run.json).
+#   lab/runs/before-after-check.sh OUT_DIR [--compare-only]
+# GPUCMP_COMMIT: the commit of the tree sent (recorded in run.json). --compare-only compares the
+# runs already in OUT_DIR/before-after/ again (after a change of the verdict's statistics), with
+# the gpucmp-report of this machine's build, and leaves run.json as it is.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
-out_dir=${1:?usage: before-after-check.sh OUT_DIR}
+out_dir=${1:?usage: before-after-check.sh OUT_DIR [--compare-only]}
+compare_only=${2:-}
 work="$out_dir/before-after"
 mkdir -p "$work"
+stamp() { echo "$1: $SECONDS s"; [ "$compare_only" = --compare-only ] || tar -C "$out_dir" -czf "$out_dir/before-after.tgz" before-after; }
+if [ "$compare_only" != --compare-only ]; then
 gpucmp_local_architecture
-stamp() { echo "$1: $SECONDS s"; tar -C "$out_dir" -czf "$out_dir/before-after.tgz" before-after; }
 commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
 printf '{"commit": "%s", "date": "%s", "gpu_uuid": "%s"}\n' "$commit" "$(date -u +%F)" \
   "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" > "$work/run.json"
@@ -44,6 +48,7 @@ run_suite() {  # binary, name
 run_suite "$build_dir/benchmarks/suite" first
 run_suite "$build_dir/benchmarks/suite" again
 run_suite "$slowed_src/build/benchmarks/suite" slowed
+fi
 
 report="$build_dir/tools/report/gpucmp-report"
 for b in again slowed; do

@@ -104,6 +104,7 @@ def main():
         (["compare", "--label", "x=" + base, "--label", "x=" + base], 1, "both runs are labelled 'x'"),
         (["compare", base, "--min-change", "0.05"], 2, "--min-change belongs"),
         (["compare", "--label", "a=" + base, "--label", "b=" + base, "--min-change", "5%"], 2, "is not a fraction"),
+        (["compare", "--label", "a=" + base, "--label", "b=" + base, "--min-change-s", "-1"], 2, "is not a time in seconds"),
         (["compare", "--label", "a=" + base, "--label", "b=" + base, "--html", os.path.join(out, "x.html")], 2, "not --html"),
         (["compare", "--label", base], 2, "is not NAME=RESULT.json"),
     ]

@@ -103,6 +103,21 @@ TEST_CASE("a change inside the samples' own spread is not called", "[before_afte
   CHECK(gpucmp::compare_samples(a, b, strict).threshold == Approx(c.threshold));
 }
 
+TEST_CASE("a few-microsecond row is held to the smallest absolute change as well", "[before_after]") {
+  std::mt19937_64 rng(19);
+  // A 5.6 µs launch moving by 0.18 µs between two runs of one binary (3.3 %), as on the H200.
+  const auto a = run_of(rng, 200, 5.6e-6, 0.003);
+  const auto b = run_of(rng, 200, 5.6e-6 * 1.033, 0.003);
+  const gpucmp::sample_change c = gpucmp::compare_samples(a, b);
+  CHECK(c.threshold == Approx(0.25e-6 / 5.6e-6).epsilon(0.02));
+  CHECK(c.call == gpucmp::verdict::same);
+  gpucmp::change_options relative_only;
+  relative_only.min_change_s = 0;
+  CHECK(gpucmp::compare_samples(a, b, relative_only).call == gpucmp::verdict::slower);
+  // At 100 µs the absolute floor is 0.25 %: the relative 2 % decides.
+  CHECK(gpucmp::compare_samples(run_of(rng, 50, 1e-4, 0.003), run_of(rng, 50, 1e-4, 0.003)).threshold == Approx(0.02));
+}
+
 TEST_CASE("an outlier does not move the verdict; bad input is named", "[before_after]") {
   std::mt19937_64 rng(3);
   auto a = run_of(rng, 100, 1e-3, 0.003);

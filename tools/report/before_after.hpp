@@ -162,10 +162,10 @@ inline std::string render_before_after_markdown(const before_after& cmp) {
   }
   md << "\nThe ratio is " << markdown_text(b) << "'s time over " << markdown_text(a)
      << "'s: the median over every pair of samples (Hodges-Lehmann), with the interval that inverts "
-        "the Mann-Whitney rank test. SLOWER or FASTER: the whole interval lies beyond the threshold, the larger of "
+        "the Mann-Whitney rank test. SLOWER or FASTER: the whole interval lies beyond the threshold, the largest of "
         "--min-change ("
-     << fixed(cmp.options.min_change * 100, 1)
-     << " %) and the samples' own spread; SAME: it lies within; UNCERTAIN: it reaches past the threshold, or a set "
+     << fixed(cmp.options.min_change * 100, 1) << " %), --min-change-s (" << number(cmp.options.min_change_s * 1e6)
+     << " µs, over the first run's median) and the samples' own spread; SAME: it lies within; UNCERTAIN: it reaches past the threshold, or a set "
         "has fewer than "
      << cmp.options.min_samples
      << " samples. p is the rank test's, for reading only: two runs of one binary differ by more than their "

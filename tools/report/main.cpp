@@ -32,6 +32,7 @@ const char* usage =
     "      before/after: the second run against the first, row by row: ratio, interval and a verdict of SAME,\n"
     "      FASTER, SLOWER or UNCERTAIN from the two runs' samples (docs/comparisons.md#before-and-after)\n"
     "      --min-change F          smallest relative change called FASTER or SLOWER (default 0.02 = 2 %)\n"
+    "      --min-change-s S        smallest absolute change per launch called so (default 2.5e-7 = 0.25 us)\n"
     "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
     "  gpucmp-report upgrade OLD.json NEW.json   adds the typed section to a file written before it\n"
     "exit status: 0 done, 1 bad input (nothing written), 2 bad usage,\n"
@@ -170,6 +171,14 @@ int run(int argc, char** argv) {
       if (text.empty() || *end != '\0' || !(change.min_change >= 0 && change.min_change < 1)) {
         throw usage_error("--min-change '" + text + "' is not a fraction in [0, 1) (0.02 = 2 %)");
       }
+    } else if (arg == "--min-change-s") {
+      const std::string text = value_of(i);
+      min_change_given = true;
+      char* end = nullptr;
+      change.min_change_s = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(change.min_change_s >= 0) || !std::isfinite(change.min_change_s)) {
+        throw usage_error("--min-change-s '" + text + "' is not a time in seconds >= 0 (2.5e-7 = 0.25 us)");
+      }
     } else if (arg == "--baseline" || arg == "--project" || arg == "--price" || arg == "--prices") {
       comparison_option = true;
       if (arg == "--baseline") options.baseline = value_of(i);
@@ -189,7 +198,7 @@ int run(int argc, char** argv) {
     else if (arg.rfind("--", 0) == 0) throw usage_error("unknown option " + arg);
     else positional.push_back(arg);
   }
-  if (labels.empty() && min_change_given) throw usage_error("--min-change belongs to a before/after comparison (--label)");
+  if (labels.empty() && min_change_given) throw usage_error("--min-change belongs to a before/after comparison (--label), as does --min-change-s");
   if (!labels.empty()) return before_after_command(command, labels, positional, change, comparison_option, html_path,
                                                   markdown_path, csv_path);
   if (positional.empty()) throw usage_error(command == "specs" ? "no GPU named" : "no result file given");

@@ -8,8 +8,8 @@
 // The ratio after/before is the Hodges-Lehmann estimate (the median over every pair of
 // samples of the ratio of their times), with the distribution-free interval that inverts the
 // Mann-Whitney rank test. A change is called only when that whole interval lies beyond a
-// threshold: the larger of a stated smallest change (2 % by default) and the samples' own
-// spread. Two runs of one binary differ by more than their within-run noise says (clocks,
+// threshold: the largest of a stated smallest change (2 % by default), the samples' own spread
+// and, for times of a few microseconds, a smallest absolute change (0.25 µs). Two runs of one binary differ by more than their within-run noise says (clocks,
 // placement, the other tenants of the host), so a rank test alone calls such runs different
 // (nvbench's comparer does: its issues #316 and #319); the threshold is what keeps them SAME.
 #pragma once
@@ -47,12 +47,18 @@ inline const char* to_string(verdict v) noexcept {
 /// How a before/after comparison decides.
 struct change_options {
   double min_change = 0.02;      ///< the smallest relative change called FASTER or SLOWER
+  /// The smallest absolute change per launch called FASTER or SLOWER. Calibrated on the H200
+  /// (lab/runs/before-after-check.sh, docs/comparisons.md): two runs of one suite moved a 5.6 µs
+  /// copy by 0.18 µs (3.3 %) and every row of 20 µs or more by under 1 % (power-limited GEMMs
+  /// aside, whose own spread covers them); a launch's fixed cost moves between processes.
+  double min_change_s = 0.25e-6;
   double confidence = 0.99;      ///< two-sided confidence of the ratio's interval
   std::size_t min_samples = 5;   ///< fewer in either set: UNCERTAIN
 
   /// Throws invalid_argument naming the first value out of range.
   void validate() const {
     if (!(min_change >= 0 && min_change < 1)) throw invalid_argument("min_change must lie in [0, 1)");
+    if (!(min_change_s >= 0) || !std::isfinite(min_change_s)) throw invalid_argument("min_change_s must be a finite time >= 0");
     if (!(confidence > 0.5 && confidence < 1)) throw invalid_argument("confidence must lie in (0.5, 1)");
     if (min_samples < 2) throw invalid_argument("min_samples must be at least 2");
   }
@@ -65,7 +71,8 @@ struct sample_change {
   double ratio_low = NAN;   ///< lower end of its interval
   double ratio_high = NAN;  ///< upper end of its interval
   double p_value = NAN;     ///< two-sided Mann-Whitney p of "the two sets come from one distribution"
-  double threshold = NAN;   ///< the relative change below which the two count as the same
+  double threshold = NAN;   ///< the relative change below which the two count as the same (min_change, the
+                            ///< samples' spread or min_change_s over the first set's median, the largest)
   std::string why;          ///< when uncertain: what kept it from a verdict
 };
 
@@ -84,16 +91,9 @@ inline double normal_quantile(double p) {
 /// Robust relative spread of positive `samples`: 1.4826 x median absolute deviation / median
 /// (the standard deviation / mean of a normal set, unmoved by a few outliers).
 inline double robust_relative_spread(std::vector<double> samples) {
-  const auto median_of = [](std::vector<double>& v) {
-    const std::size_t h = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(h), v.end());
-    const double upper = v[h];
-    if (v.size() % 2 == 1) return upper;
-    return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(h)));
-  };
-  const double median = median_of(samples);
+  const double median = summarize(samples).median;
   for (double& s : samples) s = std::fabs(s - median);
-  return 1.4826 * median_of(samples) / median;
+  return 1.4826 * summarize(samples).median / median;
 }
 
 }  // namespace detail
@@ -121,7 +121,8 @@ inline sample_change compare_samples(const std::vector<double>& all_before, cons
               " after: fewer than " + std::to_string(options.min_samples) + " in a set";
     return out;
   }
-  out.threshold = std::max({options.min_change, detail::robust_relative_spread(before), detail::robust_relative_spread(after)});
+  out.threshold = std::max({options.min_change, detail::robust_relative_spread(before), detail::robust_relative_spread(after),
+                            options.min_change_s / summarize(before).median});
 
   // Every pairwise difference of log times: its median is the log of the ratio's estimate, its
   // order statistics the interval, and its signs the Mann-Whitney statistic.
