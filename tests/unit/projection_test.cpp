@@ -120,4 +120,13 @@ TEST_CASE("a result measured within reach of the launch latency is not projected
   const auto a100 = gpucmp::project(large, measured, gpu("h200_sxm"), gpu("a100_80gb_sxm"));
   REQUIRE(a100.status == gpucmp::projection_status::projected);
   CHECK(a100.seconds > measured);
+  CHECK_FALSE(a100.from_l2_resident);  // 805 MB: DRAM-bound on the H200
+  // 8 MB in 20 us fits the H200's L2: projected with DRAM bandwidth, and the result says so.
+  gpucmp::work cached = saxpy;
+  cached.bytes_read *= 8;
+  cached.bytes_written *= 8;
+  cached.flops *= 8;
+  const auto l2 = gpucmp::project(cached, 20e-6, gpu("h200_sxm"), gpu("a100_80gb_sxm"));
+  REQUIRE(l2.status == gpucmp::projection_status::projected);
+  CHECK(l2.from_l2_resident);
 }

@@ -175,11 +175,7 @@ inline std::string render_before_after_markdown(const before_after& cmp) {
 
 inline std::string render_before_after_csv(const before_after& cmp) {
   std::ostringstream csv;
-  auto num = [](double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return std::isfinite(v) ? std::string(buf) : std::string();
-  };
+  const auto num = csv_number;
   auto seconds = [&](const std::optional<result>& r) { return r && r->kind == cell_kind::measured ? num(r->seconds) : ""; };
   csv << "benchmark,before_label,before_seconds,after_label,after_seconds,ratio,ratio_low,ratio_high,threshold,p_value,"
          "verdict,note\n";

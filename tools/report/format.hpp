@@ -59,6 +59,14 @@ inline std::string count_text(double v) {
   return number(v);
 }
 
+/// A number for CSV: six significant digits, "" when not finite.
+inline std::string csv_number(double v) {
+  if (!std::isfinite(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 inline std::string html_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {

@@ -658,7 +658,7 @@ inline comparison compare(const std::vector<result_file>& files, const compare_o
             c.kind = cell_kind::projected;
             c.seconds = p.seconds;
             c.note = p.reason;
-            c.l2_resident = p.reason.rfind("L2-resident", 0) == 0;  // the projection used DRAM bandwidth for it
+            c.l2_resident = p.from_l2_resident;
             fill_rate(c, r.declared);
             break;
           case gpucmp::projection_status::unsupported: c.kind = cell_kind::unsupported; break;

@@ -307,11 +307,7 @@ inline std::string render_csv(const comparison& cmp) {
     for (std::size_t i = 0; i < cmp.columns.size(); ++i) {
       const cell& c = cmp.cells[r][i];
       const column& col = cmp.columns[i];
-      auto num = [](double v) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return std::isfinite(v) ? std::string(buf) : std::string();
-      };
+      const auto num = csv_number;
       csv << csv_field(cmp.benchmarks[r]) << "," << csv_field(col.label) << "," << csv_field(col.key) << ","
           << to_string(c.kind) << "," << num(c.seconds) << "," << num(c.rate) << "," << c.unit << "," << num(c.speedup)
           << "," << num(c.watts) << "," << num(col.usd_per_hour) << "," << csv_field(c.note) << "\n";

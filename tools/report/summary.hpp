@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gpucmp_report {
@@ -68,6 +69,13 @@ inline std::string axis_text(const gpucmp::axis& a) { return a.name + "=" + axis
 
 }  // namespace detail
 
+/// The unit of row `r`'s declared work as its cells give it ("TFLOP/s", "GB/s"; "" for none).
+inline std::string work_unit(const comparison& cmp, std::size_t r) {
+  for (const cell& c : cmp.cells[r])
+    if (!c.unit.empty()) return c.unit;
+  return "";
+}
+
 /// The comparison's rows in groups, from their typed facts.
 inline std::vector<row_group> row_groups(const comparison& cmp) {
   struct building {
@@ -82,9 +90,7 @@ inline std::vector<row_group> row_groups(const comparison& cmp) {
     std::string swept;
     if (d.axes.empty()) {
       // No axes: grouped by what their declared work makes them (a rate's unit), never by name.
-      std::string unit;
-      for (const cell& c : cmp.cells[r]) unit = unit.empty() ? c.unit : unit;
-      key = "~undescribed|" + f.timing_mode + "|" + unit;
+      key = "~undescribed|" + f.timing_mode + "|" + work_unit(cmp, r);
     } else if (!d.sweep_axis.empty()) {
       swept = d.sweep_axis;
       key = "family|" + d.provider + "|" + f.timing_mode + "|" + swept;
@@ -108,8 +114,7 @@ inline std::vector<row_group> row_groups(const comparison& cmp) {
     row_group& g = b.group;
     if (!g.described) {
       const row_facts& f = cmp.facts[g.rows.front()];
-      std::string unit;
-      for (const cell& c : cmp.cells[g.rows.front()]) unit = unit.empty() ? c.unit : unit;
+      const std::string unit = work_unit(cmp, g.rows.front());
       g.title = (f.timing_mode.empty() ? std::string() : f.timing_mode + " mode, ") + "rows without axes" +
                 (unit.empty() ? std::string(" and without declared work") : ", in " + unit);
       for (std::size_t r : g.rows) g.labels.push_back(cmp.benchmarks[r]);  // only names tell them apart
@@ -126,15 +131,9 @@ inline std::vector<row_group> row_groups(const comparison& cmp) {
       });
       (same && a.name != b.swept ? shared : varying).push_back(a.name);
     }
-    auto sort_value = [&](std::size_t r) -> std::pair<double, std::string> {
-      const gpucmp::axis* x = b.swept.empty() ? nullptr : cmp.facts[r].described.find(b.swept);
-      std::string label;
-      for (const auto& name : varying) {
-        if (const gpucmp::axis* a = cmp.facts[r].described.find(name)) label += detail::axis_text(*a) + " ";
-      }
-      return {x != nullptr && x->number ? *x->number : 0.0, label};
-    };
-    std::sort(g.rows.begin(), g.rows.end(), [&](std::size_t a, std::size_t c) { return sort_value(a) < sort_value(c); });
+    // Each row's label (the varying axes; the swept one by its value alone), then the rows in
+    // order of the swept value and the label.
+    std::vector<std::tuple<double, std::string, std::size_t>> ordered;
     for (std::size_t r : g.rows) {
       std::string label;
       for (const auto& name : varying) {
@@ -142,7 +141,14 @@ inline std::vector<row_group> row_groups(const comparison& cmp) {
         if (a == nullptr) continue;
         label += (label.empty() ? "" : ", ") + (name == b.swept ? detail::axis_value_text(*a) : detail::axis_text(*a));
       }
-      g.labels.push_back(label.empty() ? "(one row)" : label);
+      const gpucmp::axis* x = b.swept.empty() ? nullptr : cmp.facts[r].described.find(b.swept);
+      ordered.emplace_back(x != nullptr && x->number ? *x->number : 0.0, label.empty() ? "(one row)" : label, r);
+    }
+    std::sort(ordered.begin(), ordered.end());
+    g.rows.clear();
+    for (const auto& [x, label, r] : ordered) {
+      g.rows.push_back(r);
+      g.labels.push_back(label);
     }
     std::string title;
     auto add = [&](const std::string& part) { title += (title.empty() ? "" : ", ") + part; };

@@ -71,6 +71,7 @@ struct projection {
   double memory_s = no_value;    ///< bytes / (target bandwidth x e_m)
   efficiency used;               ///< the efficiencies applied
   std::string reason;            ///< why, when not projected (or a caveat of a projection)
+  bool from_l2_resident = false; ///< the measurement's bytes fit in L2: projected with DRAM bandwidth instead
 };
 
 /// Projects `w`, measured in `measured_s` on `measured_on`, onto `target`. `elsewhere` gives
@@ -111,6 +112,7 @@ inline projection project(const work& w, double measured_s, const gpu_profile& m
     // Served from L2 on the measured GPU: its bandwidth says nothing about DRAM, so the
     // projection uses the DRAM efficiency and says so.
     out.reason = "L2-resident when measured: projected with DRAM bandwidth";
+    out.from_l2_resident = true;
   } else if (here.bound == roofline_bound::memory && std::isfinite(here.fraction_of_peak_bandwidth)) {
     out.used.memory = here.fraction_of_peak_bandwidth;
   } else {
