@@ -18,7 +18,8 @@
 #                   .before`), built in their own build/ there
 #   lab/runs/cudnn-graph-check.sh OUT_DIR [PARTS, comma-separated; default all]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
-# GPUCMP_COMMIT the commit of the tree sent (a device machine's copy may carry older git
+# GPUCMP_CHECK_TARGETS replaces the build part's targets (a call that runs only the timing parts
+# need not build the test binaries); GPUCMP_COMMIT the commit of the tree sent (a device machine's copy may carry older git
 # metadata): OUT_DIR/check/run.json records it with the date, as lab/acceptance/ reads runs.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
@@ -39,7 +40,7 @@ if part build; then
   "$repo_root/scripts/install-deps.sh" > "$work/deps.log" 2>&1
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_EXAMPLES=ON \
       -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_TOOLS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_ops_tests gpucmp_models_tests conv_sweep resnet50 training gpucmp-report; } \
+    gpucmp_build --target ${GPUCMP_CHECK_TARGETS:-gpucmp_ops_tests gpucmp_models_tests conv_sweep resnet50 training gpucmp-report}; } \
     > "$work/build.log" 2>&1 || { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
