@@ -11,7 +11,8 @@
 # `lab/acceptance/acceptance.py lab/acceptance/reliability.json`: each row reads its part's
 # numbers and is stale when the code it covers changed after that part's commit.
 # GPUCMP_RELIABILITY_PARTS picks the steps (default "suite power"; add "sanitize" for 5):
-# one device call cannot hold them all, so each call can make a part.
+# one device call cannot hold them all, so each call can make a part (and the suite's runs can
+# go on in the next call: GPUCMP_RELIABILITY_RESUME below).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 out_dir=${1:?usage: reliability-check.sh OUT_DIR [RUNS]}
@@ -37,9 +38,22 @@ start=$(date +%s)
 echo "build: $(( $(date +%s) - start )) s"
 
 binaries=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
-part suite && : > "$out_dir/suite_runs.tsv" && : > "$out_dir/binary_times.tsv"  # run, binary, seconds, exit
+# GPUCMP_RELIABILITY_RESUME=1 goes on with the runs already in OUT_DIR, made by an earlier call on
+# this same GPU with this build (OUT_DIR inside the build folder survives between the calls of
+# one warm machine): a suite run outlasts a third of a device call, so RUNS in a row span calls.
+uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+first_run=1
+if part suite && [ "${GPUCMP_RELIABILITY_RESUME:-0}" = 1 ] && [ -s "$out_dir/suite_runs.tsv" ]; then
+  [ "$(cat "$out_dir/gpu_uuid" 2>/dev/null)" = "$uuid" ] ||
+    { echo "reliability-check: cannot resume: the runs in $out_dir were made on another GPU (or none is recorded)" >&2; exit 1; }
+  first_run=$(( $(tail -1 "$out_dir/suite_runs.tsv" | cut -f1) + 1 ))
+  echo "[gpu] suite: resuming at run $first_run of $runs"
+else
+  part suite && : > "$out_dir/suite_runs.tsv" && : > "$out_dir/binary_times.tsv" && : > "$out_dir/compute_cache_kb.tsv"
+fi
+echo "$uuid" > "$out_dir/gpu_uuid"
 part suite || runs=0
-for run in $(seq 1 "$runs"); do
+for run in $(seq "$first_run" "$runs"); do
   # GPUCMP_RELIABILITY_STOP_AFTER_S: start no further run past this many seconds (a lease's end).
   if [ -n "${GPUCMP_RELIABILITY_STOP_AFTER_S:-}" ] && [ $(( $(date +%s) - start )) -gt "$GPUCMP_RELIABILITY_STOP_AFTER_S" ]; then
     echo "[gpu] suite: stopping before run $run (past ${GPUCMP_RELIABILITY_STOP_AFTER_S} s)"; break

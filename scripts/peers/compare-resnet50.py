@@ -10,7 +10,10 @@ eager vs eager). Each side runs in its faster layout per row: PyTorch's script r
 layout it chose, and gpucmp's rows named resnet50/<dtype>_nchw/... (benchmarks/resnet50
 --layouts=nhwc,nchw) compete with its NHWC rows resnet50/<dtype>/.... Bars: FP16 graph >= 2.0x
 at batch 64, 128, 256 and >= 1.5x at 16 and 32; TF32 and FP32 graph >= 1.2x at 16, 32 and 64.
+A bar's row missing on either side fails, unless the run left that precision or batch out on
+purpose (--dtypes, --fp16-batches: what run-resnet50-comparison.sh was asked to run).
 Usage: compare-resnet50.py --gpucmp R1.json [R2.json ...] --torch T1.json [T2.json ...] --out-md F.md --out-json F.json
+       [--dtypes fp16,tf32,fp32] [--fp16-batches 16,32,64,128,256]
 """
 import argparse
 import json
@@ -68,7 +71,12 @@ def main():
     parser.add_argument("--torch", nargs="+", required=True)
     parser.add_argument("--out-md", required=True)
     parser.add_argument("--out-json", required=True)
+    parser.add_argument("--dtypes", default="fp16,tf32,fp32", help="the precisions the run measured (default all)")
+    parser.add_argument("--fp16-batches", default="16,32,64,128,256",
+                        help="FP16's batches the run measured (TF32 and FP32 always run 16, 32 and 64)")
     args = parser.parse_args()
+    dtypes = set(args.dtypes.split(","))
+    fp16_batches = {int(b) for b in args.fp16_batches.split(",")}
     ours, our_layouts, notes, errors = gpucmp_seconds(args.gpucmp)
     theirs, layouts, version = torch_seconds(args.torch)
     rows, ok = [], True
@@ -85,6 +93,8 @@ def main():
                      "ratio": ratio, "bar": bar, "passed": passed, "torch_layout": layouts[key],
                      "gpucmp_layout": our_layouts[key], "gpucmp_note": notes.get(key, "")})
     for key in BARS:
+        if key[0] not in dtypes or (key[0] == "fp16" and key[1] not in fp16_batches):
+            continue  # left out of this run on purpose
         name = f"resnet50/{key[0]}/bs{key[1]}/graph"
         if name not in ours or name not in theirs:
             ok = False

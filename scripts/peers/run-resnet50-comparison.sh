@@ -48,5 +48,5 @@ for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then gpucmp_round "$r"; torch_round "$r"; else torch_round "$r"; gpucmp_round "$r"; fi
 done
 python3 "$here/compare-resnet50.py" --gpucmp "${gpucmp_files[@]}" --torch "${torch_files[@]}" \
-  --out-md "$out_dir/resnet50_vs_pytorch.md" --out-json "$out_dir/resnet50_vs_pytorch.json" || status=1
+  --dtypes "$dtypes" --fp16-batches "$batches" --out-md "$out_dir/resnet50_vs_pytorch.md" --out-json "$out_dir/resnet50_vs_pytorch.json" || status=1
 exit $status

@@ -75,6 +75,15 @@ with tempfile.TemporaryDirectory() as d:
     partial = write("p.json", typed(gbench(1.0)["benchmarks"][1:]))
     r = run([resnet_script, "--gpucmp", partial, "--torch", tt, "--out-md", md, "--out-json", js])
     check(r.returncode == 1 and "no pair for resnet50/fp16/bs16/graph" in r.stderr, "missing row named")
+    # A run that left FP16's batch 16 out on purpose passes without it; one that asked for it fails.
+    fp16_partial = write("p16.json", typed([b for b in gbench(1.0)["benchmarks"][1:] if "/fp16/" in b["name"]]))
+    r = run([resnet_script, "--gpucmp", fp16_partial, "--torch", tt, "--out-md", md, "--out-json", js,
+             "--dtypes", "fp16", "--fp16-batches", "32,64,128,256"])
+    check(r.returncode == 0 and "no pair" not in r.stderr, "a batch left out on purpose is not missing")
+    r = run([resnet_script, "--gpucmp", fp16_partial, "--torch", tt, "--out-md", md, "--out-json", js,
+             "--dtypes", "fp16", "--fp16-batches", "16,32"])
+    check(r.returncode == 1 and "no pair for resnet50/fp16/bs16/graph" in r.stderr
+          and "fp32" not in r.stderr, "a batch asked for is missing; a precision left out is not")
 
     # Logits: reference rows; one file within the FP16 bound, one far off, one of the wrong size.
     random.seed(1)
