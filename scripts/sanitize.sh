@@ -32,6 +32,12 @@
 # cells/ folder or its cells.tsv (tool, binary, part, result, seconds and, for a test case,
 # its name per line: one small file to commit per call, so the table can grow over several
 # sessions' device time).
+# The scope (docs/reliability.md#compute-sanitizer): memcheck (with leak checking) and
+# initcheck count every finding in every kernel; racecheck and synccheck look at gpucmp's
+# kernels. Findings of those two inside a vendor's kernel (with GPUCMP_SANITIZE_VENDOR_KERNELS=1)
+# and the tool's own errors go to OUT_DIR/vendor.tsv and vendor.md instead (kernel, libraries,
+# the command that reproduces it; scripts/reliability/sanitizer_findings.py), counted neither as
+# a pass nor as a fail; --table reads X.vendor.tsv beside each X.tsv source.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 table_only=0
@@ -39,16 +45,20 @@ if [ "${1:-}" = --table ]; then table_only=1; shift; fi
 out_dir=${1:?usage: sanitize.sh OUT_DIR [BUILD_DIR] | sanitize.sh --table OUT_DIR CELLS_DIR_OR_TSV...}
 shift
 mkdir -p "$out_dir"
-tests=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests)
-examples=(01_engine_custom_kernel 03_modes_side_by_side 04_verified_ops 05_serving_latency 06_concurrency
-          07_resnet50_table 08_custom_cnn)
+tests=(gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_ops_tests gpucmp_models_tests gpucmp_multigpu_tests)
+examples=(01_engine_custom_kernel 02_gbench_kernel 03_modes_side_by_side 04_verified_ops 05_serving_latency
+          06_concurrency 07_resnet50_table 08_custom_cnn 09_train_custom_cnn)
+findings_py="$repo_root/scripts/reliability/sanitizer_findings.py"
 tools=(memcheck racecheck synccheck initcheck)
 status=0
 cells="$out_dir/cells"
 if [ $table_only = 1 ]; then
   [ $# -gt 0 ] || { echo "sanitize: --table needs at least one cells folder or cells.tsv" >&2; exit 2; }
   rm -rf "$cells" && mkdir -p "$cells"
+  vendor_sources=()
   for d in "$@"; do
+    # A source's vendor findings sit beside it: X.vendor.tsv for X.tsv, a cells folder's call's vendor.tsv.
+    if [ -d "$d" ]; then vendor_sources+=("$(dirname "$d")/vendor.tsv"); else vendor_sources+=("${d%.tsv}.vendor.tsv"); fi
     if [ -d "$d" ]; then
       cp "$d"/* "$cells"/ 2>/dev/null
     elif [ -f "$d" ]; then
@@ -71,6 +81,9 @@ else
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [ -x "$sanitizer" ] || { echo "sanitize: compute-sanitizer not found" >&2; exit 1; }
   rm -rf "$cells" && mkdir -p "$cells"
+  : > "$out_dir/vendor.tsv"
+  vendor_sources=("$out_dir/vendor.tsv")
+  sanitizer_version=$("$sanitizer" --version 2>/dev/null | grep -o 'Version [^ ]*' | head -1)
 fi
 export GPUCMP_TEST_NO_TIMING=1
 # A tool instruments a module as it loads. With lazy loading (CUDA's default) that is at a
@@ -100,6 +113,13 @@ own_kernels=(--kernel-name kns=gpucmp --kernel-name kns=saxpy)
 sanitize_start=$(date +%s)
 # case_name BINARY PART: the test case's name (empty for an example), from OUT_DIR/cases.tsv.
 case_name() { awk -F'\t' -v b="$1" -v p="$2" '$1 == b && $2 == p {print $3}' "$out_dir/cases.tsv"; }
+# program_libraries PROGRAM: the CUDA libraries it loads (their files name the versions) and the tool's version.
+program_libraries() {
+  local libs
+  libs=$(ldd "$1" 2>/dev/null | awk '/lib(cudnn|cublasLt|cublas|nccl|cusparseLt)\.so/ {print $3}' | xargs -r readlink -f |
+    xargs -r -n1 basename | sort -u | paste -sd' ')
+  echo "${libs:-static} compute-sanitizer ${sanitizer_version:-?}"
+}
 run_one() {  # tool cell_file log api_errors program args...
   local tool=$1 cell=$2 log=$3 api=$4; shift 4
   local extra=()
@@ -122,8 +142,18 @@ run_one() {  # tool cell_file log api_errors program args...
   local n
   # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)" ("1 error").
   n=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p; s/.*RACECHECK SUMMARY: .*(\([0-9]*\) error.*/\1/p' "$log" | tail -1)
-  # The tool's own failure ("Internal Sanitizer Error") is not a clean run, whatever it counted.
-  grep -q "Internal Sanitizer Error" "$log" && n="tool error (${n:-?} counted)"
+  # The tool's own failure ("Internal Sanitizer Error") goes to the vendor table, whatever it
+  # counted; racecheck's and synccheck's findings inside a vendor's kernels too (only with
+  # GPUCMP_SANITIZE_VENDOR_KERNELS=1 do they look there).
+  local vendor_lines="" kind=""
+  if grep -q "Internal Sanitizer Error" "$log"; then
+    n="tool error (${n:-?} counted)" kind="tool error"
+    vendor_lines=$(printf -- '-\t%s' "$(grep -m1 "Internal Sanitizer Error" "$log" | sed 's/^=* *//')")
+  elif [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] && { [ "$tool" = racecheck ] || [ "$tool" = synccheck ]; }; then
+    local sorted
+    sorted=$(python3 "$findings_py" "$log" "$n") && n=$(head -1 <<< "$sorted") && vendor_lines=$(tail -n +2 <<< "$sorted")
+    kind="vendor kernel"
+  fi
   if [ $rc -eq 124 ] && [ -n "${GPUCMP_SANITIZE_TIMEOUT_S:-}" ]; then n="time limit (${GPUCMP_SANITIZE_TIMEOUT_S} s)"
   elif [ -z "$n" ]; then n="crash (exit $rc)"
   elif [ $rc -ne 0 ] && [ $rc -ne 99 ]; then
@@ -138,6 +168,15 @@ run_one() {  # tool cell_file log api_errors program args...
   echo "$n" > "$cell"
   local parts=${cell##*/}
   parts=${parts#"$tool".}
+  if [ -n "$vendor_lines" ]; then
+    local libs command kernel what
+    libs=$(program_libraries "$1")
+    command=$(printf '%q ' compute-sanitizer --tool "$tool" "${extra[@]}" "$@")
+    while IFS=$'\t' read -r kernel what; do
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$kind" "$kernel" "$what" "$libs" \
+        "${command% }" >> "$out_dir/vendor.tsv"
+    done <<< "$vendor_lines"
+  fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "${parts%.*}" "${parts##*.}" "$n" "$(( $(date +%s) - t0 ))" \
     "$(case_name "${parts%.*}" "${parts##*.}")" >> "$out_dir/cells.tsv"
 }
@@ -165,7 +204,7 @@ case_spec() { sed 's/[][\\,"]/\\&/g' <<< "$1"; }
 # The part a case's cell is kept under: its name's hash, the same in every call.
 case_part() { printf '%s%s' "$1" "$(printf '%s' "$2" | md5sum | cut -c1-10)"; }
 : > "$out_dir/cases.tsv"
-for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests; do
+for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tests gpucmp_multigpu_tests; do
   bin="$build_dir/tests/$t"
   [ -x "$bin" ] || continue
   picked "$t" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
@@ -185,8 +224,8 @@ for t in gpucmp_ops_tests gpucmp_models_tests gpucmp_gpu_tests gpucmp_gbench_tes
     done < <(list_cases "$bin" "$filter")
   done
 done
-for e in 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_serving_latency 03_modes_side_by_side \
-         01_engine_custom_kernel; do
+for e in 09_train_custom_cnn 07_resnet50_table 08_custom_cnn 04_verified_ops 06_concurrency 05_serving_latency \
+         03_modes_side_by_side 02_gbench_kernel 01_engine_custom_kernel; do
   bin="$build_dir/examples/$e"
   [ -x "$bin" ] || continue
   picked "$e" "${GPUCMP_SANITIZE_PROGRAMS:-}" || continue
@@ -248,9 +287,14 @@ cell_of() {  # tool binary -> "0", "0 (14 runs)", "0 (12 runs) + time limit (110
   [ $numeric -gt 1 ] && sums="$sum ($numeric runs)"
   echo "${sums}${sums:+${others:+ + }}${others}"
 }
+tool_errors=0
 for f in "$cells"/*; do
   [ -e "$f" ] || continue
-  [ "$(cat "$f")" = 0 ] || status=1
+  case "$(cat "$f")" in
+    0) ;;
+    "tool error"*) tool_errors=$((tool_errors + 1)) ;;  # the vendor table's, neither a pass nor a fail
+    *) status=1 ;;
+  esac
 done
 {
   echo "| binary | memcheck | racecheck | synccheck | initcheck |"
@@ -265,7 +309,9 @@ done
     echo "$line"
   done
 } > "$out_dir/sanitizers.md"
+python3 "$findings_py" --table "$out_dir/vendor.md" "$cells" ${vendor_sources[@]+"${vendor_sources[@]}"} || status=1
 pack_logs
 cat "$out_dir/sanitizers.md"
+[ "$tool_errors" -eq 0 ] || echo "sanitize: $tool_errors runs ended in the tool's own error (vendor.md; not counted)"
 echo "sanitize: $([ $status -eq 0 ] && echo "0 errors" || echo "ERRORS (logs in $out_dir)")"
 exit $status

@@ -22,12 +22,14 @@ import gpucmp_results  # noqa: E402  (python/gpucmp_results)
 
 
 def sanitizer_counts(table):
-    """Errors, runs that ended cleanly, runs that did not, and runs not made, from the cells of
+    """Errors, runs that ended cleanly, runs that did not, runs not made and runs that ended in
+    the tool's own error (the vendor table's, counted neither way), from the cells of
     sanitize.sh's table: "0 (22 runs)", "3", "time limit (60 s) x2", "not run x8", "0, exit 9",
-    "tool error (1 counted)", a cell's runs joined with " + "."""
+    "tool error (1 counted)", a cell's runs joined with " + "; and the vendor table's findings
+    (vendor.md beside it), when there is one."""
     cells = [c.strip() for line in open(table) if line.startswith("| ") and not line.startswith("| binary")
              for c in line.strip().strip("|").split("|")[1:]]
-    errors = clean = unclean = not_run = 0
+    errors = clean = unclean = not_run = tool_errors = 0
     for part in (p.strip() for c in cells for p in c.split(" + ")):
         m = re.fullmatch(r"(.*?)(?: x(\d+))?", part)
         what, times = m.group(1), int(m.group(2) or 1)
@@ -37,9 +39,15 @@ def sanitizer_counts(table):
             clean += int(counted.group(2) or 1)
         elif what == "not run":
             not_run += times
+        elif what.startswith("tool error"):
+            tool_errors += times
         else:
             unclean += times
-    return {"errors": errors, "clean_runs": clean, "unclean_runs": unclean, "not_run": not_run}
+    counts = {"errors": errors, "clean_runs": clean, "unclean_runs": unclean, "not_run": not_run, "tool_errors": tool_errors}
+    vendor = os.path.join(os.path.dirname(table), "vendor.md")
+    if os.path.exists(vendor):
+        counts["vendor_findings"] = sum(1 for line in open(vendor) if line.startswith("| ") and not line.startswith("| tool "))
+    return counts
 
 
 def main():

@@ -46,9 +46,9 @@ def table(out, *sources):
 
 
 tools = ["memcheck", "racecheck", "synccheck", "initcheck"]
-programs = ["gpucmp_gpu_tests", "gpucmp_gbench_tests", "gpucmp_ops_tests", "gpucmp_models_tests",
-            "01_engine_custom_kernel", "03_modes_side_by_side", "04_verified_ops", "05_serving_latency",
-            "06_concurrency", "07_resnet50_table", "08_custom_cnn"]
+programs = ["gpucmp_gpu_tests", "gpucmp_gbench_tests", "gpucmp_ops_tests", "gpucmp_models_tests", "gpucmp_multigpu_tests",
+            "01_engine_custom_kernel", "02_gbench_kernel", "03_modes_side_by_side", "04_verified_ops", "05_serving_latency",
+            "06_concurrency", "07_resnet50_table", "08_custom_cnn", "09_train_custom_cnn"]
 with tempfile.TemporaryDirectory() as tmp:
     folder = os.path.join(tmp, "cells")
     os.mkdir(folder)
@@ -146,6 +146,7 @@ END
 esac
 """
 fake_tool = """#!/bin/sh
+[ "$1" = --version ] && { echo "NVIDIA (R) Compute Sanitizer, Version 2025.3.1.0"; exit 0; }
 api=""
 while [ $# -gt 0 ] && ! [ -f "$1" ]; do
   case "$1" in --report-api-errors=*) api=${1#*=} ;; esac
@@ -155,6 +156,8 @@ done
 printf '%s %s\\n' "$api" "$2" >> "$API_LOG"
 "$@"
 rc=$?
+# FAKE_TOOL_OUTPUT: a log to print instead of a clean summary (the tool then exits 99).
+[ -n "${FAKE_TOOL_OUTPUT:-}" ] && { cat "$FAKE_TOOL_OUTPUT"; exit 99; }
 echo '========= ERROR SUMMARY: 0 errors'
 exit $rc
 """
@@ -214,6 +217,77 @@ with tempfile.TemporaryDirectory() as tmp:
     check(all(l[5] for l in lines), f"a case not reached is named: {lines}")
     check(r.returncode != 0, "cases not run fail the call")
 
+    # racecheck in a vendor's kernel goes to the vendor table, with its libraries and the
+    # command that reproduces it; in gpucmp's, it counts. memcheck counts in every kernel. The
+    # tool's own error is the vendor table's too, and fails nothing.
+    env = {k: v for k, v in env.items() if k not in ("TOOL_SLEEP", "GPUCMP_SANITIZE_STOP_AFTER_S")}
+    races = os.path.join(tmp, "races.log")
+    with open(races, "w") as f:
+        f.write("========= Error: Race reported between Write access at nvjet_sm90_hsh_128x128(int)+0x1a0 in x.cu:3\n"
+                "=========     and Read access at nvjet_sm90_hsh_128x128(int)+0x1c0 in x.cu:4 [64 hazards]\n"
+                "========= Error: Race reported between Write access at void gpucmp::kernels::fill<float>(float*)+0x10 in k.cu:9\n"
+                "=========     and Read access at void gpucmp::kernels::fill<float>(float*)+0x30 in k.cu:9 [2 hazards]\n"
+                "========= Error: Race reported between Read access at cudnn_fused_conv(int)+0x20 in c.cu:1\n"
+                "=========     and Write access at cudnn_fused_conv(int)+0x40 in c.cu:2 [8 hazards]\n"
+                "========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)\n")
+    out = os.path.join(tmp, "races")
+    r = subprocess.run(["bash", script, out, build], capture_output=True, text=True,
+                       env=env | {"GPUCMP_SANITIZE_TOOLS": "racecheck", "FAKE_TOOL_OUTPUT": races})
+    cells_seen = sorted(l.split("\t")[3] for l in open(os.path.join(out, "cells.tsv")))
+    check(cells_seen == ["1"] * 4, f"racecheck: gpucmp's race counts, the vendors' two do not: {cells_seen}")
+    vendor = [l.rstrip("\n").split("\t") for l in open(os.path.join(out, "vendor.tsv"))]
+    check(len(vendor) == 8 and {v[4] for v in vendor} == {"nvjet_sm90_hsh_128x128(int)", "cudnn_fused_conv(int)"}
+          and all(v[3] == "vendor kernel" and "--tool racecheck" in v[7] and "gpucmp_gpu_tests" in v[7]
+                  and "compute-sanitizer" in v[6] for v in vendor),
+          f"each vendor finding: its kernel, libraries and command: {vendor[:2]}")
+    md = open(os.path.join(out, "vendor.md")).read()
+    check(md.count("| racecheck | gpucmp_gpu_tests |") == 8 and "`nvjet_sm90_hsh_128x128(int)`" in md,
+          f"vendor.md lists the findings: {md[:400]}")
+    check(r.returncode != 0, "gpucmp's own race fails the call")
+    r = subprocess.run(["bash", script, os.path.join(tmp, "memcheck_vendor"), build], capture_output=True, text=True,
+                       env=env | {"GPUCMP_SANITIZE_TOOLS": "memcheck", "FAKE_TOOL_OUTPUT": races})
+    cells_seen = sorted(l.split("\t")[3] for l in open(os.path.join(tmp, "memcheck_vendor", "cells.tsv")))
+    check(cells_seen == ["3"] * 4 and os.path.getsize(os.path.join(tmp, "memcheck_vendor", "vendor.tsv")) == 0,
+          f"memcheck counts findings in every kernel: {cells_seen}")
+    internal = os.path.join(tmp, "internal.log")
+    with open(internal, "w") as f:
+        f.write("========= Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception\n"
+                "========= ERROR SUMMARY: 1 error\n")
+    out = os.path.join(tmp, "internal")
+    r = subprocess.run(["bash", script, out, build], capture_output=True, text=True,
+                       env=env | {"GPUCMP_SANITIZE_TOOLS": "synccheck", "FAKE_TOOL_OUTPUT": internal})
+    cells_seen = sorted(l.split("\t")[3] for l in open(os.path.join(out, "cells.tsv")))
+    vendor = [l.rstrip("\n").split("\t") for l in open(os.path.join(out, "vendor.tsv"))]
+    check(cells_seen == ["tool error (1 counted)"] * 4 and len(vendor) == 4 and all(v[3] == "tool error" for v in vendor)
+          and "Internal Sanitizer Error" in vendor[0][5], f"the tool's own error, in the vendor table: {cells_seen} {vendor[:1]}")
+    check("4 runs ended in the tool's own error" in r.stdout, f"the tool's own errors are said: {r.stdout[-300:]}")
+    everything = os.path.join(tmp, "everything.tsv")
+    with open(everything, "w") as f:
+        for t in tools:
+            for p in programs:
+                result = "tool error (1 counted)" if (t, p) == ("synccheck", "gpucmp_ops_tests") else "0"
+                f.write(f"{t}\t{p}\t1\t{result}\t3\n")
+    r, rows = table(os.path.join(tmp, "with_tool_error"), everything)
+    check(r.returncode == 0 and rows.get("gpucmp_ops_tests", [None] * 3)[2] == "tool error (1 counted)",
+          f"a table clean but for the tool's own error passes: {r.returncode} {rows.get('gpucmp_ops_tests')}")
+
+    # --table: X.vendor.tsv beside X.tsv; a later source's run of the case replaces its findings.
+    first, second = os.path.join(tmp, "one.tsv"), os.path.join(tmp, "two.tsv")
+    with open(first, "w") as f:
+        f.write("racecheck\tgpucmp_gpu_tests\tc0123456789\t0\t5\ta case\n"
+                "racecheck\tgpucmp_gpu_tests\tc1111111111\t0\t5\tanother case\n")
+    with open(os.path.join(tmp, "one.vendor.tsv"), "w") as f:
+        f.write("racecheck\tgpucmp_gpu_tests\tc0123456789\tvendor kernel\tnvjet_a\tError: Race\tlibcublasLt.so.13.0\tcs ...\n"
+                "racecheck\tgpucmp_gpu_tests\tc1111111111\tvendor kernel\tnvjet_b\tError: Race\tlibcublasLt.so.13.0\tcs ...\n")
+    with open(second, "w") as f:
+        f.write("racecheck\tgpucmp_gpu_tests\tc0123456789\t0\t5\ta case\n")
+    with open(os.path.join(tmp, "two.vendor.tsv"), "w") as f:
+        f.write("racecheck\tgpucmp_gpu_tests\tc0123456789\tvendor kernel\tnvjet_c\tError: Race\tlibcublasLt.so.13.1\tcs ...\n")
+    table(os.path.join(tmp, "joined"), first, second)
+    md = open(os.path.join(tmp, "joined", "vendor.md")).read()
+    check("nvjet_c" in md and "nvjet_b" in md and "nvjet_a" not in md,
+          f"the joined vendor table keeps each case's latest run: {md}")
+
 # The reliability measures' sanitizer counts (lab/acceptance/reliability_measures.py), from a
 # table with every kind of cell: what the row list lab/acceptance/reliability.json reads.
 with tempfile.TemporaryDirectory() as tmp:
@@ -230,10 +304,14 @@ with tempfile.TemporaryDirectory() as tmp:
 
     counts = sanitizer_counts(["0 (22 runs) + time limit (60 s)", "3 + not run x8", "0, exit 9 + tool error (1 counted) x7",
                                "0"])
-    check(counts == {"errors": 3, "clean_runs": 24, "unclean_runs": 9, "not_run": 8},
-          f"errors summed, runs counted by how they ended: {counts}")
+    check(counts == {"errors": 3, "clean_runs": 24, "unclean_runs": 2, "not_run": 8, "tool_errors": 7},
+          f"errors summed, runs counted by how they ended, the tool's own errors apart: {counts}")
+    with open(os.path.join(tmp, "in", "sanitize", "vendor.md"), "w") as f:
+        f.write("| tool | program | case | kind | kernel | finding | libraries | to reproduce |\n|---|---|---|---|---|---|---|---|\n"
+                "| racecheck | 04_verified_ops | 1 | vendor kernel | `nvjet` | Error: Race | libcublasLt.so.13 | `cs` |\n")
     counts = sanitizer_counts(["0 (22 runs)", "0", "0 (3 runs)", "0"])
-    check(counts == {"errors": 0, "clean_runs": 27, "unclean_runs": 0, "not_run": 0}, f"every run clean: {counts}")
+    check(counts == {"errors": 0, "clean_runs": 27, "unclean_runs": 0, "not_run": 0, "tool_errors": 0, "vendor_findings": 1},
+          f"every run clean, one vendor finding beside: {counts}")
     # A check whose inputs are missing is left out, never filled in.
     r = subprocess.run([sys.executable, acceptance, os.path.dirname(os.path.dirname(script)), os.path.join(tmp, "empty")],
                        capture_output=True, text=True)
