@@ -233,6 +233,10 @@ for e in 09_train_custom_cnn 07_resnet50_table 08_custom_cnn 04_verified_ops 06_
   # Example 7's table at one small batch: the same path (build, verify every layer, time,
   # project, the OOM cell) as its three article batches, a fraction of the work under a tool.
   [ "$e" = 07_resnet50_table ] && arg="fp16${as}2"
+  # Example 2's saxpy at its smallest size, for at most 2 s a row: every size runs the same
+  # kernel, and racecheck ran past 60 s on the full range (14 ms a sample at 64 Ki elements,
+  # 730 ms at 16 Mi; results/h200/reliability/sanitizer-cells/2026-12-05.tsv).
+  [ "$e" = 02_gbench_kernel ] && arg="--benchmark_filter=/65536/${as}--gpucmp_max_time_s=2"
   for tool in "${tools[@]}"; do
     picked "$tool" "${GPUCMP_SANITIZE_TOOLS:-}" && queue+=("$tool$fs$e${fs}1${fs}explicit$fs$bin$fs$arg")
   done
