@@ -6,15 +6,15 @@
 // gpucmp's kernels): the question before batch norm moves onto ops/cudnn_graph.hpp (the
 // architecture issue). For one shape (default ResNet-50's first batch norm at batch 32, FP16
 // NHWC) it describes each forward and backward variant below, plans it through cudnn_graph
-// (heuristic mode A, then the fallback list), times every plan (CUDA events, median of 20
-// after 3 warm-ups) and prints one markdown row per variant: plans, the best plan's engine
+// (heuristic mode A, then the fallback list), times every plan through gpucmp's engine (graph
+// mode) and prints one markdown row per variant: plans, the best plan's engine
 // and time, its rate over the bytes the pass must move, or why cuDNN refused it. Then the
 // two existing paths on the same tensors, and how far the graph's outputs are from gpucmp's
 // kernels' (the semantics: inverse standard deviation saved, running variance unbiased).
 //   bn_graph_probe [N C H W [fp16|bf16]]
 #include <gpucmp/cuda/buffer.hpp>
-#include <gpucmp/cuda/event.hpp>
 #include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/ops/cudnn_graph.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/training/batch_norm.cuh>
@@ -97,20 +97,10 @@ struct probe_tensors {
   }
 };
 
-// Median seconds of `run` on `stream` over 20 timed runs after 3 warm-ups.
-double median_seconds(const std::function<void()>& run, cudaStream_t stream) {
-  for (int i = 0; i < 3; ++i) run();
-  std::vector<double> times;
-  gpucmp::event start, stop;
-  for (int i = 0; i < 20; ++i) {
-    start.record(stream);
-    run();
-    stop.record(stream);
-    GPUCMP_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    times.push_back(gpucmp::elapsed_s(start, stop));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+// gpucmp's own measurement of `run` in graph mode (the mode the product's rows report): its
+// median GPU time, with the engine's warm-up and noise-based stopping.
+double graph_seconds(const std::function<void(cudaStream_t)>& run) {
+  return gpucmp::shared_engine().measure(run, gpucmp::mode::graph).gpu.median;
 }
 
 void print_row(const std::string& variant, const std::string& plans, const std::string& best, double seconds, double bytes) {
@@ -218,7 +208,7 @@ void describe_backward(fe::graph::Graph& g, const probe_shape& s, const backward
 // (null when refused or no plan ran) and its fastest plan in `best_index`.
 std::shared_ptr<const gpucmp::cudnn_graph> probe_graph(cudnnHandle_t handle, const std::string& name,
                                                        const gpucmp::cudnn_graph::describe_fn& describe, probe_tensors& t,
-                                                       double bytes, cudaStream_t stream, std::size_t& best_index) {
+                                                       double bytes, std::size_t& best_index) {
   std::shared_ptr<const gpucmp::cudnn_graph> graph;
   try {
     graph = std::make_shared<const gpucmp::cudnn_graph>(handle, describe, gpucmp::cudnn_numerics{}, std::size_t(1) << 30, 16, name);
@@ -234,7 +224,10 @@ std::shared_ptr<const gpucmp::cudnn_graph> probe_graph(cudnnHandle_t handle, con
     const gpucmp::cudnn_plan& p = graph->plan(i);
     if (p.workspace > workspace.bytes()) workspace = gpucmp::device_buffer<unsigned char>(p.workspace, gpucmp::initial_fill::uninitialized());
     try {
-      const double seconds = median_seconds([&] { graph->execute(handle, i, pack, workspace.data()); }, stream);
+      const double seconds = graph_seconds([&](cudaStream_t s) {
+        GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, s));
+        graph->execute(handle, i, pack, workspace.data());
+      });
       if (best == 0 || seconds < best) {
         best = seconds, best_index = i;
         best_name = "engine " + std::to_string(p.engine) + (p.knobs.empty() ? "" : " (" + p.knobs + ")") +
@@ -275,6 +268,7 @@ int run(const probe_shape& s) {
   GPUCMP_CUDNN_CHECK(cudnnCreate(&handle));
   GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, stream.get()));
   probe_tensors t(s, stream.get());
+  GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream.get()));  // the engine measures on its own stream
   const double act = double(s.elements()) * double(gpucmp::activation_bytes(s.dtype));
   const float eps = 1e-5f, momentum = 0.1f;
   std::printf("batch norm training graphs, %s, n %lld c %lld h %lld w %lld, cuDNN %zu\n\n", gpucmp::to_string(s.dtype),
@@ -289,8 +283,7 @@ int run(const probe_shape& s) {
   for (const forward_variant& v : forwards) {
     const double bytes = act * (2 + (v.add ? 1 : 0)) + (v.mask ? double(s.elements()) / 8 : 0);
     std::size_t best = 0;
-    auto g = probe_graph(handle, v.name, [&](cudnn_frontend::graph::Graph& graph) { describe_forward(graph, s, v, eps, momentum); }, t, bytes,
-                         stream.get(), best);
+    auto g = probe_graph(handle, v.name, [&](cudnn_frontend::graph::Graph& graph) { describe_forward(graph, s, v, eps, momentum); }, t, bytes, best);
     if (v.add && v.relu && !v.mask && g) add_relu = g, add_relu_best = best;
   }
   using rf = backward_variant::relu_from;
@@ -306,8 +299,7 @@ int run(const probe_shape& s) {
     const double bytes = act * (3 + (v.relu == rf::y ? 1 : 0) + (v.dz_out ? 1 : 0) + (v.second_gradient ? 1 : 0)) +
                          (v.relu == rf::mask ? double(s.elements()) / 8 : 0);
     std::size_t best = 0;
-    auto g = probe_graph(handle, v.name, [&](cudnn_frontend::graph::Graph& graph) { describe_backward(graph, s, v); }, t, bytes,
-                         stream.get(), best);
+    auto g = probe_graph(handle, v.name, [&](cudnn_frontend::graph::Graph& graph) { describe_backward(graph, s, v); }, t, bytes, best);
     if (v.relu == rf::y && v.dz_out && !v.second_gradient && g) relu_y = g, relu_y_best = best;
   }
 
@@ -324,9 +316,9 @@ int run(const probe_shape& s) {
       gpucmp::batch_norm_training bn(handle, shape, path);
       gpucmp::device_buffer<unsigned char> ws(std::max<std::size_t>(bn.workspace_bytes(), 1), gpucmp::initial_fill::uninitialized());
       gpucmp::device_buffer<unsigned char> reserve(std::max<std::size_t>(bn.reserve_bytes(), 1), gpucmp::initial_fill::uninitialized());
-      const double f = median_seconds([&] { bn.forward(bt, ws.data(), reserve.data(), stream.get()); }, stream.get());
+      const double f = graph_seconds([&](cudaStream_t st) { bn.forward(bt, ws.data(), reserve.data(), st); });
       print_row(std::string("fwd: ") + gpucmp::to_string(path) + ", bn+add+relu", "-", "-", f, act * 3);
-      const double b = median_seconds([&] { bn.backward(bt, ws.data(), reserve.data(), stream.get()); }, stream.get());
+      const double b = graph_seconds([&](cudaStream_t st) { bn.backward(bt, ws.data(), reserve.data(), st); });
       print_row(std::string("bwd: ") + gpucmp::to_string(path) + ", bn+add+relu", "-", "-", b, act * 5);
     } catch (const std::exception& e) {
       print_row(std::string(gpucmp::to_string(path)), "-", std::string("failed: ") + e.what(), 0, 0);
@@ -336,6 +328,7 @@ int run(const probe_shape& s) {
   // The semantics: the graph's outputs against gpucmp's kernels' on the same inputs.
   if (add_relu && relu_y) {
     const gpucmp::cudnn_variant_pack pack = t.pack();
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(handle, stream.get()));  // the measurements left it on the engine's
     const std::vector<float> start_mean = download_floats(t.running_mean.data(), s.c), start_var = download_floats(t.running_var.data(), s.c);
     gpucmp::device_buffer<unsigned char> ws(std::max(add_relu->plan(add_relu_best).workspace, relu_y->plan(relu_y_best).workspace) + 1,
                                             gpucmp::initial_fill::uninitialized());
