@@ -1,16 +1,24 @@
-# Runs COMMAND, which must fail with exit status 1 and print an error matching
-# "${PREFIX}.*${EXPECTED}" on standard error (PREFIX defaults to gpucmp-report's
-# "gpucmp-report: error: "), and, when MUST_NOT_EXIST is given, leave that file unwritten.
+# Runs COMMAND, which must fail with exit status STATUS (default 1, bad input; 2 is bad usage)
+# and print an error matching "${PREFIX}.*${EXPECTED}" on standard error (PREFIX defaults to
+# gpucmp-report's "gpucmp-report: error: " for bad input, "gpucmp-report: " for bad usage),
+# and, when MUST_NOT_EXIST is given, leave that file unwritten.
+if(NOT DEFINED STATUS)
+  set(STATUS 1)
+endif()
 if(NOT DEFINED PREFIX)
-  set(PREFIX "gpucmp-report: error: ")
+  if(STATUS EQUAL 2)
+    set(PREFIX "gpucmp-report: ")
+  else()
+    set(PREFIX "gpucmp-report: error: ")
+  endif()
 endif()
 if(MUST_NOT_EXIST)
   file(REMOVE "${MUST_NOT_EXIST}")
 endif()
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 message("exit ${rc}: ${stderr}")
-if(NOT rc EQUAL 1)
-  message(FATAL_ERROR "expected exit status 1, got ${rc}")
+if(NOT rc EQUAL STATUS)
+  message(FATAL_ERROR "expected exit status ${STATUS}, got ${rc}")
 endif()
 if(NOT stderr MATCHES "${PREFIX}.*${EXPECTED}")
   message(FATAL_ERROR "expected an error matching '${PREFIX}.*${EXPECTED}'")

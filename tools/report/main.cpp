@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// gpucmp-report: side-by-side GPU comparisons from gpucmp result files, and spec tables.
+// gpucmp-report: side-by-side GPU comparisons from gpucmp result files, spec tables, and whether
+// a language model fits each GPU's memory.
 #include "before_after.hpp"
+#include "fit_table.hpp"
 #include "model.hpp"
 #include "render.hpp"
 #include "specs_table.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -34,6 +37,15 @@ const char* usage =
     "      --min-change F          smallest relative change called FASTER or SLOWER (default 0.02 = 2 %)\n"
     "      --min-change-s S        smallest absolute change per launch called so (default 2.5e-7 = 0.25 us)\n"
     "  gpucmp-report specs [--errata] [--markdown FILE] GPU...\n"
+    "  gpucmp-report fit [options] [GPU...]   whether a Llama-style decoder serves a batch at a context on each GPU\n"
+    "      (default GPUs: a100_80gb_sxm a100_40gb_sxm l40s l20 h100_sxm h200_sxm)\n"
+    "      --model NAME            llama-3.1-8b (default), llama-3-8b, llama-3.2-1b, llama-3-70b\n"
+    "      --weights R             bf16 (default), fp16, fp8_e4m3 (the blocks' linear layers)\n"
+    "      --kv T                  the KV cache's type: bf16 (default), fp16, fp8_e4m3, fp8_e5m2\n"
+    "      --context N[,N...]      tokens a sequence holds (default 2048,8192,32768,131072)\n"
+    "      --page-tokens N         a paged cache's page (default 0: contiguous)\n"
+    "      --step-tokens N         tokens a step processes at most (default 8192)\n"
+    "      --reserve-gib X         memory kept for the CUDA context and libraries (default 2)\n"
     "  gpucmp-report upgrade OLD.json NEW.json   adds the typed section to a file written before it\n"
     "exit status: 0 done, 1 bad input (nothing written), 2 bad usage,\n"
     "             3 before/after: a row SLOWER, or measured in the first run and not in the second (outputs written)\n";
@@ -149,6 +161,18 @@ int run(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> labels;  // (label, path), in the order given
   gpucmp::change_options change;
   bool comparison_option = false;  // an option that only a comparison of GPUs takes
+  std::string fit_option;          // the first option only `fit` takes, if any
+  gpucmp_report::fit_request fit;
+  fit.model = gpucmp::decoder_preset("llama-3.1-8b");
+  fit.contexts = {2048, 8192, 32768, 131072};
+  auto whole_number = [](const std::string& option, const std::string& text, std::int64_t least) {
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < least) {
+      throw gpucmp_report::input_error(option + " '" + text + "' is not a whole number of at least " + std::to_string(least));
+    }
+    return std::int64_t(v);
+  };
   bool min_change_given = false;
   auto value_of = [&](int& i) -> std::string {
     if (i + 1 >= argc) throw usage_error(std::string(argv[i]) + " needs a value");
@@ -191,6 +215,31 @@ int run(int argc, char** argv) {
       while (std::getline(lines, line))
         if (!line.empty() && line[0] != '#') add_price(options.usd_per_hour, line, path);
       }
+    } else if (arg == "--model" || arg == "--weights" || arg == "--kv" || arg == "--context" || arg == "--page-tokens" ||
+               arg == "--step-tokens" || arg == "--reserve-gib") {
+      if (fit_option.empty()) fit_option = arg;
+      const std::string text = value_of(i);
+      try {
+        if (arg == "--model") fit.model = gpucmp::decoder_preset(text);
+        else if (arg == "--weights") fit.options.weights = gpucmp::parse_numerics(text);
+        else if (arg == "--kv") fit.options.kv_cache = gpucmp::parse_element_type(text);
+        else if (arg == "--page-tokens") fit.options.page_tokens = whole_number(arg, text, 0);
+        else if (arg == "--step-tokens") fit.options.step_tokens = whole_number(arg, text, 1);
+        else if (arg == "--context") {
+          fit.contexts.clear();
+          for (const auto& c : split(text, ',')) fit.contexts.push_back(whole_number(arg, c, 1));
+          if (fit.contexts.empty()) throw gpucmp_report::input_error("--context needs at least one context");
+        } else {
+          char* end = nullptr;
+          const double gib = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || !(gib >= 0) || !std::isfinite(gib)) {
+            throw gpucmp_report::input_error("--reserve-gib '" + text + "' is not a finite number of GiB >= 0");
+          }
+          fit.reserve_bytes = gib * 1073741824.0;
+        }
+      } catch (const gpucmp::error& e) {
+        throw gpucmp_report::input_error(arg + ": " + e.what());
+      }
     } else if (arg == "--markdown") markdown_path = value_of(i);
     else if (arg == "--csv") csv_path = value_of(i);
     else if (arg == "--html") html_path = value_of(i);
@@ -199,6 +248,25 @@ int run(int argc, char** argv) {
     else positional.push_back(arg);
   }
   if (labels.empty() && min_change_given) throw usage_error("--min-change belongs to a before/after comparison (--label), as does --min-change-s");
+  if (!fit_option.empty() && command != "fit") throw usage_error(fit_option + " belongs to fit");
+  if (command == "fit") {
+    if (!labels.empty() || comparison_option || !csv_path.empty() || !html_path.empty() || errata) {
+      throw usage_error("fit takes --model, --weights, --kv, --context, --page-tokens, --step-tokens, --reserve-gib and --markdown");
+    }
+    try {
+      fit.options.validate();
+    } catch (const gpucmp::error& e) {
+      throw gpucmp_report::input_error(std::string("fit: ") + e.what());
+    }
+    if (positional.empty()) positional = {"a100_80gb_sxm", "a100_40gb_sxm", "l40s", "l20", "h100_sxm", "h200_sxm"};
+    const std::string md = gpucmp_report::render_fit_markdown(fit, gpucmp_report::resolve_gpus(positional));
+    if (markdown_path.empty()) {
+      std::cout << md;
+    } else {
+      write_outputs({{markdown_path, md}});
+    }
+    return 0;
+  }
   if (!labels.empty()) return before_after_command(command, labels, positional, change, comparison_option, html_path,
                                                   markdown_path, csv_path);
   if (positional.empty()) throw usage_error(command == "specs" ? "no GPU named" : "no result file given");

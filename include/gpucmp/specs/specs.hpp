@@ -47,6 +47,10 @@ struct gpu_profile {
   int cc_minor = 0;           ///< compute capability, minor
   double sm_count = no_value;              ///< SMs
   double memory_gb = no_value;             ///< memory (decimal GB)
+  std::string memory_type;                 ///< HBM3e, GDDR6, ... ("" when derived)
+  /// Device memory CUDA reports (cudaMemGetInfo's total): the device's own figure when
+  /// derived, else estimated from the datasheet (visible_memory_estimate).
+  double visible_memory_bytes = no_value;
   double memory_bandwidth_gbs = no_value;  ///< bandwidth, 10^9 B/s
   double l2_mb = no_value;                 ///< L2 (MiB)
   double peak_tflops[precision_count] = {no_value, no_value, no_value, no_value,
@@ -74,6 +78,16 @@ struct gpu_profile {
   double bandwidth_bytes_per_s() const noexcept { return memory_bandwidth_gbs * 1e9; }
 };
 
+/// The memory CUDA reports on a GPU sold with `memory_gb` of `memory_type`: the figure read
+/// as GiB (HBM: an H200 sold as 141 GB reported 139.8 GiB on our machine, an H100 80GB
+/// reports 79.6), 15/16 of it on GDDR, whose ECC is stored inline and is on by default on
+/// datacenter boards (an L40S sold as 48 GB reports 45 GiB). An estimate: within about 1.5 %
+/// for the HBM boards above; a capacity check subtracts its own reserve on top.
+inline double visible_memory_estimate(double memory_gb, const std::string& memory_type) noexcept {
+  const bool inline_ecc = memory_type.rfind("GDDR", 0) == 0;
+  return memory_gb * 1073741824.0 * (inline_ecc ? 15.0 / 16.0 : 1.0);
+}
+
 namespace detail {
 
 inline gpu_profile profile_of(const gpu_spec& s, spec_match matched) {
@@ -85,6 +99,8 @@ inline gpu_profile profile_of(const gpu_spec& s, spec_match matched) {
   p.cc_minor = s.cc_minor;
   p.sm_count = s.sm_count;
   p.memory_gb = s.memory_gb;
+  p.memory_type = s.memory_type;
+  p.visible_memory_bytes = visible_memory_estimate(s.memory_gb, s.memory_type);
   p.memory_bandwidth_gbs = s.memory_bandwidth_gbs;
   p.l2_mb = s.l2_mb;
   std::copy(std::begin(s.peak_tflops), std::end(s.peak_tflops), std::begin(p.peak_tflops));
@@ -196,6 +212,7 @@ inline gpu_profile spec_for_device(const device_facts& d) {
   p.cc_minor = d.cc_minor;
   p.sm_count = d.sm_count;
   p.memory_gb = d.memory_bytes / 1e9;
+  p.visible_memory_bytes = d.memory_bytes;
   p.memory_bandwidth_gbs = d.memory_bandwidth_bytes_per_s / 1e9;
   p.l2_mb = d.l2_bytes / (1024.0 * 1024.0);
   p.peak_tflops[static_cast<std::size_t>(precision::fp32)] =
