@@ -4,10 +4,11 @@
 // A Llama-style decoder's geometry, named as Hugging Face's LlamaConfig names it, the presets
 // a comparison asks about (Llama 3 8B and 70B, Llama 3.1 8B, Llama 3.2 1B), and its exact
 // parameter count by part (what weights a checkpoint holds, and which of them an FP8
-// checkpoint quantizes). Host-only.
+// checkpoint quantizes), also read from a Hugging Face config.json. Host-only.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/io/json.hpp>
 #include <gpucmp/ops/rope_problem.hpp>
 
 #include <cmath>
@@ -111,6 +112,84 @@ inline decoder_config decoder_preset(const std::string& name) {
     names += (names.empty() ? "" : ", ") + c.name;
   }
   throw invalid_argument("unknown decoder '" + name + "' (presets: " + names + ")");
+}
+
+/// The decoder a Hugging Face Llama config.json describes (`text`, named `source` in errors):
+/// hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads (default: the
+/// heads), head_dim (default: hidden_size / heads), intermediate_size, vocab_size,
+/// max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings and a "llama3"
+/// rope_scaling. Throws invalid_argument naming the file and the key that is missing, of the
+/// wrong type, or describes something else (another model_type, another rope_type).
+inline decoder_config decoder_config_from_json(const std::string& text, const std::string& source, const std::string& name) {
+  detail::json doc;
+  try {
+    doc = detail::parse_json(text);
+  } catch (const detail::json_error& e) {
+    throw invalid_argument(source + ": malformed JSON: " + e.what());
+  }
+  if (!doc.is_object()) throw invalid_argument(source + ": not a JSON object (a Hugging Face config.json is one)");
+  auto fail = [&](const std::string& what) { throw invalid_argument(source + ": " + what); };
+  if (const detail::json* type = doc.find("model_type"); type != nullptr && (!type->is_string() || type->string() != "llama")) {
+    fail("model_type is " + (type->is_string() ? "'" + type->string() + "'" : std::string("not a string")) +
+         ", not 'llama' (a Llama-style decoder)");
+  }
+  auto number = [&](const detail::json& object, const std::string& key, const std::string& where) -> const detail::json* {
+    const detail::json* v = object.find(key);
+    if (v != nullptr && !v->is_number()) fail(where + key + " must be a number");
+    return v;
+  };
+  auto count = [&](const std::string& key, std::int64_t fallback, bool required) {
+    const detail::json* v = number(doc, key, "");
+    if (v == nullptr) {
+      if (required) fail(key + " is missing");
+      return fallback;
+    }
+    if (!(v->number() >= 1 && v->number() <= 9.0e15) || v->number() != std::floor(v->number())) {
+      fail(key + " must be a positive whole number");
+    }
+    return std::int64_t(v->number());
+  };
+  decoder_config c;
+  c.name = name;
+  c.hidden_size = count("hidden_size", 0, true);
+  c.layers = count("num_hidden_layers", 0, true);
+  c.heads = count("num_attention_heads", 0, true);
+  c.kv_heads = count("num_key_value_heads", c.heads, false);
+  c.head_dim = count("head_dim", c.hidden_size / c.heads, false);
+  c.intermediate_size = count("intermediate_size", 0, true);
+  c.vocab_size = count("vocab_size", 0, true);
+  c.max_positions = count("max_position_embeddings", 0, true);
+  if (const detail::json* v = number(doc, "rope_theta", "")) c.rope_theta = v->number();
+  if (const detail::json* v = number(doc, "rms_norm_eps", "")) c.norm_eps = v->number();
+  if (const detail::json* v = doc.find("tie_word_embeddings")) {
+    if (!v->is_bool()) fail("tie_word_embeddings must be true or false");
+    c.tied_embeddings = v->boolean();
+  }
+  if (const detail::json* r = doc.find("rope_scaling"); r != nullptr && r->type() != detail::json::kind::null) {
+    const detail::json* type = r->is_object() ? r->find("rope_type") : nullptr;
+    if (type == nullptr) type = r->is_object() ? r->find("type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->string() != "llama3") {
+      fail("rope_scaling must be null or of rope_type 'llama3' (Llama 3.1's frequency scaling)");
+    }
+    const detail::json* factor = number(*r, "factor", "rope_scaling.");
+    const detail::json* low = number(*r, "low_freq_factor", "rope_scaling.");
+    const detail::json* high = number(*r, "high_freq_factor", "rope_scaling.");
+    const detail::json* original = number(*r, "original_max_position_embeddings", "rope_scaling.");
+    if (factor == nullptr || low == nullptr || high == nullptr || original == nullptr) {
+      fail("rope_scaling of rope_type 'llama3' needs factor, low_freq_factor, high_freq_factor and "
+           "original_max_position_embeddings");
+    }
+    c.rope.factor = factor->number();
+    c.rope.low_frequency_factor = low->number();
+    c.rope.high_frequency_factor = high->number();
+    c.rope.original_positions = std::int64_t(original->number());
+  }
+  try {
+    c.validate();
+  } catch (const error& e) {
+    fail(e.what());
+  }
+  return c;
 }
 
 }  // namespace gpucmp
