@@ -34,9 +34,9 @@ struct decoder_memory_options {
   numerics weights = numerics::bf16;          ///< decoder_weight_numerics
   element_type kv_cache = element_type::bf16;  ///< K and V as cached: bf16, fp16, fp8_e4m3 or fp8_e5m2
   std::int64_t page_tokens = 0;  ///< paged cache: each sequence holds whole pages of this many tokens; 0: contiguous
-  /// Tokens one forward step processes at most: a chunked prefill's chunk (8,192, vLLM's
-  /// usual budget on large GPUs). A batch of prompts fills a step up to it; decode steps are
-  /// one token a sequence.
+  /// Tokens one forward step processes at most: a chunked prefill's chunk. A batch of prompts
+  /// fills a step up to it; decode steps (one token a sequence) are smaller, so the plan holds
+  /// for them too.
   std::int64_t step_tokens = 8192;
   double workspace_bytes = 64.0 * 1048576;  ///< cuBLASLt's 32 MiB and room for attention's
 
@@ -89,7 +89,7 @@ inline decoder_memory_plan plan_decoder_memory(const decoder_config& model, std:
   plan.kv_cache_bytes = plan.kv_bytes_per_token * double(cached) * double(batch);
   // A step: the residual stream and the normed input, then either Q/K/V and the attention's
   // output, or gate/up and SwiGLU's output.
-  const double tokens = double(std::min<double>(double(options.step_tokens), double(batch) * double(context)));
+  const double tokens = std::min(double(options.step_tokens), double(batch) * double(context));
   const double attention = double((model.heads + 2 * model.kv_heads) * model.head_dim + model.heads * model.head_dim);
   const double mlp = 3.0 * double(model.intermediate_size);
   plan.activation_bytes = tokens * (2.0 * double(model.hidden_size) + std::max(attention, mlp)) * half;

@@ -79,10 +79,10 @@ struct gpu_profile {
 };
 
 /// The memory CUDA reports on a GPU sold with `memory_gb` of `memory_type`: the figure read
-/// as GiB (HBM: an H200 sold as 141 GB reported 139.8 GiB on our machine, an H100 80GB
-/// reports 79.6), 15/16 of it on GDDR, whose ECC is stored inline and is on by default on
-/// datacenter boards (an L40S sold as 48 GB reports 45 GiB). An estimate: within about 1.5 %
-/// for the HBM boards above; a capacity check subtracts its own reserve on top.
+/// as GiB on HBM (an H200 sold as 141 GB reported 139.8 GiB on our machine:
+/// results/h200/suite.json's gpu_memory_bytes), 15/16 of it on GDDR, whose ECC is stored
+/// inline and is on by default on datacenter boards (no GDDR board was measured here). An
+/// estimate; a capacity check subtracts its own reserve on top.
 inline double visible_memory_estimate(double memory_gb, const std::string& memory_type) noexcept {
   const bool inline_ecc = memory_type.rfind("GDDR", 0) == 0;
   return memory_gb * 1073741824.0 * (inline_ecc ? 15.0 / 16.0 : 1.0);
