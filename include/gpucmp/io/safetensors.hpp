@@ -44,6 +44,13 @@ struct tensor_entry {
   }
 };
 
+namespace detail {
+/// Whether tensor or file name `text` ends with `tail` (".num_batches_tracked", ".json").
+inline bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace detail
+
 /// "[64, 3, 7, 7]".
 inline std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string s = "[";

@@ -62,7 +62,7 @@ class decoder_checkpoint {
   /// weight_error naming the file and the problem (unreadable, malformed, a shard that is
   /// missing or does not hold what the index says).
   static decoder_checkpoint open(const std::string& path) {
-    if (!ends_with(path, ".json")) return of({safetensors_file::open(path)});
+    if (!detail::ends_with(path, ".json")) return of({safetensors_file::open(path)});
     std::ifstream in(path, std::ios::binary);
     if (!in) throw weight_error(path + ": cannot open the checkpoint index");
     std::ostringstream text;
@@ -138,7 +138,7 @@ class decoder_checkpoint {
       }
     }
     for (const auto& [name, file] : m_where) {
-      if (!expected.count(name) && !ends_with(name, ".rotary_emb.inv_freq")) {
+      if (!expected.count(name) && !detail::ends_with(name, ".rotary_emb.inv_freq")) {
         throw weight_error(m_files[file].source() + ": tensor '" + name + "' is not part of " + config.name +
                            " (another model's checkpoint, or another configuration?)");
       }
@@ -157,9 +157,6 @@ class decoder_checkpoint {
   const std::vector<safetensors_file>& files() const noexcept { return m_files; }
 
  private:
-  static bool ends_with(const std::string& text, const std::string& tail) {
-    return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-  }
   std::string where() const {
     if (m_files.size() == 1) return m_files[0].source();
     return "the checkpoint (" + std::to_string(m_files.size()) + " files)";

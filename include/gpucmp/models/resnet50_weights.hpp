@@ -24,12 +24,6 @@ struct expected_tensor {
   bool parameter = true;            ///< a learned parameter (false: a batch norm running statistic)
 };
 
-namespace detail {
-inline bool ends_with(const std::string& text, const std::string& tail) {
-  return text.size() > tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
-}  // namespace detail
-
 /// The batch norm that follows convolution `conv_name` ("conv1" -> "bn1",
 /// "layer1.0.conv2" -> "layer1.0.bn2", "layer1.0.downsample" -> "layer1.0.downsample.1").
 inline std::string batch_norm_of(const std::string& conv_name) {
