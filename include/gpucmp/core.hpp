@@ -10,6 +10,7 @@
 #include <gpucmp/measure/activity_tracer.hpp>
 #include <gpucmp/power/clock_events.hpp>
 #include <gpucmp/serving/concurrency.hpp>
+#include <gpucmp/serving/continuous_batching.hpp>
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/specs/device_specs.hpp>
 #include <gpucmp/measure/engine.hpp>
