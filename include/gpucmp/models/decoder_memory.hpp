@@ -106,11 +106,12 @@ inline double usable_memory_bytes(const gpu_profile& gpu, double reserve_bytes =
   return std::max(0.0, gpu.visible_memory_bytes - reserve_bytes);
 }
 
-/// The largest batch of `context`-token sequences whose plan fits in `capacity_bytes`; 0 when
-/// not even one does (the weights alone may not fit).
-inline std::int64_t largest_decoder_batch(const decoder_config& model, std::int64_t context, double capacity_bytes,
-                                          const decoder_memory_options& options = {}) {
-  auto fits = [&](std::int64_t b) { return plan_decoder_memory(model, b, context, options).total() <= capacity_bytes; };
+namespace detail {
+
+/// The largest n >= 1 for which fits(n) holds, fits being true up to some n and false past it;
+/// 0 when fits(1) is false. Doubles, then bisects.
+template <class Fits>
+std::int64_t largest_fitting(Fits fits) {
   if (!fits(1)) return 0;
   std::int64_t low = 1, high = 2;  // fits(low), then grow high until it does not
   while (fits(high)) {
@@ -123,6 +124,16 @@ inline std::int64_t largest_decoder_batch(const decoder_config& model, std::int6
     (fits(mid) ? low : high) = mid;
   }
   return low;
+}
+
+}  // namespace detail
+
+/// The largest batch of `context`-token sequences whose plan fits in `capacity_bytes`; 0 when
+/// not even one does (the weights alone may not fit).
+inline std::int64_t largest_decoder_batch(const decoder_config& model, std::int64_t context, double capacity_bytes,
+                                          const decoder_memory_options& options = {}) {
+  return detail::largest_fitting(
+      [&](std::int64_t b) { return plan_decoder_memory(model, b, context, options).total() <= capacity_bytes; });
 }
 
 /// The longest context (at most the model's max_positions) `batch` sequences can each hold
