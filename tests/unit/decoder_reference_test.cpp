@@ -3,7 +3,8 @@
 // The FP64 decoder block reference on the host: every gradient (the input's and each weight
 // part's) against central finite differences of a random projection of the output, with
 // grouped-query attention, Llama 3.1's RoPE scaling and two sequences; attention causal and
-// kept within each sequence; PyTorch's AdamW step by hand; bad shapes named.
+// kept within each sequence; PyTorch's AdamW step by hand (training/adamw.hpp), in double and
+// float; bad shapes named.
 #include "catch.hpp"
 
 #include <gpucmp/training/decoder_reference.hpp>
@@ -136,20 +137,26 @@ TEST_CASE("the decoder block attends causally within each sequence", "[training]
 }
 
 TEST_CASE("AdamW's step is PyTorch's: decay first, then the bias-corrected update", "[training][decoder]") {
-  ref::adamw_settings s;
-  s.lr = 0.1;
-  s.weight_decay = 0.5;
+  gpucmp::adamw_options o;
+  o.learning_rate = 0.1;
+  o.weight_decay = 0.5;
   double p = 2.0, m = 0, v = 0;
-  ref::adamw_step(p, 0.4, m, v, 1, s);
+  gpucmp::adamw_update_reference(p, 0.4, m, v, 1, o);
   // Decay: 2 x (1 - 0.05) = 1.9. m = 0.04, v = 0.00016; corrected 0.4 and 0.16; step 0.1 x 0.4 / (0.4 + 1e-8).
   CHECK(m == Approx(0.04).epsilon(1e-12));
   CHECK(v == Approx(0.00016).epsilon(1e-12));
   CHECK(p == Approx(1.9 - 0.1 * 0.4 / (0.4 + 1e-8)).epsilon(1e-12));
-  ref::adamw_step(p, -0.2, m, v, 2, s);
+  gpucmp::adamw_update_reference(p, -0.2, m, v, 2, o);
   const double m2 = 0.9 * 0.04 - 0.1 * 0.2, v2 = 0.999 * 0.00016 + 0.001 * 0.04;
   const double p2 = (1.9 - 0.1 * 0.4 / (0.4 + 1e-8)) * 0.95 - 0.1 / (1 - 0.81) * m2 / (std::sqrt(v2) / std::sqrt(1 - 0.998001) + 1e-8);
   CHECK(p == Approx(p2).epsilon(1e-12));
-  CHECK_THROWS_WITH(ref::adamw_step(p, 0, m, v, 0, s), GPUCMP_CONTAINS("step must be 1 or more, got 0"));
+  // In float, as a GPU step keeps it: the same step within float's rounding.
+  float pf = 2.0f, mf = 0, vf = 0;
+  gpucmp::adamw_update_reference(pf, 0.4f, mf, vf, 1, o);
+  CHECK(double(pf) == Approx(1.9 - 0.1 * 0.4 / (0.4 + 1e-8)).epsilon(1e-6));
+  CHECK_THROWS_WITH(gpucmp::adamw_update_reference(p, 0.0, m, v, 0, o), GPUCMP_CONTAINS("step must be 1 or more, got 0"));
+  o.beta2 = 1;
+  CHECK_THROWS_WITH(o.validate(), GPUCMP_CONTAINS("beta2 must be in [0, 1)"));
 }
 
 TEST_CASE("the decoder block reference names a bad shape", "[training][decoder]") {

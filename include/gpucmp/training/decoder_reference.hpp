@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// FP64 reference of one Llama-style decoder block for training, forward and backward, and the
-// AdamW step, on the host: what a GPU training step's gradients and updated weights are
+// FP64 reference of one Llama-style decoder block for training, forward and backward, on the
+// host (the AdamW step that follows is training/adamw.hpp's adamw_update_reference<double>): what a GPU training step's gradients and updated weights are
 // checked against on small shapes (and what the host tests check against finite differences).
 // Conventions are Hugging Face's LlamaDecoderLayer and PyTorch's AdamW:
 //   h1 = x + Attention(RoPE(RMSNorm(x) Wqkv^T)) Wo^T,  y = h1 + (SiLU(g) * u) Wdown^T with
@@ -17,6 +17,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/models/decoder_config.hpp>
 #include <gpucmp/ops/rope_problem.hpp>
+#include <gpucmp/training/adamw.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -283,26 +284,6 @@ inline matrix decoder_block_backward(const decoder_config& model, const decoder_
   matrix dx = detail::rms_norm_backward(dn1, saved.x, w.attention_norm, saved.inv_rms1, grads.attention_norm);
   for (std::size_t e = 0; e < dx.v.size(); ++e) dx.v[e] += dh1.v[e];
   return dx;
-}
-
-/// AdamW's settings (PyTorch's defaults but the learning rate).
-struct adamw_settings {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.01;
-};
-
-/// One AdamW step (PyTorch's torch.optim.AdamW) of parameter p with gradient g and moments m,
-/// v, at step `step` (1 for the first). Throws invalid_argument for a step under 1.
-inline void adamw_step(double& p, double g, double& m, double& v, std::int64_t step, const adamw_settings& s) {
-  if (step < 1) throw invalid_argument("adamw_step: step must be 1 or more, got " + std::to_string(step));
-  p *= 1 - s.lr * s.weight_decay;
-  m = s.beta1 * m + (1 - s.beta1) * g;
-  v = s.beta2 * v + (1 - s.beta2) * g * g;
-  const double correction1 = 1 - std::pow(s.beta1, double(step)), correction2 = 1 - std::pow(s.beta2, double(step));
-  p -= s.lr / correction1 * m / (std::sqrt(v) / std::sqrt(correction2) + s.eps);
 }
 
 }  // namespace reference
