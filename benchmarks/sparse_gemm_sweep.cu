@@ -8,14 +8,15 @@
 //   sparse_gemm/cusparselt_default/<dtype>/<m>x<n>x<k>/graph  cuSPARSELt's default configuration (squares)
 //   gemm/cublaslt/<dtype>/<m>x<n>x<k>_tn/graph                the dense baseline
 // Both count dense FLOPs, so TFLOP/s compare directly; a sparse row's % of peak is taken
-// against the datasheet's "with sparsity" rate. Shapes: squares, and Llama-3-8B's linear
-// layers (m outputs x k inputs) at 16 and 4096 tokens (n). Select rows with --benchmark_filter;
+// against the datasheet's "with sparsity" rate. Shapes: squares, Llama-3-8B's linear layers
+// (m outputs x k inputs) at 16 and 4096 tokens (n), DeepBench's GEMMs. Select rows with --benchmark_filter;
 // precisions this GPU has no sparse tensor cores for are skipped with the reason.
 #include "library_versions.hpp"
 
 #include <gpucmp/bench.hpp>
 #include <gpucmp/ops/gemm.cuh>
 #include <gpucmp/ops/sparse_gemm.cuh>
+#include <gpucmp/ops/workload_shapes.hpp>
 
 #include <cstdint>
 #include <string>
@@ -61,6 +62,9 @@ const bool registered = [] {
     for (const auto& layer : layers) {
       for (std::int64_t tokens : {16, 4096}) register_pair({layer[0], tokens, layer[1], t}, false);
     }
+    // DeepBench's GEMMs as they are: a shape cuSPARSELt does not take (k not a multiple of
+    // four, rows cuSPARSELt will not align) is reported unsupported with its reason.
+    for (const gpucmp::gemm_problem& d : gpucmp::deepbench_gemm_shapes(t)) register_pair({d.m, d.n, d.k, t}, false);
   }
   return true;
 }();

@@ -95,7 +95,7 @@ fi
 # cuSPARSELt (gpucmp::cusparselt, 2:4 sparse GEMM): its header and library taken out of PyPI's
 # nvidia-cusparselt-cu13 wheel (the release PyTorch's CUDA 13 wheels use), unless CMake's
 # FindCUSPARSELT would find one already (CUSPARSELT_ROOT, the Python packages, the system).
-cusparselt_version=0.8.1
+cusparselt_version=0.10.0
 have_cusparselt() {
   local dirs=("${CUSPARSELT_ROOT:-/nonexistent}") site
   if command -v python3 >/dev/null; then
