@@ -51,6 +51,9 @@ run() {  # name, binary, calls per sample, filter, [more flags]
 large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2|int8)/8192x8192x8192(_tn)?'
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
 parts=${GPUCMP_COMPARISON_PARTS:-gemm,deepbench,conv,copy}
+# GPUCMP_SPARSE_SHAPES (a regular expression over m x n x k, default every shape) narrows the
+# sparse part on both sides.
+sparse_shapes=${GPUCMP_SPARSE_SHAPES:-[0-9x]+}
 part() { [[ ",$parts," == *",$1,"* ]]; }
 gpucmp_round() {  # round number
   # Round 1 also runs gpucmp's own comparisons (the heuristic's choice, each cuDNN API alone,
@@ -89,7 +92,7 @@ gpucmp_round() {  # round number
   if part sparse; then
     local sparse_providers='cusparselt(_default)?'
     (($1 > 1)) && sparse_providers='cusparselt'
-    run "sparse_$1" sparse_gemm_sweep "$calls" "^(sparse_gemm/$sparse_providers|gemm/cublaslt)/"
+    run "sparse_$1" sparse_gemm_sweep "$calls" "^(sparse_gemm/$sparse_providers|gemm/cublaslt)/[a-z0-9_]+/($sparse_shapes)(_tn)?/"
     gpucmp_files+=("$out_dir/sparse_$1.json")
   fi
   # The copy check compares two gpucmp rows of the same batch; the sweep chooses its own.
@@ -101,7 +104,7 @@ gpucmp_round() {  # round number
   fi
 }
 torch_round() {  # round number
-  python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
+  python3 "$here/torch_ops.py" --only "$parts" --sparse-shapes "^($sparse_shapes)\$" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
     --large-gemm-cooldown "$large_gemm_cooldown" --large-gemm-warmup "$large_gemm_warmup" \
     --large-gemm-window "$large_gemm_window" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||

@@ -19,6 +19,7 @@ Writes a list of rows: {"key", "seconds", "flops", "bytes"}; keys match compare-
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -238,13 +239,15 @@ def sparse_call(m, n, k, dtype_name, searched):
     return lambda: torch._cslt_sparse_mm(compressed, x.t(), alg_id=int(alg_id))
 
 
-def sparse_rows(calls, repetitions, refused):
+def sparse_rows(calls, repetitions, refused, shapes=".*"):
     """PyTorch's 2:4 sparse GEMM (default and searched) and its dense GEMM of the same layout,
     at each shape; what PyTorch refuses goes to `refused` with its message."""
     rows = []
     for dtype_name in SPARSE_DTYPES:
         for m, n, k in SPARSE_GEMMS:
             shape = f"{m}x{n}x{k}"
+            if not re.match(shapes, shape):
+                continue
             for prefix, searched in (("sparse_gemm", False), ("sparse_gemm_searched", True)):
                 key = f"{prefix}/{dtype_name}/{shape}"
                 try:
@@ -298,6 +301,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="gemm,deepbench,conv,copy")
+    parser.add_argument("--sparse-shapes", default=".*", help="a regular expression over m x n x k: the sparse part's shapes")
     parser.add_argument("--fp32-conv-batches", default="16,32,64", help="batches of --only conv_fp32")
     parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
     parser.add_argument("--large-gemm-calls", type=int, default=10, help="calls per graph replay for 8192^3")
@@ -333,7 +337,7 @@ def main():
         rows += int8_rows(8192, args.large_gemm_calls, large_repetitions, **large)
     refused = {}
     if "sparse" in only:
-        rows += sparse_rows(args.calls, args.repetitions, refused)
+        rows += sparse_rows(args.calls, args.repetitions, refused, args.sparse_shapes)
     if "deepbench" in only:
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
