@@ -346,7 +346,10 @@ class sparse_gemm {
     // this pruned A.
     GPUCMP_CUSPARSELT_CHECK(cusparseLtSpMMAPrune2(h, &st.a, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, m_a.data(), m_a.data(),
                                                   CUSPARSELT_PRUNE_SPMMA_STRIP, stream));
-    device_buffer<int> invalid(1, initial_fill::poison());
+    // The check only ever sets the flag (poisoned, it read as set after a correct prune), so it
+    // starts at 0.
+    device_buffer<int> invalid(1, initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(invalid.data(), 0, sizeof(int), stream));
     GPUCMP_CUSPARSELT_CHECK(
         cusparseLtSpMMAPruneCheck2(h, &st.a, 1, CUSPARSE_OPERATION_NON_TRANSPOSE, m_a.data(), invalid.data(), stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
