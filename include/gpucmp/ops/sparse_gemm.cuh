@@ -86,11 +86,19 @@ namespace detail {
 // cuSPARSELt's objects are structs the caller owns and hands to a destroy call; each is
 // destroyed once, in reverse order (statuses on the way out are ignored: destructors never
 // throw). They point at each other, so they live together on the heap and never move.
+// A plan and the algorithm selection it was made from: the plan keeps pointing at the
+// selection (destroying the selection first crashed cusparseLtMatmul on the H100), so both
+// live together and go plan first.
 struct cusparselt_plan {
+  cusparseLtMatmulAlgSelection_t selection{};
   cusparseLtMatmulPlan_t value{};
-  bool live = false;  // made by cusparseLtMatmulPlanInit
+  bool selection_live = false, live = false;
+  cusparselt_plan() = default;
+  cusparselt_plan(const cusparselt_plan&) = delete;
+  cusparselt_plan& operator=(const cusparselt_plan&) = delete;
   ~cusparselt_plan() {
     if (live) (void)cusparseLtMatmulPlanDestroy(&value);
+    if (selection_live) (void)cusparseLtMatmulAlgSelectionDestroy(&selection);
   }
 };
 
@@ -112,23 +120,18 @@ struct cusparselt_state {
   cusparselt_state& operator=(const cusparselt_state&) = delete;
 };
 
-/// An algorithm selection for `config` (< 0: cuSPARSELt's default) and `split_k` (0: the
-/// configuration's own), made, used by `use` and destroyed.
-template <class Use>
-void with_cusparselt_selection(cusparselt_state& s, int config, int split_k, Use&& use) {
-  cusparseLtMatmulAlgSelection_t selection{};
+/// Makes `selection` cuSPARSELt's default algorithm selection with `config` (< 0: its own
+/// choice) and `split_k` (0: the configuration's own); `live` is set once it must be destroyed.
+inline void init_cusparselt_selection(cusparselt_state& s, cusparseLtMatmulAlgSelection_t& selection, bool& live, int config,
+                                      int split_k) {
   GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulAlgSelectionInit(&s.handle, &selection, &s.matmul, CUSPARSELT_MATMUL_ALG_DEFAULT));
-  struct destroy {
-    cusparseLtMatmulAlgSelection_t* p;
-    ~destroy() { (void)cusparseLtMatmulAlgSelectionDestroy(p); }
-  } guard{&selection};
+  live = true;
   if (config >= 0) {
     GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulAlgSetAttribute(&s.handle, &selection, CUSPARSELT_MATMUL_ALG_CONFIG_ID, &config, sizeof config));
   }
   if (split_k > 0) {
     GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulAlgSetAttribute(&s.handle, &selection, CUSPARSELT_MATMUL_SPLIT_K, &split_k, sizeof split_k));
   }
-  use(selection);
 }
 
 /// cuSPARSELt's compute type for `t`: 32-bit integer sums for INT8, FP32 otherwise (TF32
@@ -228,10 +231,9 @@ class sparse_gemm {
     detail::cusparselt_state& st = *m_state;
     if (!st.plans.at(i)) {  // made once; a plan cuSPARSELt declines leaves the current one running
       auto plan = std::make_unique<detail::cusparselt_plan>();
-      detail::with_cusparselt_selection(st, c.config, c.split_k, [&](const cusparseLtMatmulAlgSelection_t& selection) {
-        GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulPlanInit(&st.handle, &plan->value, &st.matmul, &selection));
-        plan->live = true;
-      });
+      detail::init_cusparselt_selection(st, plan->selection, plan->selection_live, c.config, c.split_k);
+      GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulPlanInit(&st.handle, &plan->value, &st.matmul, &plan->selection));
+      plan->live = true;
       std::size_t workspace = 0;
       GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulGetWorkspace(&st.handle, &plan->value, &workspace));
       c.workspace = workspace;
@@ -371,10 +373,12 @@ class sparse_gemm {
 
   void add_searched_candidates() {
     int configs = 0;
-    detail::with_cusparselt_selection(*m_state, -1, 0, [&](const cusparseLtMatmulAlgSelection_t& selection) {
-      GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulAlgGetAttribute(&m_state->handle, &selection, CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID,
-                                                              &configs, sizeof configs));
-    });
+    {
+      detail::cusparselt_plan probe;  // its selection only, to read how many configurations there are
+      detail::init_cusparselt_selection(*m_state, probe.selection, probe.selection_live, -1, 0);
+      GPUCMP_CUSPARSELT_CHECK(cusparseLtMatmulAlgGetAttribute(&m_state->handle, &probe.selection,
+                                                              CUSPARSELT_MATMUL_ALG_CONFIG_MAX_ID, &configs, sizeof configs));
+    }
     for (int id = 0; id < configs; ++id) m_candidates.push_back({id, 0});
     // Split-K where the output leaves SMs idle: fewer 128x128 tiles than a wave of 132 SMs.
     const double tiles = double((m_problem.m + 127) / 128) * double((m_problem.n + 127) / 128);
