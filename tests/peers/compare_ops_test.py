@@ -187,6 +187,18 @@ with tempfile.TemporaryDirectory() as d:
     expect("sparse_gemm/bf16/8192x8192x8192" not in text, "a precision that did not run is left out")
     expect(run.returncode == 0, f"every compared row present: exit 0, got {run.returncode}: {run.stderr}")
 
+    # Without a PyTorch run: gpucmp's sparse rows against its dense ones alone (--parts sparse).
+    run = subprocess.run([sys.executable, script, "--parts", "sparse", "--gpucmp", sparse_g, "--out-md", md, "--out-json", js],
+                         capture_output=True, text=True)
+    text = open(md).read()
+    expect(run.returncode == 0, f"gpucmp's rows alone: exit 0, got {run.returncode}: {run.stderr}")
+    expect("PyTorch did not run here" in text and "| fp16 | 8192x8192x8192 | 1832.5 | 1099.5 | 1.67x | not run |" in text,
+           "the table without a peer says so in its header and its PyTorch cells")
+    expect("PyTorch's sparse path" not in run.stdout, "no PyTorch bar is checked without PyTorch")
+    run = subprocess.run([sys.executable, script, "--gpucmp", sparse_g, "--out-md", md, "--out-json", js], capture_output=True,
+                         text=True)
+    expect(run.returncode == 2 and "without --torch only --parts sparse" in run.stderr, "other parts need PyTorch's rows")
+
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)
