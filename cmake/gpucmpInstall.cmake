@@ -39,6 +39,15 @@ if(TARGET gpucmp_cudnn)
   endforeach()
 endif()
 
+if(TARGET gpucmp_cusparselt)
+  install(TARGETS gpucmp_cusparselt EXPORT gpucmpCusparseltTargets)
+  install(EXPORT gpucmpCusparseltTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")
+  export(EXPORT gpucmpCusparseltTargets NAMESPACE gpucmp:: FILE "${PROJECT_BINARY_DIR}/gpucmpCusparseltTargets.cmake")
+  # The package finds cuSPARSELt again with the same module.
+  install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindCUSPARSELT.cmake" DESTINATION "${GPUCMP_CONFIG_DIR}")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/FindCUSPARSELT.cmake" "${PROJECT_BINARY_DIR}/FindCUSPARSELT.cmake" COPYONLY)
+endif()
+
 if(TARGET gpucmp_nccl)
   install(TARGETS gpucmp_nccl EXPORT gpucmpNcclTargets)
   install(EXPORT gpucmpNcclTargets NAMESPACE gpucmp:: DESTINATION "${GPUCMP_CONFIG_DIR}")

@@ -2,7 +2,9 @@
 # Installs what gpucmp's build needs and the machine lacks: CMake >= 3.24, Ninja, Google
 # Benchmark, Catch2 (v2 or v3) and Open MPI, from the distribution's packages; cudnn-frontend's
 # headers (gpucmp::cudnn) from PyPI's nvidia-cudnn-frontend into /usr/local/include (as root)
-# or ~/.local/include, unless CMake would find them already (CUDNN_FRONTEND_ROOT too); with
+# or ~/.local/include, unless CMake would find them already (CUDNN_FRONTEND_ROOT too);
+# cuSPARSELt's header and library (gpucmp::cusparselt) from PyPI's nvidia-cusparselt-cu13 the
+# same way (CUSPARSELT_ROOT); with
 # GPUCMP_INSTALL_BROWSER=1 also Chromium, which the HTML report test renders the page in
 # (without it that one test is reported as Skipped); with GPUCMP_INSTALL_FUZZ=1 clang and
 # its libFuzzer runtime (scripts/fuzz.sh); Python's wheel package where an older setuptools
@@ -86,6 +88,54 @@ PY
   else
     echo "install-deps: could not install cudnn-frontend (offline?): gpucmp::cudnn will not be available;" \
          "set CUDNN_FRONTEND_ROOT to a folder holding include/cudnn_frontend.h" >&2
+  fi
+  rm -rf "$wheel_dir"
+fi
+
+# cuSPARSELt (gpucmp::cusparselt, 2:4 sparse GEMM): its header and library taken out of PyPI's
+# nvidia-cusparselt-cu13 wheel (the release PyTorch's CUDA 13 wheels use), unless CMake's
+# FindCUSPARSELT would find one already (CUSPARSELT_ROOT, the Python packages, the system).
+cusparselt_version=0.10.0
+have_cusparselt() {
+  local dirs=("${CUSPARSELT_ROOT:-/nonexistent}") site
+  if command -v python3 >/dev/null; then
+    while IFS= read -r site; do dirs+=("$site/nvidia/cu13" "$site/nvidia/cusparselt"); done < <(python3 -c \
+      "import site, sysconfig; print('\n'.join({sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib'], site.getusersitepackages()}))" 2>/dev/null)
+  fi
+  dirs+=("${HOME:-/nonexistent}/.local" /usr/local /usr/local/cuda /usr)
+  for dir in "${dirs[@]}"; do
+    [ -f "$dir/include/cusparseLt.h" ] && compgen -G "$dir/lib*/libcusparseLt.so*" >/dev/null && return 0
+  done
+  compgen -G "/usr/include/*/cusparseLt.h" >/dev/null || compgen -G "/usr/include/libcusparseLt/*/cusparseLt.h" >/dev/null
+}
+if ! have_cusparselt; then
+  prefix=/usr/local
+  [ "$(id -u)" -eq 0 ] || prefix="$HOME/.local"
+  echo "install-deps: installing cuSPARSELt $cusparselt_version into $prefix/include and $prefix/lib"
+  wheel_dir=$(mktemp -d)
+  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheel_dir" "nvidia-cusparselt-cu13==$cusparselt_version" &&
+     python3 - "$wheel_dir" "$prefix" <<'PY'
+import glob, os, shutil, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+prefix = sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        parts = name.split("/")
+        if len(parts) >= 2 and parts[-2] in ("include", "lib") and parts[-1].startswith(("cusparseLt", "libcusparseLt")):
+            target = os.path.join(prefix, parts[-2], parts[-1])
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with z.open(name) as source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out)
+# The wheel holds only libcusparseLt.so.0; the linker looks for libcusparseLt.so.
+link = os.path.join(prefix, "lib", "libcusparseLt.so")
+if not os.path.exists(link):
+    os.symlink("libcusparseLt.so.0", link)
+PY
+  then
+    echo "install-deps: cuSPARSELt $cusparselt_version installed"
+  else
+    echo "install-deps: could not install cuSPARSELt (offline?): gpucmp::cusparselt will not be available;" \
+         "set CUSPARSELT_ROOT to a folder holding include/cusparseLt.h and lib/libcusparseLt.so" >&2
   fi
   rm -rf "$wheel_dir"
 fi

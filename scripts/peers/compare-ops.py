@@ -60,7 +60,7 @@ def gpucmp_rows(paths):
             print(f"compare-ops: skipping {path}: {e}", file=sys.stderr)
             SKIPPED.append(path)
             continue
-        for key in ("cublasLt_version", "cudnn_version", "gpu_name", "gpu_driver_version"):
+        for key in ("cublasLt_version", "cudnn_version", "cusparseLt_version", "gpu_name", "gpu_driver_version"):
             if key in results.context:
                 CONTEXT[key] = results.context[key]
         for r in results.rows:
@@ -148,19 +148,123 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+SPARSE_DTYPES = ("tf32", "fp16", "bf16", "fp8_e4m3", "int8")
+SPARSE_SQUARES = [f"{n}x{n}x{n}" for n in (1024, 2048, 4096, 8192, 16384)]
+SPARSE_LLAMA = [f"{m}x{t}x{k}" for m, k in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)) for t in (16, 4096)]
+SPARSE_DEEPBENCH = ["1760x128x1760", "2560x64x2560", "4096x128x4096", "4096x7000x4096", "5124x9124x2560", "35x8457x2560",
+                    "7680x128x2560", "3072x128x1024", "1024x16x500000", "7680x24000x2560", "512x24000x2816"]
+
+
+def sparse_section(md, out, checks, ours, peer, peer_meta, missing, with_peer=True):
+    """2:4 sparse GEMM: gpucmp's sparse rows against its own dense GEMM of the same layout
+    (the measured speed-up next to the datasheets' 2x) and against PyTorch's sparse path
+    (to_sparse_semi_structured, and cuSPARSELt's own search through torch._cslt_sparse_mm)."""
+    md.extend(["## 2:4 sparse GEMM: what sparsity buys, gpucmp and PyTorch", "",
+               "Dense FLOPs counted on both sides (2 m n k, as the datasheets' \"with sparsity\" figures count them), so "
+               "a 2:4 row twice as fast as its dense row reaches the datasheets' 2x. gpucmp: cuSPARSELt's configurations "
+               "searched by the engine (`cusparselt`), its default configuration (`cusparselt_default`, squares), and the "
+               "verified dense cuBLASLt GEMM of the same layout. PyTorch: `F.linear` on a `to_sparse_semi_structured` "
+               "weight (what a user writes), `torch._cslt_sparse_mm` on cuSPARSELt's own search's choice, and "
+               "`torch.matmul` dense. Ratio = PyTorch sparse time / gpucmp sparse time.", "",
+               "| dtype | m x n x k | gpucmp sparse TFLOP/s | gpucmp dense TFLOP/s | gpucmp sparse / dense | "
+               "PyTorch sparse TFLOP/s | PyTorch searched TFLOP/s | PyTorch dense TFLOP/s | PyTorch sparse / dense | ratio | "
+               "gpucmp algorithm |", "|---|---|---|---|---|---|---|---|---|---|---|"])
+    rows = []
+    for dtype in SPARSE_DTYPES:
+        for shape in SPARSE_SQUARES + SPARSE_LLAMA + SPARSE_DEEPBENCH:
+            m, n, k = (int(x) for x in shape.split("x"))
+            flops = 2.0 * m * n * k
+            sparse = ours.get(("cusparselt", f"sparse_gemm/{dtype}/{shape}", "graph"))
+            dense = ours.get(("cublaslt", f"gemm/{dtype}/{shape}_tn", "graph"))
+            t_sparse = peer.get(f"sparse_gemm/{dtype}/{shape}")
+            t_searched = peer.get(f"sparse_gemm_searched/{dtype}/{shape}")
+            t_dense = peer.get(f"gemm/{dtype}/{shape}_tn")
+            if sparse is None and dense is None:
+                continue  # not run (a filtered sweep), or unsupported on this GPU: the sweep's own output says which
+            tf = lambda seconds: flops / seconds * 1e-12
+            cell = lambda r, seconds: "–" if r is None else f"{tf(seconds(r)):.1f}"
+            speedup = dense[0] / sparse[0] if sparse and dense else None
+            t_speedup = t_dense["seconds"] / t_sparse["seconds"] if t_sparse and t_dense else None
+            ratio = t_sparse["seconds"] / sparse[0] if t_sparse and sparse else None
+            refused = (peer_meta.get("refused") or {}).get(f"sparse_gemm/{dtype}/{shape}")
+            if not with_peer:
+                refused = "not run"
+            md.append(f"| {dtype} | {shape} | {cell(sparse, lambda r: r[0])} | {cell(dense, lambda r: r[0])} | "
+                      f"{'–' if speedup is None else f'{speedup:.2f}x'} | "
+                      f"{cell(t_sparse, lambda r: r['seconds']) if not refused else ('not run' if refused == 'not run' else 'refused')} | "
+                      f"{cell(t_searched, lambda r: r['seconds'])} | {cell(t_dense, lambda r: r['seconds'])} | "
+                      f"{'–' if t_speedup is None else f'{t_speedup:.2f}x'} | {'–' if ratio is None else f'{ratio:.3f}'} | "
+                      f"{sparse[1].split(';')[0] if sparse else '–'} |")
+            rows.append({"key": f"{dtype}/{shape}", "dtype": dtype, "shape": shape, "gpucmp_sparse_s": sparse[0] if sparse else None,
+                         "gpucmp_dense_s": dense[0] if dense else None, "gpucmp_speedup": speedup,
+                         "torch_sparse_s": t_sparse["seconds"] if t_sparse else None,
+                         "torch_searched_s": t_searched["seconds"] if t_searched else None,
+                         "torch_dense_s": t_dense["seconds"] if t_dense else None, "torch_speedup": t_speedup,
+                         "ratio": ratio, "torch_refused": refused})
+            if shape == "8192x8192x8192":
+                if sparse is None or dense is None:
+                    missing.append(f"sparse_gemm/{dtype}/{shape}")
+                else:
+                    checks.append((f"2:4 sparse {dtype} 8192^3: >= 1.50 x gpucmp's dense", speedup >= 1.5, speedup))
+                if dtype == "fp16" and with_peer:
+                    if ratio is None:
+                        missing.append(f"PyTorch sparse_gemm/{dtype}/{shape}")
+                    else:
+                        checks.append((f"2:4 sparse {dtype} 8192^3: >= 1.00 x PyTorch's sparse path", ratio >= 1.0, ratio))
+    refused = peer_meta.get("refused") or {}
+    if refused:
+        md.extend(["", "PyTorch refused: " + "; ".join(f"`{key}`: {why}" for key, why in sorted(refused.items()))])
+    md.append("")
+    out["sections"]["2:4 sparse GEMM"] = {"rows": rows}
+
+
+def sparse_only(args, ours):
+    """The 2:4 table from gpucmp's rows alone (no PyTorch run): sparse against dense, the
+    datasheets' 2x beside it; the PyTorch columns say it did not run."""
+    md = [f"# gpucmp's 2:4 sparse GEMM against its dense GEMM ({CONTEXT.get('gpu_name', 'GPU')})", "",
+          "gpucmp's rows only: PyTorch did not run here. Graph mode, each row's own stopping rule. Generated by "
+          "scripts/peers/compare-ops.py --parts sparse without --torch.", "",
+          "gpucmp ran with " + " and ".join(f"{name} {CONTEXT[key]}" for name, key in
+                                             (("cuBLASLt", "cublasLt_version"), ("cuSPARSELt", "cusparseLt_version"))
+                                             if key in CONTEXT) + ".", ""]
+    out = {"meta": {"gpu": CONTEXT.get("gpu_name"), "torch": None}, "sections": {}}
+    checks, missing = [], []
+    sparse_section(md, out, checks, ours, {}, {}, missing, with_peer=False)
+    md.extend(["## Acceptance checks", ""] + [f"- {'PASS' if ok else 'FAIL'}: {name} (measured {value:.3f})"
+                                              for name, ok, value in checks])
+    if missing:
+        md.extend(["", f"Missing rows: {', '.join(missing)}"])
+    out["checks"] = [{"check": n, "passed": ok, "value": v} for n, ok, v in checks]
+    out["missing"] = missing
+    with open(args.out_md, "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(args.out_json, "w") as f:
+        json.dump(out, f, indent=1)
+    for name, ok, value in checks:
+        print(f"{'PASS' if ok else 'FAIL'}: {name} (measured {value:.3f})")
+    return 1 if missing or SKIPPED else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpucmp", nargs="+", required=True)
-    p.add_argument("--torch", nargs="+", required=True)
+    p.add_argument("--torch", nargs="+",
+                   help="torch_ops.py's files; without them only gpucmp's own comparisons are made (--parts sparse)")
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-json", required=True)
     p.add_argument("--torch-calls", help="torch_gemm_calls.py's output: PyTorch's cuBLASLt call per 8192^3 GEMM")
     p.add_argument("--gpucmp-kernels", help="gemm_sweep's --gpucmp_kernels_out file: the kernels gpucmp's rows ran")
-    p.add_argument("--parts", default="gemm,deepbench,conv,copy",
+    p.add_argument("--parts", default="gemm,deepbench,conv,copy",  # and sparse, when asked for
                    help="the parts that ran (run-ops-comparison.sh's GPUCMP_COMPARISON_PARTS); the others are left out")
     args = p.parse_args()
     parts = set(args.parts.split(","))
     ours = gpucmp_rows(args.gpucmp)
+    if not args.torch:
+        if parts != {"sparse"}:
+            print("compare-ops: without --torch only --parts sparse compares (gpucmp's sparse rows against its dense ones)",
+                  file=sys.stderr)
+            return 2
+        return sparse_only(args, ours)
     peer, peer_meta, peer_rounds = torch_rows(args.torch)
     if peer_meta is None:
         print("compare-ops: none of the PyTorch files could be read: " + ", ".join(args.torch), file=sys.stderr)
@@ -184,7 +288,8 @@ def main():
              if peer_doc["meta"].get("large_gemm_window_s") else "")
           + "Ratio = PyTorch time / gpucmp time (> 1: gpucmp faster). Generated by scripts/peers/compare-ops.py.", "",
           "gpucmp ran with " + " and ".join(f"{name} {CONTEXT[key]}" for name, key in
-                                             (("cuBLASLt", "cublasLt_version"), ("cuDNN", "cudnn_version")) if key in CONTEXT)
+                                             (("cuBLASLt", "cublasLt_version"), ("cuDNN", "cudnn_version"),
+                                              ("cuSPARSELt", "cusparseLt_version")) if key in CONTEXT)
           + " (run-ops-comparison.sh loads the builds PyTorch loads unless GPUCMP_SAME_LIBRARIES=0)."
           + (f" Each side ran {peer_rounds} rounds, interleaved (gpucmp, PyTorch, PyTorch, gpucmp, ...); every time is"
              " the median over the rounds." if peer_rounds > 1 else "")
@@ -224,7 +329,7 @@ def main():
         return ratios
 
     large_keys = ([f"gemm/{t}/8192x8192x8192" for t in ("fp32", "tf32", "fp16", "bf16")] +
-                  [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2")])
+                  [f"gemm/{t}/8192x8192x8192_tn" for t in ("fp8_e4m3", "fp8_e5m2", "int8")])
     if "gemm" in parts:
         section("GEMM 8192^3", large_keys, "TFLOP/s", 1.0, "each ratio", "cublaslt")
         # Control: gpucmp running the heuristic's first choice, PyTorch's way of choosing.
@@ -296,6 +401,9 @@ def main():
         g = geomean(all_conv)
         md.extend([f"Geometric mean over both batches: **{g:.3f}** ({len(all_conv)} rows).", ""])
         checks.append(("ResNet-50 convolutions FP16 NHWC forward: geomean >= 1.00", g >= 1.0, g))
+
+    if "sparse" in parts:
+        sparse_section(md, out, checks, ours, peer, peer_meta, missing)
 
     # The timed search against the heuristic, gpucmp's own rows.
     if "deepbench" in parts:

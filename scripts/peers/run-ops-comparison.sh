@@ -4,8 +4,8 @@
 # (torch_ops.py), then the table (compare-ops.py). Needs a build with the sweeps and a
 # Python with PyTorch.
 #   scripts/peers/run-ops-comparison.sh BUILD_DIR OUT_DIR
-# GPUCMP_COMPARISON_PARTS (default gemm,deepbench,conv,copy) runs only the parts named, on
-# both sides, when device time is short; GPUCMP_COMPARISON_KERNEL_NAMES=0 leaves out the
+# GPUCMP_COMPARISON_PARTS (default gemm,deepbench,conv,copy; sparse adds the 2:4 sparse GEMMs)
+# runs only the parts named, on both sides, when device time is short; GPUCMP_COMPARISON_KERNEL_NAMES=0 leaves out the
 # kernel-mode pass that names the 8192^3 kernels (about a minute); GPUCMP_COMPARISON_EXTRAS=0
 # leaves out everything round 1 runs beyond the compared rows (the heuristic's and each cuDNN
 # API's rows, the whole bandwidth sweep, the kernel names).
@@ -48,9 +48,12 @@ run() {  # name, binary, calls per sample, filter, [more flags]
   cat "$out_dir/$1.searches.jsonl" >> "$search_log" 2>/dev/null && rm -f "$out_dir/$1.searches.jsonl"
   step_done "$1"
 }
-large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2)/8192x8192x8192(_tn)?'
+large_gemms='(fp32|tf32|fp16|bf16|fp8_e4m3|fp8_e5m2|int8)/8192x8192x8192(_tn)?'
 deepbench='(1760x128x1760|2560x64x2560|4096x128x4096|4096x7000x4096|5124x9124x2560_tn|35x8457x2560|7680x128x2560|3072x128x1024_tn|1024x16x500000|7680x24000x2560|512x24000x2816)'
 parts=${GPUCMP_COMPARISON_PARTS:-gemm,deepbench,conv,copy}
+# GPUCMP_SPARSE_SHAPES (a regular expression over m x n x k, default every shape) narrows the
+# sparse part on both sides.
+sparse_shapes=${GPUCMP_SPARSE_SHAPES:-[0-9x]+}
 part() { [[ ",$parts," == *",$1,"* ]]; }
 gpucmp_round() {  # round number
   # Round 1 also runs gpucmp's own comparisons (the heuristic's choice, each cuDNN API alone,
@@ -84,6 +87,14 @@ gpucmp_round() {  # round number
     run "conv_$1" conv_sweep "$calls" "^conv_fwd/$conv_providers/fp16_nhwc/n(32|256)_"
     gpucmp_files+=("$out_dir/conv_$1.json")
   fi
+  # 2:4 sparse GEMMs beside the dense GEMM of the same layout (sparse_gemm_sweep), searched;
+  # round 1 also cuSPARSELt's default configuration.
+  if part sparse; then
+    local sparse_providers='cusparselt(_default)?'
+    (($1 > 1)) && sparse_providers='cusparselt'
+    run "sparse_$1" sparse_gemm_sweep "$calls" "^(sparse_gemm/$sparse_providers|gemm/cublaslt)/[a-z0-9_]+/($sparse_shapes)(_tn)?/"
+    gpucmp_files+=("$out_dir/sparse_$1.json")
+  fi
   # The copy check compares two gpucmp rows of the same batch; the sweep chooses its own.
   if part copy; then
     "$build_dir/benchmarks/bandwidth_sweep" --benchmark_filter="$bandwidth" --benchmark_out="$out_dir/bandwidth_$1.json" \
@@ -93,7 +104,7 @@ gpucmp_round() {  # round number
   fi
 }
 torch_round() {  # round number
-  python3 "$here/torch_ops.py" --only "$parts" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
+  python3 "$here/torch_ops.py" --only "$parts" --sparse-shapes "^($sparse_shapes)\$" --calls "$calls" --large-gemm-calls "$large_gemm_calls" \
     --large-gemm-cooldown "$large_gemm_cooldown" --large-gemm-warmup "$large_gemm_warmup" \
     --large-gemm-window "$large_gemm_window" --out "$out_dir/torch_ops_$1.json" \
     > "$out_dir/torch_ops_$1.log" 2>&1 ||

@@ -8,14 +8,18 @@ replayed between two events, `--repetitions` times, after warm-up; the median pe
 reported. Neither side pays launch latency, and both keep the GPU busy in the same way.
 Shapes are laid out so that PyTorch makes the same cuBLAS call as gpucmp's column-major
 problem (C^T = B^T A^T in row-major terms), and convolutions run channels-last with
-cudnn.benchmark=True (timed algorithm search), warmed up before capture.
+cudnn.benchmark=True (timed algorithm search), warmed up before capture. 2:4 sparse GEMMs
+(--only sparse) run through to_sparse_semi_structured on cuSPARSELt, as a PyTorch user runs
+them, and through torch._cslt_sparse_mm on cuSPARSELt's own search's choice; what PyTorch
+refuses is listed in meta["refused"].
 
-Usage: torch_ops.py --out torch_ops.json [--only gemm,deepbench,conv,copy[,conv_fp32]]
+Usage: torch_ops.py --out torch_ops.json [--only gemm,deepbench,conv,copy[,conv_fp32,sparse]]
 Writes a list of rows: {"key", "seconds", "flops", "bytes"}; keys match compare-ops.py's.
 """
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -177,6 +181,89 @@ def fp8_rows(size, calls, repetitions, **timing):
     return rows
 
 
+def int8_call(size):
+    """The call timed for gpucmp's gemm/int8/<size>^3_tn: torch._int_mm(mat1 row-major M x K,
+    mat2 column-major K x N), INT32 out, cuBLASLt's TN layout."""
+    a = torch.randint(-128, 128, (size, size), device="cuda", dtype=torch.int8)
+    b = torch.randint(-128, 128, (size, size), device="cuda", dtype=torch.int8).t()
+    return lambda: torch._int_mm(a, b)
+
+
+def int8_rows(size, calls, repetitions, **timing):
+    try:
+        seconds = time_graph(int8_call(size), calls, repetitions, **timing)
+    except RuntimeError as e:
+        print(f"torch_ops: int8: {e}", file=sys.stderr)
+        return []
+    return [{"key": f"gemm/int8/{size}x{size}x{size}_tn", "seconds": seconds, "flops": 2.0 * size**3}]
+
+
+# The 2:4 sparse GEMM sweep's shapes (benchmarks/sparse_gemm_sweep.cu): m (outputs) x n
+# (tokens) x k (inputs).
+SPARSE_GEMMS = ([(s, s, s) for s in (1024, 2048, 4096, 8192, 16384)] +
+                [(m, tokens, k) for m, k in ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)) for tokens in (16, 4096)] +
+                [(m, n, k) for m, n, k, _, _ in DEEPBENCH_GEMMS])
+SPARSE_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "int8": torch.int8, "fp8_e4m3": torch.float8_e4m3fn}
+
+
+def pruned_2_4(m, k, dtype):
+    """An m x k matrix with the two largest magnitudes of every four along k kept, as gpucmp's
+    operation prunes its A."""
+    if dtype == torch.int8:
+        w = torch.randint(-128, 128, (m, k), device="cuda", dtype=torch.int8)
+    else:
+        w = uniform((m, k), torch.float32)
+    groups = w.float().reshape(m, k // 4, 4)
+    keep = groups.abs().topk(2, dim=-1).indices
+    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, keep, True)
+    return (groups * mask).reshape(m, k).to(dtype)
+
+
+def sparse_call(m, n, k, dtype_name, searched):
+    """The call timed for gpucmp's sparse_gemm/<dtype>/<m>x<n>x<k>: the weights W (m x k)
+    2:4-pruned, to_sparse_semi_structured on cuSPARSELt, and F.linear(x, W) on n tokens of k
+    (what a user of PyTorch writes; PyTorch runs cuSPARSELt's default configuration); with
+    `searched`, torch._cslt_sparse_mm on cuSPARSELt's own search's choice (its alg_id)."""
+    from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
+    SparseSemiStructuredTensor._FORCE_CUTLASS = False
+    dtype = SPARSE_DTYPES[dtype_name]
+    w = pruned_2_4(m, k, dtype)
+    x = (torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int8) if dtype == torch.int8
+         else uniform((n, k), torch.float32).to(dtype))
+    if not searched:
+        sparse_w = to_sparse_semi_structured(w)
+        return lambda: F.linear(x, sparse_w)
+    compressed = torch._cslt_compress(w)
+    found = torch._cslt_sparse_mm_search(compressed, x.t())
+    alg_id = found[0] if isinstance(found, (tuple, list)) else found
+    return lambda: torch._cslt_sparse_mm(compressed, x.t(), alg_id=int(alg_id))
+
+
+def sparse_rows(calls, repetitions, refused, shapes=".*"):
+    """PyTorch's 2:4 sparse GEMM (default and searched) and its dense GEMM of the same layout,
+    at each shape; what PyTorch refuses goes to `refused` with its message."""
+    rows = []
+    for dtype_name in SPARSE_DTYPES:
+        for m, n, k in SPARSE_GEMMS:
+            shape = f"{m}x{n}x{k}"
+            if not re.match(shapes, shape):
+                continue
+            for prefix, searched in (("sparse_gemm", False), ("sparse_gemm_searched", True)):
+                key = f"{prefix}/{dtype_name}/{shape}"
+                try:
+                    seconds = time_graph(sparse_call(m, n, k, dtype_name, searched), calls, repetitions)
+                except (RuntimeError, ValueError, NotImplementedError, AttributeError) as e:
+                    refused[key] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+                    continue
+                rows.append({"key": key, "seconds": seconds, "flops": 2.0 * m * n * k})
+            if dtype_name in GEMM_DTYPES:  # the dense baseline: cuBLASLt's TN layout, as gpucmp's
+                fn = gemm_call(m, n, k, True, False, dtype_name)
+                rows.append({"key": f"gemm/{dtype_name}/{shape}_tn", "seconds": time_graph(fn, calls, repetitions),
+                             "flops": 2.0 * m * n * k})
+            torch.cuda.empty_cache()
+    return rows
+
+
 def conv_rows(batches, calls, repetitions, variant="fp16_nhwc"):
     """ResNet-50's convolutions: "fp16_nhwc" (channels-last), "fp32_nchw" (PyTorch's default
     layout, that of its fastest FP32 network) or "fp32_nhwc"; FP32 without TF32."""
@@ -214,6 +301,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="gemm,deepbench,conv,copy")
+    parser.add_argument("--sparse-shapes", default=".*", help="a regular expression over m x n x k: the sparse part's shapes")
     parser.add_argument("--fp32-conv-batches", default="16,32,64", help="batches of --only conv_fp32")
     parser.add_argument("--calls", type=int, default=20, help="calls per graph replay")
     parser.add_argument("--large-gemm-calls", type=int, default=10, help="calls per graph replay for 8192^3")
@@ -246,6 +334,10 @@ def main():
         rows += gemm_rows([(8192, 8192, 8192, False, False)], ["fp32", "tf32", "fp16", "bf16"], args.large_gemm_calls,
                           large_repetitions, **large)
         rows += fp8_rows(8192, args.large_gemm_calls, large_repetitions, **large)
+        rows += int8_rows(8192, args.large_gemm_calls, large_repetitions, **large)
+    refused = {}
+    if "sparse" in only:
+        rows += sparse_rows(args.calls, args.repetitions, refused, args.sparse_shapes)
     if "deepbench" in only:
         rows += gemm_rows(DEEPBENCH_GEMMS, ["fp16", "tf32"], args.calls, args.repetitions)
     if "conv" in only:
@@ -259,7 +351,7 @@ def main():
             "gpu": torch.cuda.get_device_name(), "calls_per_replay": args.calls,
             "large_gemm_calls_per_replay": args.large_gemm_calls, "repetitions": args.repetitions,
             "large_gemm_cooldown_s": args.large_gemm_cooldown, "large_gemm_warmup_s": args.large_gemm_warmup,
-            "large_gemm_window_s": args.large_gemm_window}
+            "large_gemm_window_s": args.large_gemm_window, "refused": refused}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(f"torch_ops: {len(rows)} rows -> {args.out}")

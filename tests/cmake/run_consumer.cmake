@@ -30,6 +30,9 @@ endif()
 set(programs consumer_host consumer)
 if(ROUTE MATCHES "^find_package")
   list(APPEND programs consumer_nccl)  # needs no GPU: exit 0 everywhere
+  if(EXISTS "${CONSUMER_BINARY_DIR}/consumer_sparse")
+    list(APPEND programs consumer_sparse)  # loads cuSPARSELt from where the package found it
+  endif()
   if(EXISTS "${CONSUMER_BINARY_DIR}/consumer_mpi")
     list(APPEND programs consumer_mpi)  # needs no GPU and no mpirun: exit 0 everywhere
   endif()

@@ -141,7 +141,7 @@ with tempfile.TemporaryDirectory() as d:
     # The 8192^3 rows' fixed window: named in the header when both sides used it; a table of
     # two sides that timed different windows is marked and exits 1.
     large = [f"{d}/8192x8192x8192" for d in ("fp32", "tf32", "fp16", "bf16")] + [
-        f"{d}/8192x8192x8192_tn" for d in ("fp8_e4m3", "fp8_e5m2")]
+        f"{d}/8192x8192x8192_tn" for d in ("fp8_e4m3", "fp8_e5m2", "int8")]
 
     def windowed(window_s):
         doc = gbench([(f"gemm/cublaslt/{k}/graph", 1000.0) for k in large])
@@ -160,6 +160,45 @@ with tempfile.TemporaryDirectory() as d:
         expect("warm each 8192^3 row up for 1 s and time a fixed window of 1 s" in text, "the header names the window")
         unlike = "8192^3 rows timed unlike: gpucmp's window none (noise rule), PyTorch's 1 s" in text
         expect(unlike == (gpucmp_window == 0), f"gpucmp window {gpucmp_window}: unlike-timing note {unlike}")
+    # 2:4 sparse GEMM: gpucmp's sparse row against its dense row (the speed-up next to the
+    # datasheets' 2x) and PyTorch's sparse path; the 8192^3 bars; what PyTorch refused.
+    sparse_g = write("sparse_g.json", gbench([("sparse_gemm/cusparselt/fp16/8192x8192x8192/graph", 600.0),
+                                              ("gemm/cublaslt/fp16/8192x8192x8192_tn/graph", 1000.0),
+                                              ("sparse_gemm/cusparselt/int8/8192x8192x8192/graph", 400.0),
+                                              ("gemm/cublaslt/int8/8192x8192x8192_tn/graph", 500.0)]))
+    sparse_t = torch([("sparse_gemm/fp16/8192x8192x8192", 660.0), ("sparse_gemm_searched/fp16/8192x8192x8192", 630.0),
+                      ("gemm/fp16/8192x8192x8192_tn", 1100.0)])
+    sparse_t["meta"]["refused"] = {"sparse_gemm/int8/8192x8192x8192": "operation not supported"}
+    st_path = write("sparse_t.json", sparse_t)
+    run = subprocess.run([sys.executable, script, "--parts", "sparse", "--gpucmp", sparse_g, "--torch", st_path,
+                          "--out-md", md, "--out-json", js], capture_output=True, text=True)
+    text = open(md).read()
+    sparse_rows = json.load(open(js))["sections"]["2:4 sparse GEMM"]["rows"]
+    fp16 = next(r for r in sparse_rows if r["dtype"] == "fp16")
+    expect(abs(fp16["gpucmp_speedup"] - 1000 / 600) < 1e-9 and abs(fp16["torch_speedup"] - 1100 / 660) < 1e-9 and
+           abs(fp16["ratio"] - 1.1) < 1e-9, f"fp16 8192^3: speed-ups and ratio, got {fp16}")
+    expect("| fp16 | 8192x8192x8192 | 1832.5 | 1099.5 | 1.67x | 1665.9 | 1745.3 | 999.6 | 1.67x | 1.100 | algo 1 |" in text,
+           "the fp16 row: TFLOP/s each way, both speed-ups, the ratio")
+    expect("| int8 | 8192x8192x8192 | 2748.8 | 2199.0 | 1.25x | refused |" in text, "a refused PyTorch row says so")
+    expect("PyTorch refused: `sparse_gemm/int8/8192x8192x8192`: operation not supported" in text, "the refusals listed")
+    expect("PASS: 2:4 sparse fp16 8192^3: >= 1.50 x gpucmp's dense (measured 1.667)" in run.stdout, run.stdout)
+    expect("PASS: 2:4 sparse fp16 8192^3: >= 1.00 x PyTorch's sparse path (measured 1.100)" in run.stdout, run.stdout)
+    expect("FAIL: 2:4 sparse int8 8192^3: >= 1.50 x gpucmp's dense (measured 1.250)" in run.stdout, run.stdout)
+    expect("sparse_gemm/bf16/8192x8192x8192" not in text, "a precision that did not run is left out")
+    expect(run.returncode == 0, f"every compared row present: exit 0, got {run.returncode}: {run.stderr}")
+
+    # Without a PyTorch run: gpucmp's sparse rows against its dense ones alone (--parts sparse).
+    run = subprocess.run([sys.executable, script, "--parts", "sparse", "--gpucmp", sparse_g, "--out-md", md, "--out-json", js],
+                         capture_output=True, text=True)
+    text = open(md).read()
+    expect(run.returncode == 0, f"gpucmp's rows alone: exit 0, got {run.returncode}: {run.stderr}")
+    expect("PyTorch did not run here" in text and "| fp16 | 8192x8192x8192 | 1832.5 | 1099.5 | 1.67x | not run |" in text,
+           "the table without a peer says so in its header and its PyTorch cells")
+    expect("PyTorch's sparse path" not in run.stdout, "no PyTorch bar is checked without PyTorch")
+    run = subprocess.run([sys.executable, script, "--gpucmp", sparse_g, "--out-md", md, "--out-json", js], capture_output=True,
+                         text=True)
+    expect(run.returncode == 2 and "without --torch only --parts sparse" in run.stderr, "other parts need PyTorch's rows")
+
     if failures:
         print("compare-ops test failed:\n  " + "\n  ".join(failures))
         print(text)

@@ -19,6 +19,7 @@
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm_problem.hpp>
+#include <gpucmp/ops/gemm_reference.cuh>
 #include <gpucmp/ops/matrix_copy.cuh>
 #include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/verification.hpp>
@@ -146,62 +147,6 @@ struct gemm_algorithm {
     return s.str();
   }
 };
-
-namespace detail {
-
-/// Where one output lives and which operands it reads.
-struct gemm_geometry {
-  std::int64_t m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c;
-  bool transpose_a, transpose_b;
-};
-
-// One warp per checked output: its exact value (times scale), the root of its squared
-// products (the rounding model's scale) and the value the GEMM wrote.
-template <class A, class B, class C>
-__global__ void gemm_reference_kernel(const A* a, const B* b, const C* c, gemm_geometry g,
-                                      const std::int64_t* where, std::size_t count, double scale, double* reference,
-                                      double* l2, double* got) {
-  const std::size_t warp = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) / 32;
-  const unsigned lane = threadIdx.x % 32;
-  if (warp >= count) return;  // whole warps leave together
-  const std::int64_t batch = where[3 * warp], i = where[3 * warp + 1], j = where[3 * warp + 2];
-  const A* ab = a + batch * g.stride_a;
-  const B* bb = b + batch * g.stride_b;
-  double sum = 0, squares = 0;
-  for (std::int64_t l = lane; l < g.k; l += 32) {
-    const double x = to_double(g.transpose_a ? ab[l + i * g.lda] : ab[i + l * g.lda]);
-    const double y = to_double(g.transpose_b ? bb[j + l * g.ldb] : bb[l + j * g.ldb]);
-    sum += x * y;
-    squares += (x * y) * (x * y);
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    squares += __shfl_down_sync(0xffffffffu, squares, offset);
-  }
-  if (lane == 0) {
-    reference[warp] = scale * sum;
-    l2[warp] = std::fabs(scale) * sqrt(squares);
-    got[warp] = to_double(c[batch * g.stride_c + i + j * g.ldc]);
-  }
-}
-
-/// Up to `count` distinct indices in [0, extent): the first and last, then random ones; all
-/// of them when extent <= count.
-inline std::vector<std::int64_t> sample_indices(std::int64_t extent, std::int64_t count, std::uint64_t seed) {
-  std::set<std::int64_t> picked;
-  if (extent <= count) {
-    for (std::int64_t i = 0; i < extent; ++i) picked.insert(i);
-  } else {
-    picked.insert(0);
-    picked.insert(extent - 1);
-    for (std::uint64_t t = 0; std::int64_t(picked.size()) < count; ++t) {
-      picked.insert(std::int64_t(random_bits(seed, t) % std::uint64_t(extent)));
-    }
-  }
-  return {picked.begin(), picked.end()};
-}
-
-}  // namespace detail
 
 /// One verified cuBLASLt GEMM, D = alpha op(A) op(B) (+ beta C with beta = 0), on the current
 /// device. An operation (ops/operation.hpp): construction prepares it and times nothing;
@@ -722,79 +667,11 @@ class gemm {
                                   p.lda_or_tight() * a_cols(), p.ldb_or_tight() * b_cols(), p.ldc_or_tight() * p.n,
                                   p.transpose_a, p.transpose_b};
     const double scale = is_fp8() ? double(m_options.fp8_scale_a) * double(m_options.fp8_scale_b) : 1.0;
-    // Small problems: every output. Large ones: whole rows and columns (first, last and
-    // random ones) of the first and last batch, which touch every tile of the output.
-    const bool everything = double(p.batch) * double(p.m) * double(p.n) <= double(1 << 20);
-    std::vector<std::int64_t> where;
-    std::vector<std::int64_t> batches = everything ? detail::sample_indices(p.batch, p.batch, 0)
-                                                   : detail::sample_indices(p.batch, 2, 0);
-    std::vector<std::int64_t> rows = everything ? detail::sample_indices(p.m, p.m, 0) : detail::sample_indices(p.m, 16, 11);
-    std::vector<std::int64_t> cols = everything ? std::vector<std::int64_t>{} : detail::sample_indices(p.n, 16, 12);
-    const std::set<std::int64_t> row_set(rows.begin(), rows.end());
-    for (std::int64_t bt : batches) {
-      for (std::int64_t i : rows)
-        for (std::int64_t j = 0; j < p.n; ++j) where.insert(where.end(), {bt, i, j});
-      for (std::int64_t j : cols)
-        for (std::int64_t i = 0; i < p.m; ++i)
-          if (!row_set.count(i)) where.insert(where.end(), {bt, i, j});
-    }
-    const std::size_t count = where.size() / 3;
-    std::vector<double> ref_h(count), l2_h(count), got_h(count);
-    // Up to 2^27 multiply-adds the reference runs on the CPU, independent of any GPU code.
-    const bool on_cpu = everything && double(p.batch) * double(p.m) * double(p.n) * double(p.k) <= double(1 << 27);
-    if (on_cpu) {
-      std::vector<A> a(a_elements());
-      std::vector<B> b(b_elements());
-      std::vector<C> c(c_elements());
-      GPUCMP_CUDA_CHECK(cudaMemcpy(a.data(), m_a.data(), m_a.bytes(), cudaMemcpyDeviceToHost));
-      GPUCMP_CUDA_CHECK(cudaMemcpy(b.data(), m_b.data(), m_b.bytes(), cudaMemcpyDeviceToHost));
-      GPUCMP_CUDA_CHECK(cudaMemcpy(c.data(), m_c.data(), m_c.bytes(), cudaMemcpyDeviceToHost));
-      for (std::size_t e = 0; e < count; ++e) {
-        const std::int64_t bt = where[3 * e], i = where[3 * e + 1], j = where[3 * e + 2];
-        double sum = 0, squares = 0;
-        for (std::int64_t l = 0; l < p.k; ++l) {
-          const double x = to_double(a[std::size_t(bt * g.stride_a + (g.transpose_a ? l + i * g.lda : i + l * g.lda))]);
-          const double y = to_double(b[std::size_t(bt * g.stride_b + (g.transpose_b ? j + l * g.ldb : l + j * g.ldb))]);
-          sum += x * y;
-          squares += (x * y) * (x * y);
-        }
-        ref_h[e] = scale * sum;
-        l2_h[e] = std::fabs(scale) * std::sqrt(squares);
-        got_h[e] = to_double(c[std::size_t(bt * g.stride_c + i + j * g.ldc)]);
-      }
-    } else {
-      device_buffer<std::int64_t> where_d(where.size(), initial_fill::uninitialized());
-      where_d.copy_from_host(where);
-      device_buffer<double> reference(count, initial_fill::poison()), l2(count, initial_fill::poison()),
-          got(count, initial_fill::poison());
-      const unsigned threads = 256;
-      const std::size_t blocks = (count * 32 + threads - 1) / threads;
-      detail::gemm_reference_kernel<A, B, C><<<unsigned(blocks), threads, 0, stream>>>(
-          reinterpret_cast<const A*>(m_a.data()), reinterpret_cast<const B*>(m_b.data()),
-          reinterpret_cast<const C*>(m_c.data()), g, where_d.data(), count, scale, reference.data(), l2.data(),
-          got.data());
-      GPUCMP_CUDA_CHECK_LAST("gemm_reference_kernel");
-      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-      ref_h = reference.to_host();
-      l2_h = l2.to_host();
-      got_h = got.to_host();
-    }
-    verification v;
-    v.method = std::string(on_cpu ? "FP64 CPU reference, " : "FP64 GPU reference, ") +
-               (everything ? "every output" : "rows and columns incl. first and last, of the first and last batch");
-    const tolerance tol = gemm_tolerance(p.dtype);
-    for (std::size_t e = 0; e < count; ++e) {
-      const double bound = tol.bound(ref_h[e], l2_h[e], double(p.k));
-      const std::int64_t* w = &where[3 * e];
-      const double err = std::fabs(got_h[e] - ref_h[e]);
-      if (!(err <= bound) || v.checked == 0 || err / bound > v.worst_ratio) {
-        v.add(got_h[e], ref_h[e], bound,
-              "batch " + std::to_string(w[0]) + ", row " + std::to_string(w[1]) + ", column " + std::to_string(w[2]));
-      } else {
-        v.add(got_h[e], ref_h[e], bound, std::string());
-      }
-    }
-    return v;
+    const detail::gemm_reference_values values = detail::gemm_reference_at_samples<A, B, C>(
+        g, p.batch, m_a.data(), a_elements(), m_b.data(), b_elements(), m_c.data(), c_elements(), scale, stream);
+    return detail::gemm_verification(values, gemm_tolerance(p.dtype), double(p.k), [](std::int64_t bt, std::int64_t i, std::int64_t j) {
+      return "batch " + std::to_string(bt) + ", row " + std::to_string(i) + ", column " + std::to_string(j);
+    });
   }
 
   gemm_problem m_problem;
