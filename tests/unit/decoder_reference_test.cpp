@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
-// The FP64 decoder block reference on the host: every gradient (the input's and each weight
-// part's) against central finite differences of a random projection of the output, with
-// grouped-query attention, Llama 3.1's RoPE scaling and two sequences; attention causal and
-// kept within each sequence; PyTorch's AdamW step by hand (training/adamw.hpp), in double and
-// float; bad shapes named.
+// The FP64 decoder reference on the host: every gradient against central finite differences
+// (a block's input and weight parts under a random projection of its output, with
+// grouped-query attention, Llama 3.1's RoPE scaling and two sequences; a whole model's
+// embedding, final norm and LM head under its cross-entropy, tied and untied, one label
+// ignored); attention causal and kept within each sequence; PyTorch's AdamW step by hand
+// (training/adamw.hpp), in double and float; bad shapes and labels named.
 #include "catch.hpp"
 
 #include <gpucmp/training/decoder_reference.hpp>
@@ -134,6 +135,69 @@ TEST_CASE("the decoder block attends causally within each sequence", "[training]
   const ref::matrix alone = ref::decoder_block_forward(c, w, first, sequence, saved);
   for (std::int64_t t = 0; t < sequence; ++t)
     for (std::int64_t i = 0; i < c.hidden_size; ++i) CHECK(alone.at(t, i) == Approx(y.at(2 * sequence + t, i)).epsilon(1e-12));
+}
+
+TEST_CASE("a whole decoder's loss and every gradient match finite differences, tied and untied", "[training][decoder]") {
+  for (bool tied : {false, true}) {
+    gpucmp::decoder_config c = tiny();
+    c.tied_embeddings = tied;
+    c.vocab_size = 24;
+    std::mt19937_64 rng(tied ? 21 : 23);
+    ref::decoder_block_weights block = random_weights(c, rng);
+    ref::decoder_head_weights head = ref::decoder_head_weights::zeros(c);
+    fill(head.embedding.v, rng, 1.0);
+    fill(head.final_norm, rng, 0.3, 1.0);
+    fill(head.lm_head.v, rng, 0.5);
+    const std::int64_t sequence = 4;
+    const std::vector<std::int32_t> tokens{3, 7, 7, 1, 20, 3, 0, 11};
+    std::vector<std::int32_t> labels{7, 7, 1, ref::ignored_label, 3, 0, 11, 5};  // the next token; one ignored
+    auto loss_of = [&]() {
+      ref::decoder_block_saved bs;
+      ref::decoder_head_saved hs;
+      const ref::matrix x = ref::decoder_block_forward(c, block, ref::embedding_forward(head.embedding, tokens), sequence, bs);
+      return ref::decoder_head_forward(c, head, x, labels, hs);
+    };
+    ref::decoder_block_saved bs;
+    ref::decoder_head_saved hs;
+    const ref::matrix x = ref::decoder_block_forward(c, block, ref::embedding_forward(head.embedding, tokens), sequence, bs);
+    const double loss = ref::decoder_head_forward(c, head, x, labels, hs);
+    CHECK(hs.counted == 7);
+    CHECK(loss > 0);
+    CHECK(loss == Approx(loss_of()).epsilon(1e-15));
+    ref::decoder_head_weights head_grads = ref::decoder_head_weights::zeros(c);
+    ref::decoder_block_weights block_grads = ref::decoder_block_weights::zeros(c);
+    const ref::matrix dx = ref::decoder_head_backward(c, head, hs, labels, head_grads);
+    ref::embedding_backward(ref::decoder_block_backward(c, block, bs, dx, block_grads), tokens, head_grads.embedding);
+    const double h = 1e-5;
+    auto check = [&](double& value, double analytic, const char* what, std::size_t index) {
+      const double kept = value;
+      value = kept + h;
+      const double up = loss_of();
+      value = kept - h;
+      const double down = loss_of();
+      value = kept;
+      const double numeric = (up - down) / (2 * h);
+      INFO((tied ? "tied " : "untied ") << what << "[" << index << "]: analytic " << analytic << ", finite differences " << numeric);
+      CHECK(std::fabs(analytic - numeric) <= 1e-7 * std::max(1.0, std::fabs(numeric)));
+    };
+    for (std::size_t e = 0; e < head.embedding.v.size(); e += 7) check(head.embedding.v[e], head_grads.embedding.v[e], "embedding", e);
+    for (std::size_t e = 0; e < head.final_norm.size(); ++e) check(head.final_norm[e], head_grads.final_norm[e], "final_norm", e);
+    for (std::size_t e = 0; e < head.lm_head.v.size(); e += 5) check(head.lm_head.v[e], head_grads.lm_head.v[e], "lm_head", e);
+    for (std::size_t e = 0; e < block.down.v.size(); e += 9) check(block.down.v[e], block_grads.down.v[e], "down", e);
+    // A row of the embedding that no token uses gets no gradient but through a tied head.
+    double unused = 0;
+    for (std::int64_t i = 0; i < c.hidden_size; ++i) unused = std::max(unused, std::fabs(head_grads.embedding.at(2, i)));
+    CHECK((unused > 0) == tied);
+  }
+  gpucmp::decoder_config c = tiny();
+  c.vocab_size = 24;
+  ref::decoder_head_weights head = ref::decoder_head_weights::zeros(c);
+  ref::decoder_head_saved hs;
+  const ref::matrix x(2, c.hidden_size);
+  CHECK_THROWS_WITH(ref::decoder_head_forward(c, head, x, {ref::ignored_label, ref::ignored_label}, hs), GPUCMP_CONTAINS("no token has a label"));
+  CHECK_THROWS_WITH(ref::decoder_head_forward(c, head, x, {1, 24}, hs), GPUCMP_CONTAINS("label 1 is 24, outside the vocabulary of 24"));
+  CHECK_THROWS_WITH(ref::decoder_head_forward(c, head, x, {1}, hs), GPUCMP_CONTAINS("1 labels for 2 tokens"));
+  CHECK_THROWS_WITH(ref::embedding_forward(head.embedding, {3, -1}), GPUCMP_CONTAINS("token 1 is -1, outside the vocabulary of 24"));
 }
 
 TEST_CASE("AdamW's step is PyTorch's: decay first, then the bias-corrected update", "[training][decoder]") {

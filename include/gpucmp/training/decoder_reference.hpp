@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// FP64 reference of one Llama-style decoder block for training, forward and backward, on the
-// host (the AdamW step that follows is training/adamw.hpp's adamw_update_reference<double>): what a GPU training step's gradients and updated weights are
-// checked against on small shapes (and what the host tests check against finite differences).
-// Conventions are Hugging Face's LlamaDecoderLayer and PyTorch's AdamW:
+// FP64 reference of a Llama-style decoder for training, forward and backward, on the host:
+// one block, and the embedding, final norm, LM head and cross-entropy around the blocks. What
+// a GPU training step's gradients are checked against on small shapes (and what the host tests
+// check against finite differences); the AdamW step that follows is training/adamw.hpp's
+// adamw_update_reference<double>. Conventions are Hugging Face's LlamaForCausalLM's:
 //   h1 = x + Attention(RoPE(RMSNorm(x) Wqkv^T)) Wo^T,  y = h1 + (SiLU(g) * u) Wdown^T with
 //   [g | u] = RMSNorm(h1) Wgate_up^T; RMSNorm y = x / sqrt(mean(x^2) + eps) * w; RoPE rotates
 //   (i, i + d/2) pairs of each head by position / theta^(2i/d) (Llama 3.1's scaling from the
 //   configuration); attention causal within each sequence, grouped-query, scaled by 1/sqrt(d);
-//   AdamW decays the weight before the Adam update, with bias-corrected moments.
+//   the loss is the mean cross-entropy of each token's label over the tokens that have one
+//   (-100: none), the logits RMSNorm(last block's output) times the LM head (the embedding
+//   when tied).
 // Plain loops over row-major matrices, written for clarity: a block of a few dozen values a
 // token takes microseconds. Host-only.
 #pragma once
@@ -284,6 +287,101 @@ inline matrix decoder_block_backward(const decoder_config& model, const decoder_
   matrix dx = detail::rms_norm_backward(dn1, saved.x, w.attention_norm, saved.inv_rms1, grads.attention_norm);
   for (std::size_t e = 0; e < dx.v.size(); ++e) dx.v[e] += dh1.v[e];
   return dx;
+}
+
+/// The weights around the blocks: the token embedding, the final RMSNorm and the LM head (the
+/// embedding itself when the model ties them).
+struct decoder_head_weights {
+  matrix embedding;                ///< vocab x hidden
+  std::vector<double> final_norm;  ///< hidden
+  matrix lm_head;                  ///< vocab x hidden; empty when tied
+
+  /// Zeros in the shapes `model` gives them.
+  static decoder_head_weights zeros(const decoder_config& model) {
+    decoder_head_weights w;
+    w.embedding = matrix(model.vocab_size, model.hidden_size);
+    w.final_norm.assign(std::size_t(model.hidden_size), 0.0);
+    if (!model.tied_embeddings) w.lm_head = matrix(model.vocab_size, model.hidden_size);
+    return w;
+  }
+};
+
+/// What the head's forward pass keeps for its backward pass.
+struct decoder_head_saved {
+  matrix x, normed, probabilities;  ///< the last block's output, its norm, each token's softmax
+  std::vector<double> inv_rms;
+  double counted = 0;  ///< tokens with a label (the loss's mean is over them)
+};
+
+/// Hugging Face's label that a token has none (CrossEntropyLoss's ignore_index).
+inline constexpr std::int32_t ignored_label = -100;
+
+/// The embedding rows of `tokens` (tokens x hidden). Throws invalid_argument for an id outside
+/// the vocabulary.
+inline matrix embedding_forward(const matrix& embedding, const std::vector<std::int32_t>& tokens) {
+  matrix x(std::int64_t(tokens.size()), embedding.cols);
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    detail::require_block(tokens[t] >= 0 && tokens[t] < embedding.rows,
+                          "token " + std::to_string(t) + " is " + std::to_string(tokens[t]) + ", outside the vocabulary of " +
+                              std::to_string(embedding.rows));
+    for (std::int64_t i = 0; i < embedding.cols; ++i) x.at(std::int64_t(t), i) = embedding.at(tokens[t], i);
+  }
+  return x;
+}
+
+/// Adds each row of dx to the embedding gradient's row of its token.
+inline void embedding_backward(const matrix& dx, const std::vector<std::int32_t>& tokens, matrix& d_embedding) {
+  for (std::size_t t = 0; t < tokens.size(); ++t)
+    for (std::int64_t i = 0; i < dx.cols; ++i) d_embedding.at(tokens[t], i) += dx.at(std::int64_t(t), i);
+}
+
+/// The mean cross-entropy of `labels` (one a token; ignored_label: none) under logits =
+/// RMSNorm(x) W^T, W the LM head (or the embedding when tied), as transformers'
+/// LlamaForCausalLM computes its loss from shifted labels. Throws invalid_argument for a
+/// label outside the vocabulary, a count that does not match, or no label at all.
+inline double decoder_head_forward(const decoder_config& model, const decoder_head_weights& w, const matrix& x,
+                                   const std::vector<std::int32_t>& labels, decoder_head_saved& saved) {
+  detail::require_block(std::int64_t(labels.size()) == x.rows, std::to_string(labels.size()) + " labels for " + std::to_string(x.rows) +
+                                                                  " tokens");
+  const matrix& head = model.tied_embeddings ? w.embedding : w.lm_head;
+  detail::require_block(head.rows == model.vocab_size && head.cols == model.hidden_size, "the LM head's shape is not " + model.name + "'s");
+  saved = {};
+  saved.x = x;
+  saved.normed = detail::rms_norm_forward(x, w.final_norm, model.norm_eps, saved.inv_rms);
+  const matrix logits = detail::linear_forward(saved.normed, head);
+  saved.probabilities = matrix(x.rows, model.vocab_size);
+  double loss = 0;
+  for (std::int64_t t = 0; t < x.rows; ++t) {
+    double top = -INFINITY, sum = 0;
+    for (std::int64_t v = 0; v < model.vocab_size; ++v) top = std::max(top, logits.at(t, v));
+    for (std::int64_t v = 0; v < model.vocab_size; ++v) sum += (saved.probabilities.at(t, v) = std::exp(logits.at(t, v) - top));
+    for (std::int64_t v = 0; v < model.vocab_size; ++v) saved.probabilities.at(t, v) /= sum;
+    const std::int32_t label = labels[std::size_t(t)];
+    if (label == ignored_label) continue;
+    detail::require_block(label >= 0 && label < model.vocab_size, "label " + std::to_string(t) + " is " + std::to_string(label) +
+                                                                      ", outside the vocabulary of " + std::to_string(model.vocab_size));
+    loss += -(logits.at(t, label) - top - std::log(sum));
+    saved.counted += 1;
+  }
+  detail::require_block(saved.counted > 0, "no token has a label");
+  return loss / saved.counted;
+}
+
+/// The gradient of decoder_head_forward's loss with respect to x, adding the final norm's and
+/// the LM head's gradients to `grads` (the LM head's into grads.embedding when tied).
+inline matrix decoder_head_backward(const decoder_config& model, const decoder_head_weights& w, const decoder_head_saved& saved,
+                                    const std::vector<std::int32_t>& labels, decoder_head_weights& grads) {
+  const matrix& head = model.tied_embeddings ? w.embedding : w.lm_head;
+  matrix& d_head = model.tied_embeddings ? grads.embedding : grads.lm_head;
+  matrix d_logits = saved.probabilities;  // softmax - one-hot, over the counted tokens' mean
+  for (std::int64_t t = 0; t < d_logits.rows; ++t) {
+    const std::int32_t label = labels[std::size_t(t)];
+    for (std::int64_t v = 0; v < d_logits.cols; ++v) {
+      d_logits.at(t, v) = label == ignored_label ? 0.0 : (d_logits.at(t, v) - (v == label ? 1.0 : 0.0)) / saved.counted;
+    }
+  }
+  const matrix d_normed = detail::linear_backward(d_logits, saved.normed, head, d_head);
+  return detail::rms_norm_backward(d_normed, saved.x, w.final_norm, saved.inv_rms, grads.final_norm);
 }
 
 }  // namespace reference
