@@ -22,6 +22,7 @@
 #include <gpucmp/ops/rope_problem.hpp>
 #include <gpucmp/training/adamw.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
