@@ -70,12 +70,13 @@ class kv_pages {
     }
     m_held[std::size_t(slot)] = std::max(held, needed);
     m_tokens[std::size_t(slot)] = std::max(m_tokens[std::size_t(slot)], tokens);
-    m_changed = true;
+    m_changed = m_changed || needed > held;  // the table changes only when pages are taken
   }
 
   /// Gives every page of `slot` back to the pool (its request ended); its length becomes 0.
   void release(std::int64_t slot) {
     check_slot(slot, "release");
+    m_changed = m_changed || m_held[std::size_t(slot)] > 0;
     for (std::int64_t p = m_held[std::size_t(slot)] - 1; p >= 0; --p) {
       std::int32_t& entry = m_table[std::size_t(slot * m_per_slot + p)];
       m_free.push_back(entry);
@@ -83,7 +84,6 @@ class kv_pages {
     }
     m_held[std::size_t(slot)] = 0;
     m_tokens[std::size_t(slot)] = 0;
-    m_changed = true;
   }
 
   /// Tokens `slot` holds room for.
