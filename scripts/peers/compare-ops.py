@@ -218,6 +218,20 @@ def sparse_section(md, out, checks, ours, peer, peer_meta, missing, with_peer=Tr
     out["sections"]["2:4 sparse GEMM"] = {"rows": rows}
 
 
+def write_outputs(args, md, out, checks, missing):
+    """The table (--out-md), the rows with the checks and what was missing (--out-json), and
+    each check on stdout."""
+    out["checks"] = [{"check": n, "passed": ok, "value": v} for n, ok, v in checks]
+    out["missing"] = missing
+    out["skipped_inputs"] = SKIPPED
+    with open(args.out_md, "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(args.out_json, "w") as f:
+        json.dump(out, f, indent=1)
+    for name, ok, value in checks:
+        print(f"{'PASS' if ok else 'FAIL'}: {name} (measured {value:.3f})")
+
+
 def sparse_only(args, ours):
     """The 2:4 table from gpucmp's rows alone (no PyTorch run): sparse against dense, the
     datasheets' 2x beside it; the PyTorch columns say it did not run."""
@@ -234,14 +248,7 @@ def sparse_only(args, ours):
                                               for name, ok, value in checks])
     if missing:
         md.extend(["", f"Missing rows: {', '.join(missing)}"])
-    out["checks"] = [{"check": n, "passed": ok, "value": v} for n, ok, v in checks]
-    out["missing"] = missing
-    with open(args.out_md, "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(args.out_json, "w") as f:
-        json.dump(out, f, indent=1)
-    for name, ok, value in checks:
-        print(f"{'PASS' if ok else 'FAIL'}: {name} (measured {value:.3f})")
+    write_outputs(args, md, out, checks, missing)
     return 1 if missing or SKIPPED else 0
 
 
@@ -491,15 +498,7 @@ def main():
                 f"{f'{peer_window:g} s' if peer_window else 'none (repetitions and 0.1 s)'}")
         md.extend(["", note])
         print(f"compare-ops: {note}", file=sys.stderr)
-    out["checks"] = [{"check": n, "passed": p_, "value": v} for n, p_, v in checks]
-    out["missing"] = missing
-    out["skipped_inputs"] = SKIPPED
-    with open(args.out_md, "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(args.out_json, "w") as f:
-        json.dump(out, f, indent=1)
-    for name, passed, value in checks:
-        print(f"{'PASS' if passed else 'FAIL'}: {name} (measured {value:.3f})")
+    write_outputs(args, md, out, checks, missing)
     return 1 if missing or SKIPPED or unlike else 0
 
 
