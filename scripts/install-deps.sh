@@ -48,6 +48,27 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Python's package folders (purelib, platlib, the user's site), one a line: where pip puts a
+# wheel's files, and where CMake's find modules look.
+python_sites() {
+  command -v python3 >/dev/null || return 0
+  python3 -c "import site, sysconfig; print('\n'.join({sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib'], site.getusersitepackages()}))" 2>/dev/null
+}
+# Where unpacked wheels go: the system's prefix as root, the user's otherwise.
+wheel_prefix=/usr/local
+[ "$(id -u)" -eq 0 ] || wheel_prefix="$HOME/.local"
+# unpack_wheel REQUIREMENT EXTRACTOR: downloads the one wheel REQUIREMENT names and runs the
+# Python EXTRACTOR with the wheel's path and the prefix; fails (offline, say) without leaving
+# anything behind.
+unpack_wheel() {
+  local wheel_dir status=0
+  wheel_dir=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheel_dir" "$1" &&
+    python3 -c "$2" "$(ls "$wheel_dir"/*.whl)" "$wheel_prefix" || status=1
+  rm -rf "$wheel_dir"
+  return $status
+}
+
 # cudnn-frontend: header-only, so its headers are taken out of PyPI's wheel (any of its wheels
 # holds the same include/ folder). Where CMake's FindCudnnFrontend looks, in the same order, and
 # at least the version CMakeLists.txt asks for.
@@ -59,10 +80,7 @@ recent_cudnn_frontend() {  # include folder: is its cudnn-frontend 1.32 or newer
 }
 have_cudnn_frontend() {
   local dirs=("${CUDNN_FRONTEND_ROOT:-/nonexistent}/include") site
-  if command -v python3 >/dev/null; then
-    while IFS= read -r site; do dirs+=("$site/include"); done < <(python3 -c \
-      "import site, sysconfig; print('\n'.join({sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib'], site.getusersitepackages()}))" 2>/dev/null)
-  fi
+  while IFS= read -r site; do dirs+=("$site/include"); done < <(python_sites)
   dirs+=("${HOME:-/nonexistent}/.local/include" /usr/local/include /usr/include)
   for dir in "${dirs[@]}"; do
     recent_cudnn_frontend "$dir" && return 0
@@ -70,38 +88,27 @@ have_cudnn_frontend() {
   return 1
 }
 if ! have_cudnn_frontend; then
-  prefix=/usr/local
-  [ "$(id -u)" -eq 0 ] || prefix="$HOME/.local"
-  echo "install-deps: installing cudnn-frontend $cudnn_frontend_version's headers into $prefix/include"
-  wheel_dir=$(mktemp -d)
-  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheel_dir" "nvidia-cudnn-frontend==$cudnn_frontend_version" &&
-     python3 - "$wheel_dir" "$prefix" <<'PY'
-import glob, os, sys, zipfile
-wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
-with zipfile.ZipFile(wheel) as z:
+  echo "install-deps: installing cudnn-frontend $cudnn_frontend_version's headers into $wheel_prefix/include"
+  if unpack_wheel "nvidia-cudnn-frontend==$cudnn_frontend_version" '
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
     for name in z.namelist():
         if name.startswith("include/") and not name.endswith("/"):
-            z.extract(name, sys.argv[2])
-PY
-  then
+            z.extract(name, sys.argv[2])'; then
     echo "install-deps: cudnn-frontend $cudnn_frontend_version installed"
   else
     echo "install-deps: could not install cudnn-frontend (offline?): gpucmp::cudnn will not be available;" \
          "set CUDNN_FRONTEND_ROOT to a folder holding include/cudnn_frontend.h" >&2
   fi
-  rm -rf "$wheel_dir"
 fi
 
 # cuSPARSELt (gpucmp::cusparselt, 2:4 sparse GEMM): its header and library taken out of PyPI's
-# nvidia-cusparselt-cu13 wheel (the release PyTorch's CUDA 13 wheels use), unless CMake's
-# FindCUSPARSELT would find one already (CUSPARSELT_ROOT, the Python packages, the system).
+# nvidia-cusparselt-cu13 wheel, unless CMake's FindCUSPARSELT would find one already
+# (CUSPARSELT_ROOT, the Python packages, the system).
 cusparselt_version=0.10.0
 have_cusparselt() {
   local dirs=("${CUSPARSELT_ROOT:-/nonexistent}") site
-  if command -v python3 >/dev/null; then
-    while IFS= read -r site; do dirs+=("$site/nvidia/cu13" "$site/nvidia/cusparselt"); done < <(python3 -c \
-      "import site, sysconfig; print('\n'.join({sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib'], site.getusersitepackages()}))" 2>/dev/null)
-  fi
+  while IFS= read -r site; do dirs+=("$site/nvidia/cu13" "$site/nvidia/cusparselt"); done < <(python_sites)
   dirs+=("${HOME:-/nonexistent}/.local" /usr/local /usr/local/cuda /usr)
   for dir in "${dirs[@]}"; do
     [ -f "$dir/include/cusparseLt.h" ] && compgen -G "$dir/lib*/libcusparseLt.so*" >/dev/null && return 0
@@ -109,35 +116,26 @@ have_cusparselt() {
   compgen -G "/usr/include/*/cusparseLt.h" >/dev/null || compgen -G "/usr/include/libcusparseLt/*/cusparseLt.h" >/dev/null
 }
 if ! have_cusparselt; then
-  prefix=/usr/local
-  [ "$(id -u)" -eq 0 ] || prefix="$HOME/.local"
-  echo "install-deps: installing cuSPARSELt $cusparselt_version into $prefix/include and $prefix/lib"
-  wheel_dir=$(mktemp -d)
-  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheel_dir" "nvidia-cusparselt-cu13==$cusparselt_version" &&
-     python3 - "$wheel_dir" "$prefix" <<'PY'
-import glob, os, shutil, sys, zipfile
-wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
-prefix = sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
+  echo "install-deps: installing cuSPARSELt $cusparselt_version into $wheel_prefix/include and $wheel_prefix/lib"
+  # The wheel holds only libcusparseLt.so.0; the linker looks for libcusparseLt.so too.
+  if unpack_wheel "nvidia-cusparselt-cu13==$cusparselt_version" '
+import os, shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
     for name in z.namelist():
         parts = name.split("/")
         if len(parts) >= 2 and parts[-2] in ("include", "lib") and parts[-1].startswith(("cusparseLt", "libcusparseLt")):
-            target = os.path.join(prefix, parts[-2], parts[-1])
+            target = os.path.join(sys.argv[2], parts[-2], parts[-1])
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with z.open(name) as source, open(target, "wb") as out:
                 shutil.copyfileobj(source, out)
-# The wheel holds only libcusparseLt.so.0; the linker looks for libcusparseLt.so.
-link = os.path.join(prefix, "lib", "libcusparseLt.so")
+link = os.path.join(sys.argv[2], "lib", "libcusparseLt.so")
 if not os.path.exists(link):
-    os.symlink("libcusparseLt.so.0", link)
-PY
-  then
+    os.symlink("libcusparseLt.so.0", link)'; then
     echo "install-deps: cuSPARSELt $cusparselt_version installed"
   else
     echo "install-deps: could not install cuSPARSELt (offline?): gpucmp::cusparselt will not be available;" \
          "set CUSPARSELT_ROOT to a folder holding include/cusparseLt.h and lib/libcusparseLt.so" >&2
   fi
-  rm -rf "$wheel_dir"
 fi
 
 # The Python reader's install test (`pip install ./python` without network) builds a wheel with
