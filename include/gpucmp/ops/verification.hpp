@@ -60,6 +60,13 @@ struct verification {
 
   /// Folds one output's comparison in; returns true when it is within `bound`.
   bool add(double got, double reference, double bound, const std::string& where_if_worst) {
+    return add_at(got, reference, bound, [&] { return where_if_worst; });
+  }
+
+  /// add(), naming the place with `where()` only when it is the worst so far (a check of
+  /// millions of outputs builds no string for each).
+  template <class Where>
+  bool add_at(double got, double reference, double bound, Where&& where) {
     ++checked;
     const double err = std::fabs(got - reference);
     const bool ok = err <= bound;  // false for NaN
@@ -67,7 +74,7 @@ struct verification {
     const double ratio = std::isnan(err) ? INFINITY : err / bound;
     if (checked == 1 || ratio > worst_ratio) {
       worst_ratio = ratio;
-      worst_where = where_if_worst;
+      worst_where = where();
       worst_got = got;
       worst_reference = reference;
       worst_bound = bound;

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The candidates of an operation gpucmp runs with its own kernels (RMSNorm, RoPE, SwiGLU):
+// launch shapes (threads per block, 16-byte vectors per thread, vector or element access),
+// the one selected, and what a search settled. Each such operation keeps one of these, so the
+// contract's search chores (select, adopt_search, search_log, algorithm) are written once.
+// Host-only.
+#pragma once
+
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/algorithm_search.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpucmp {
+
+/// One launch shape of an elementwise or row-wise kernel.
+struct launch_shape {
+  int threads = 256;       ///< threads per block
+  int items = 1;           ///< 16-byte vectors (or elements, when not vectorized) each thread handles
+  bool vectorized = true;  ///< 16-byte loads and stores; false: one element at a time (any alignment)
+  /// "256x4v" (vectorized) or "256x4e" (element by element).
+  std::string describe() const { return std::to_string(threads) + "x" + std::to_string(items) + (vectorized ? "v" : "e"); }
+};
+
+/// What a kernel operation runs: its launch shape and how it was chosen.
+struct kernel_algorithm {
+  std::string shape;                                          ///< launch_shape::describe()
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< candidate 0, or the search's verdict
+  double searched_seconds = 0;                                ///< its median per call in the search (search only)
+  /// "256x4v (search)".
+  std::string describe() const { return shape + " (" + to_string(chosen_by) + ")"; }
+};
+
+/// An operation's launch shapes, the selected one and its search's record.
+class kernel_candidates {
+ public:
+  /// Shapes in the order tried; the first runs until a search picks another. `what` names the
+  /// operation in errors. Throws invalid_argument when `shapes` is empty.
+  kernel_candidates(std::vector<launch_shape> shapes, const std::string& what) : m_shapes(std::move(shapes)) {
+    if (m_shapes.empty()) throw invalid_argument(what + ": no launch shape fits this problem");
+  }
+
+  std::size_t size() const noexcept { return m_shapes.size(); }          ///< how many shapes
+  const launch_shape& at(std::size_t i) const { return m_shapes.at(i); }  ///< shape i
+  const launch_shape& selected() const noexcept { return m_shapes[m_selected]; }  ///< the one that runs
+  /// Runs shape `i` from now on (throws std::out_of_range past the end).
+  void select(std::size_t i) {
+    (void)m_shapes.at(i);
+    m_selected = i;
+  }
+  /// Keeps a search's verdict and every timing, and selects its choice.
+  void adopt(const search_choice& chosen, std::vector<candidate_time> log) {
+    select(chosen.index);
+    m_chosen_by = algorithm_choice::search;
+    m_searched_seconds = chosen.seconds;
+    m_log = std::move(log);
+  }
+  /// Every timing of its search (empty until one ran).
+  const std::vector<candidate_time>& log() const noexcept { return m_log; }
+  /// What runs now.
+  kernel_algorithm algorithm() const { return {selected().describe(), m_chosen_by, m_searched_seconds}; }
+
+ private:
+  std::vector<launch_shape> m_shapes;
+  std::size_t m_selected = 0;
+  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
+  double m_searched_seconds = 0;
+  std::vector<candidate_time> m_log;
+};
+
+/// Search settings for kernels that stream memory: each shape timed once, the verified
+/// fastest kept (memory_search_defaults()'s rule: no re-timing, no duel).
+inline search_options streaming_kernel_search() {
+  search_options s;
+  s.refine_rounds = 0;
+  s.duel_contenders = 0;
+  return s;
+}
+
+}  // namespace gpucmp

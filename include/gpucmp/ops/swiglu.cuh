@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// SwiGLU as a verified operation (ops/operation.hpp; the problem in ops/swiglu_problem.hpp):
+// out = silu(gate) * up over rows of [gate | up], FP32 arithmetic and one rounding. A
+// streaming kernel: each thread reads `items` 16-byte vectors of gate and of up before it
+// writes, so enough loads are in flight to reach the copy rate; an element-by-element kernel
+// takes rows that are not whole vectors. The launch shapes are the candidates.
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/element_type.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/kernel_candidates.hpp>
+#include <gpucmp/ops/operation.hpp>
+#include <gpucmp/ops/sampled_rows.hpp>
+#include <gpucmp/ops/swiglu_problem.hpp>
+#include <gpucmp/ops/vector_access.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpucmp {
+
+namespace detail {
+
+__device__ inline float silu(float g) { return g / (1.0f + expf(-g)); }
+
+// Vector u of the output (u < tokens * intermediate / V): row u / per_row, its column's gate
+// and up vectors in that row of the input.
+template <class T, int Items>
+__global__ void swiglu_vector_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t per_row,
+                                     std::int64_t vectors) {
+  constexpr int V = vector_elements<T>;
+  const std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x * Items + threadIdx.x;
+  float g[Items][V], u[Items][V];
+#pragma unroll
+  for (int it = 0; it < Items; ++it) {
+    const std::int64_t v = base + std::int64_t(it) * blockDim.x;
+    if (v < vectors) {
+      const std::int64_t row = v / per_row, col = (v - row * per_row) * V;
+      const T* gate = in + row * per_row * V * 2 + col;
+      load_vector(gate, g[it]);
+      load_vector(gate + per_row * V, u[it]);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < Items; ++it) {
+    const std::int64_t v = base + std::int64_t(it) * blockDim.x;
+    if (v < vectors) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) g[it][e] = silu(g[it][e]) * u[it][e];
+      store_vector(out + v * V, g[it]);
+    }
+  }
+}
+
+template <class T>
+__global__ void swiglu_element_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t intermediate,
+                                      std::int64_t outputs) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < outputs;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / intermediate, col = i - row * intermediate;
+    const T* gate = in + row * intermediate * 2 + col;
+    out[i] = from_float<T>(silu(to_float(gate[0])) * to_float(gate[intermediate]));
+  }
+}
+
+}  // namespace detail
+
+/// The launch shapes for `p`, the heuristic's first: for rows of whole 16-byte vectors, 128 to
+/// 1024 threads with 1, 2, 4 or 8 vectors of gate and of up per thread (4 first); then the
+/// element-by-element kernel at 256 and 512 threads, which takes any row.
+inline std::vector<launch_shape> swiglu_shapes(const swiglu_problem& p) {
+  p.validate();
+  std::vector<launch_shape> out;
+  if (p.intermediate % std::int64_t(16 / activation_bytes(p.dtype)) == 0) {
+    for (int items : {4, 1, 2, 8}) {
+      for (int threads : {256, 128, 512, 1024}) {
+        if (threads * items > 4096) continue;  // 8 x 1024: too many registers a block
+        out.push_back({threads, items, true});
+      }
+    }
+  }
+  for (int threads : {256, 512}) out.push_back({threads, 1, false});
+  return out;
+}
+
+/// Enqueues one SwiGLU of `p` from `in` (tokens x [gate | up]) into `out` (tokens x
+/// intermediate) with `shape` (one of swiglu_shapes(p)) on `stream`; T is the recipe's type.
+template <class T>
+void run_swiglu(const swiglu_problem& p, const launch_shape& shape, const T* in, T* out, cudaStream_t stream) {
+  if (element_bytes(types_of(p.dtype).output) != sizeof(T)) throw invalid_argument("swiglu: tensors of the wrong type for " + p.name());
+  const std::int64_t outputs = p.tokens * p.intermediate;
+  if (!shape.vectorized) {
+    const std::int64_t blocks = std::min<std::int64_t>((outputs + shape.threads - 1) / shape.threads, 1 << 20);
+    detail::swiglu_element_kernel<T><<<unsigned(blocks), unsigned(shape.threads), 0, stream>>>(in, out, p.intermediate, outputs);
+  } else {
+    constexpr int V = vector_elements<T>;
+    const std::int64_t vectors = outputs / V, per_block = std::int64_t(shape.threads) * shape.items;
+    const std::int64_t blocks = (vectors + per_block - 1) / per_block;
+    if (blocks > std::numeric_limits<int>::max()) throw invalid_argument("swiglu " + p.name() + ": too large for one grid");
+    const dim3 grid{unsigned(blocks)}, block{unsigned(shape.threads)};
+    const std::int64_t per_row = p.intermediate / V;
+    switch (shape.items) {
+      case 1: detail::swiglu_vector_kernel<T, 1><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
+      case 2: detail::swiglu_vector_kernel<T, 2><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
+      case 4: detail::swiglu_vector_kernel<T, 4><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
+      case 8: detail::swiglu_vector_kernel<T, 8><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
+      default: throw invalid_argument("swiglu: vectors per thread must be 1, 2, 4 or 8, got " + std::to_string(shape.items));
+    }
+  }
+  GPUCMP_CUDA_CHECK_LAST("swiglu kernel");
+}
+
+/// One verified SwiGLU on the current device, gate and up filled with random values.
+class swiglu {
+ public:
+  /// Prepares `p`: validates it, checks it fits in free memory (out_of_memory), fills gate
+  /// and up uniform in [-6, 6) (both tails of silu), and lists the launch shapes.
+  explicit swiglu(const swiglu_problem& p, cudaStream_t stream = nullptr, search_options search = streaming_kernel_search())
+      : m_problem((p.validate(), p)), m_search(search), m_candidates(swiglu_shapes(p), "swiglu " + p.name()) {
+    const double needed = bytes_needed(p);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, "swiglu " + p.name());
+    const std::size_t outputs = std::size_t(p.tokens) * std::size_t(p.intermediate);
+    m_in = device_buffer<std::uint8_t>(2 * outputs * activation_bytes(p.dtype), initial_fill::uninitialized());
+    m_out = device_buffer<std::uint8_t>(outputs * activation_bytes(p.dtype), initial_fill::uninitialized());
+    visit_floating_storage(types_of(m_problem.dtype).output, [&](auto tag) {
+      using T = decltype(tag);
+      fill_uniform(reinterpret_cast<T*>(m_in.data()), 2 * outputs, 51, -6, 6, stream);
+    });
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  /// Device bytes it allocates for `p`: the input (gate and up) and the output.
+  static double bytes_needed(const swiglu_problem& p) {
+    return 3 * double(p.tokens) * double(p.intermediate) * double(activation_bytes(p.dtype));
+  }
+
+  /// Enqueues one call of the selected launch shape.
+  void operator()(cudaStream_t stream) {
+    visit_floating_storage(types_of(m_problem.dtype).output, [&](auto tag) {
+      using T = decltype(tag);
+      run_swiglu<T>(m_problem, m_candidates.selected(), reinterpret_cast<const T*>(m_in.data()),
+                    reinterpret_cast<T*>(m_out.data()), stream);
+    });
+  }
+
+  /// "swiglu/bf16/8192x14336".
+  std::string name() const { return "swiglu/" + m_problem.name(); }
+  gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
+  std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
+  std::string sweep_axis() const { return "tokens"; }          ///< what a sweep varies
+  std::string provider() const { return "gpucmp kernel"; }     ///< what runs it
+  std::size_t candidate_count() const noexcept { return m_candidates.size(); }  ///< launch shapes
+  std::string describe_candidate(std::size_t i) const { return m_candidates.at(i).describe(); }  ///< "256x4v"
+  void select(std::size_t i, cudaStream_t /*stream*/) { m_candidates.select(i); }  ///< runs shape i from now on
+  algorithm_choice choice() const noexcept { return algorithm_choice::search; }   ///< always searched
+  const search_options& search_settings() const noexcept { return m_search; }     ///< how it is searched
+  void adopt_search(const search_choice& c, std::vector<candidate_time> log) { m_candidates.adopt(c, std::move(log)); }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_candidates.log(); }  ///< its search
+  kernel_algorithm algorithm() const { return m_candidates.algorithm(); }  ///< what runs now
+  const swiglu_problem& problem() const noexcept { return m_problem; }      ///< what it computes
+
+  /// Poisons the output, runs once and compares sampled rows with a double reference from
+  /// the same stored gate and up, within output_tolerance().
+  verification verify(cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_out.data(), 0xFF, m_out.bytes(), stream));
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return check_output();
+  }
+
+  /// Checks the output as it is now (verify() without the run), against the inputs as prepared.
+  verification check_output() const {
+    return visit_floating_storage(types_of(m_problem.dtype).output, [&](auto tag) { return check<decltype(tag)>(); });
+  }
+
+  /// The output tensor on the device (tokens x intermediate).
+  void* output() noexcept { return m_out.data(); }
+
+ private:
+  template <class T>
+  verification check() const {
+    const swiglu_problem& p = m_problem;
+    const std::vector<std::int64_t> rows = sampled_rows(p.tokens);
+    const std::vector<T> in = copy_rows_to_host(reinterpret_cast<const T*>(m_in.data()), 2 * p.intermediate, rows);
+    const std::vector<T> out = copy_rows_to_host(reinterpret_cast<const T*>(m_out.data()), p.intermediate, rows);
+    const tolerance tol = p.output_tolerance();
+    verification v;
+    v.method = "double reference on the CPU, " + std::to_string(rows.size()) + " of " + std::to_string(p.tokens) + " rows";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (std::int64_t c = 0; c < p.intermediate; ++c) {
+        const double g = to_double(in[i * std::size_t(2 * p.intermediate) + std::size_t(c)]);
+        const double u = to_double(in[i * std::size_t(2 * p.intermediate) + std::size_t(p.intermediate + c)]);
+        const double reference = g / (1 + std::exp(-g)) * u;
+        v.add_at(to_double(out[i * std::size_t(p.intermediate) + std::size_t(c)]), reference,
+                 tol.bound(reference, std::fabs(reference), 1),
+                 [&] { return "row " + std::to_string(rows[i]) + ", column " + std::to_string(c); });
+      }
+    }
+    return v;
+  }
+
+  swiglu_problem m_problem;
+  search_options m_search;
+  kernel_candidates m_candidates;
+  device_buffer<std::uint8_t> m_in, m_out;
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# On a GPU machine: the transformer building blocks' runs, in parts, each packed into
+# OUT_DIR/transformer.tgz as it ends (a device call cut short still returns what finished):
+#   build     the operation tests and benchmarks/transformer_ops, for the local GPU
+#   tests     gpucmp_ops_tests for each tag of GPUCMP_CHECK_TAGS (default: rmsnorm rope swiglu)
+#   bench     benchmarks/transformer_ops (GPUCMP_BENCH_FILTER selects rows), then
+#             scripts/bandwidth-fraction.py: each row as a fraction of the same run's copy rate
+#   lab/runs/transformer-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,bench]
+# CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
+# GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+out_dir=${1:?usage: transformer-check.sh OUT_DIR [PARTS]}
+parts=${2:-build,tests,bench}
+work="$out_dir/transformer"
+mkdir -p "$work"
+part() { [[ ",$parts," == *",$1,"* ]]; }
+status=0
+stamp() { echo "$1: $SECONDS s (status $status)"; tar -C "$out_dir" -czf "$out_dir/transformer.tgz" transformer; }
+gpucmp_local_architecture
+commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)" \
+  "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
+if part build; then
+  { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
+    gpucmp_build --target gpucmp_ops_tests transformer_ops ${GPUCMP_CHECK_BUILD_TARGETS:-}; } > "$work/build.log" 2>&1 ||
+    { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
+  stamp build
+fi
+if part tests; then
+  for tag in ${GPUCMP_CHECK_TAGS:-rmsnorm rope swiglu}; do
+    timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-300}" "$build_dir/tests/gpucmp_ops_tests" "[$tag]" --durations yes \
+      > "$work/test_$tag.log" 2>&1 || status=1
+    echo "$tag: $(grep -E "test cases|FAILED" "$work/test_$tag.log" | tail -2 | tr '\n' ' ')"
+    stamp "test $tag"
+  done
+fi
+if part bench; then
+  timeout "${GPUCMP_BENCH_TIMEOUT:-400}" "$build_dir/benchmarks/transformer_ops" --gpucmp_max_time_s=1 \
+    --benchmark_filter="${GPUCMP_BENCH_FILTER:-.}" --benchmark_out="$work/transformer_ops.json" --benchmark_out_format=json \
+    > "$work/bench.log" 2>&1 || status=1
+  tail -3 "$work/bench.log"
+  python3 "$repo_root/scripts/bandwidth-fraction.py" "$work/transformer_ops.json" --out-json "$work/bandwidth_fraction.json" \
+    --out-md "$work/bandwidth_fraction.md" && grep -E "/8192x" "$work/bandwidth_fraction.md" || status=1
+  stamp bench
+fi
+exit $status

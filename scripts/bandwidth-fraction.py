@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: gpucmp contributors
+"""Memory-bound rows as a fraction of the copy rate measured in the same run.
+
+usage: bandwidth-fraction.py RESULTS.json [--out-json FILE] [--out-md FILE] [--prefix P ...]
+
+RESULTS.json is a gpucmp Google Benchmark output (benchmarks/transformer_ops writes one)
+holding both the operations' rows and verified copy-kernel rows (copy/kernel/<bytes>). Each
+operation row (names starting with a --prefix: rmsnorm, rope and swiglu by default) is read
+against the copy row whose bytes moved (read + written) are closest to its own, so a row and
+its copy stream the same amount of memory: fraction = row GB/s / copy GB/s. Writes a JSON of
+{"rows": [{"key", "gbps", "copy_key", "copy_gbps", "fraction", "algorithm"}]} (key: the row's
+name without the mode and Google Benchmark's suffixes) and a Markdown table.
+"""
+import argparse
+import json
+import re
+import sys
+
+
+def row_key(name):
+    """'rmsnorm/bf16/8192x4096/graph/iterations:1/manual_time' -> 'rmsnorm/bf16/8192x4096'."""
+    name = re.sub(r"/(iterations|repeats|manual_time|real_time|min_time|threads).*$", "", name)
+    return re.sub(r"/(cold|hot|graph|kernel)$", "", name)
+
+
+def moved_bytes(row):
+    """Bytes read + written by one call: GB/s x the time of a call."""
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[row.get("time_unit", "ns")]
+    return row["GB/s"] * 1e9 * row["real_time"] * scale
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results")
+    parser.add_argument("--out-json")
+    parser.add_argument("--out-md")
+    parser.add_argument("--prefix", action="append", help="operation rows to read (default: rmsnorm, rope, swiglu)")
+    args = parser.parse_args()
+    prefixes = tuple(p.rstrip("/") + "/" for p in (args.prefix or ["rmsnorm", "rope", "swiglu"]))
+    try:
+        with open(args.results) as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"bandwidth-fraction: cannot read {args.results}: {e}")
+    measured = [b for b in doc.get("benchmarks", []) if "GB/s" in b and b.get("error_occurred") is not True]
+    copies = [b for b in measured if row_key(b["name"]).startswith("copy/kernel/")]
+    if not copies:
+        sys.exit(f"bandwidth-fraction: {args.results} holds no copy/kernel row to read the operations against")
+    rows = []
+    for b in measured:
+        key = row_key(b["name"])
+        if not key.startswith(prefixes):
+            continue
+        moved = moved_bytes(b)
+        copy = min(copies, key=lambda c: abs(moved_bytes(c) - moved))
+        rows.append({"key": key, "gbps": b["GB/s"], "moved_bytes": moved, "copy_key": row_key(copy["name"]),
+                     "copy_gbps": copy["GB/s"], "fraction": b["GB/s"] / copy["GB/s"],
+                     "algorithm": b.get("label", "").split(";")[0]})
+    if not rows:
+        sys.exit(f"bandwidth-fraction: {args.results} holds no row starting with {', '.join(prefixes)}")
+    context = doc.get("context", {})
+    out = {"gpu": context.get("gpu_name", context.get("device_name", "")), "source": args.results, "rows": rows}
+    if args.out_json:
+        with open(args.out_json, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+    lines = ["| row | GB/s | copy of the same bytes, GB/s | fraction of the copy rate | launch shape |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['key']} | {r['gbps']:.0f} | {r['copy_gbps']:.0f} | {r['fraction']:.2f} | {r['algorithm']} |")
+    table = "\n".join(lines) + "\n"
+    if args.out_md:
+        with open(args.out_md, "w") as f:
+            f.write(table)
+    else:
+        sys.stdout.write(table)
+
+
+if __name__ == "__main__":
+    main()
