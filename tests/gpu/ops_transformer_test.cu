@@ -101,7 +101,15 @@ TEST_CASE("swiglu: every launch shape of every recipe matches the double referen
       for (std::int64_t tokens : {1, 7, 1000}) {
         gpucmp::swiglu op({tokens, intermediate, t}, s.get());
         const std::size_t shapes = verify_every_shape(op, s.get());
-        CHECK(shapes == (intermediate % 4 == 0 && (t == gpucmp::numerics::fp32 || intermediate % 8 == 0) ? 17u : 2u));
+        const bool whole_vectors = intermediate % (t == gpucmp::numerics::fp32 ? 4 : 8) == 0;
+        // 16 vector shapes less those over this GPU's register budget (never more than the
+        // 1024-thread ones), and the 2 element-by-element ones.
+        if (whole_vectors) {
+          CHECK(shapes >= 12u);
+          CHECK(shapes <= 18u);
+        } else {
+          CHECK(shapes == 2u);
+        }
       }
     }
   }

@@ -11,6 +11,8 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -72,6 +74,16 @@ class kernel_candidates {
   double m_searched_seconds = 0;
   std::vector<candidate_time> m_log;
 };
+
+/// The largest block `kernel` launches with on the current device, as the driver sees the
+/// loaded function (its registers decide; under compute-sanitizer, the tool's too): a shape
+/// with more threads is left out of the candidates rather than failing in every search.
+template <class Kernel>
+int block_limit(Kernel* kernel) {
+  cudaFuncAttributes a{};
+  GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)));
+  return a.maxThreadsPerBlock;
+}
 
 /// Search settings for kernels that stream memory: each shape timed once, the verified
 /// fastest kept (memory_search_defaults()'s rule: no re-timing, no duel).

@@ -124,19 +124,14 @@ void launch_rmsnorm(const rmsnorm_tensors<T>& t, std::int64_t tokens, std::int64
 // The largest block the kernel of `shape` launches with (its registers decide).
 template <class T, bool Residual>
 int rmsnorm_block_limit(const launch_shape& shape) {
-  cudaFuncAttributes a{};
-  if (!shape.vectorized) {
-    GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, rmsnorm_element_kernel<T, Residual>));
-  } else {
-    switch (shape.items) {
-      case 1: GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, rmsnorm_vector_kernel<T, 1, Residual>)); break;
-      case 2: GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, rmsnorm_vector_kernel<T, 2, Residual>)); break;
-      case 4: GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, rmsnorm_vector_kernel<T, 4, Residual>)); break;
-      case 8: GPUCMP_CUDA_CHECK(cudaFuncGetAttributes(&a, rmsnorm_vector_kernel<T, 8, Residual>)); break;
-      default: return 0;
-    }
+  if (!shape.vectorized) return block_limit(rmsnorm_element_kernel<T, Residual>);
+  switch (shape.items) {
+    case 1: return block_limit(rmsnorm_vector_kernel<T, 1, Residual>);
+    case 2: return block_limit(rmsnorm_vector_kernel<T, 2, Residual>);
+    case 4: return block_limit(rmsnorm_vector_kernel<T, 4, Residual>);
+    case 8: return block_limit(rmsnorm_vector_kernel<T, 8, Residual>);
+    default: return 0;
   }
-  return a.maxThreadsPerBlock;
 }
 
 }  // namespace detail

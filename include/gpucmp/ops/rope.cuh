@@ -114,25 +114,44 @@ __global__ void rope_element_kernel(T* qkv, const int* __restrict__ positions, c
   }
 }
 
+// The largest block the kernel of `shape` launches with (its registers decide).
+template <class T>
+int rope_block_limit(const launch_shape& shape) {
+  if (!shape.vectorized) return block_limit(rope_element_kernel<T>);
+  switch (shape.items) {
+    case 1: return block_limit(rope_vector_kernel<T, 1>);
+    case 2: return block_limit(rope_vector_kernel<T, 2>);
+    case 4: return block_limit(rope_vector_kernel<T, 4>);
+    default: return 0;
+  }
+}
+
 }  // namespace detail
 
 /// The launch shapes for `p`, the heuristic's first: where each head's rotated pairs form
 /// whole 16-byte vectors (and rows are aligned to them), 128 to 1024 threads with 1, 2 or 4
 /// vectors in flight per thread (2 first); then the pair-by-pair kernel at 256 and 512 threads.
+/// Shapes this GPU cannot launch (too many registers for the block) are left out.
 inline std::vector<launch_shape> rope_shapes(const rope_problem& p) {
   p.validate();
-  std::vector<launch_shape> out;
-  const std::int64_t v = std::int64_t(16 / activation_bytes(p.dtype));
-  const std::int64_t half = p.rotated() / 2;
-  const bool aligned = p.head_dim % v == 0;  // every head (and row) starts on a vector
-  const bool whole = p.pairs == rope_pairs::half ? half % v == 0 : p.rotated() % v == 0;
-  if (aligned && whole) {
-    for (int items : {2, 1, 4}) {
-      for (int threads : {256, 128, 512, 1024}) out.push_back({threads, items, true});
+  return visit_floating_storage(types_of(p.dtype).output, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<launch_shape> out;
+    auto add = [&](const launch_shape& s) {
+      if (s.threads <= detail::rope_block_limit<T>(s)) out.push_back(s);
+    };
+    const std::int64_t v = vector_elements<T>;
+    const std::int64_t half = p.rotated() / 2;
+    const bool aligned = p.head_dim % v == 0;  // every head (and row) starts on a vector
+    const bool whole = p.pairs == rope_pairs::half ? half % v == 0 : p.rotated() % v == 0;
+    if (aligned && whole) {
+      for (int items : {2, 1, 4}) {
+        for (int threads : {256, 128, 512, 1024}) add({threads, items, true});
+      }
     }
-  }
-  for (int threads : {256, 512}) out.push_back({threads, 1, false});
-  return out;
+    for (int threads : {256, 512}) add({threads, 1, false});
+    return out;
+  });
 }
 
 /// Enqueues one RoPE of `p` on `qkv` (tokens x row_elements(), rotated in place) with each

@@ -73,24 +73,41 @@ __global__ void swiglu_element_kernel(const T* __restrict__ in, T* __restrict__ 
   }
 }
 
+// The largest block the kernel of `shape` launches with (its registers decide).
+template <class T>
+int swiglu_block_limit(const launch_shape& shape) {
+  if (!shape.vectorized) return block_limit(swiglu_element_kernel<T>);
+  switch (shape.items) {
+    case 1: return block_limit(swiglu_vector_kernel<T, 1>);
+    case 2: return block_limit(swiglu_vector_kernel<T, 2>);
+    case 4: return block_limit(swiglu_vector_kernel<T, 4>);
+    case 8: return block_limit(swiglu_vector_kernel<T, 8>);
+    default: return 0;
+  }
+}
+
 }  // namespace detail
 
 /// The launch shapes for `p`, the heuristic's first: for rows of whole 16-byte vectors, 128 to
 /// 1024 threads with 1, 2, 4 or 8 vectors of gate and of up per thread (4 first); then the
-/// element-by-element kernel at 256 and 512 threads, which takes any row.
+/// element-by-element kernel at 256 and 512 threads, which takes any row. Shapes this GPU
+/// cannot launch (too many registers for the block) are left out.
 inline std::vector<launch_shape> swiglu_shapes(const swiglu_problem& p) {
   p.validate();
-  std::vector<launch_shape> out;
-  if (p.intermediate % std::int64_t(16 / activation_bytes(p.dtype)) == 0) {
-    for (int items : {4, 1, 2, 8}) {
-      for (int threads : {256, 128, 512, 1024}) {
-        if (threads * items > 4096) continue;  // 8 x 1024: too many registers a block
-        out.push_back({threads, items, true});
+  return visit_floating_storage(types_of(p.dtype).output, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<launch_shape> out;
+    auto add = [&](const launch_shape& s) {
+      if (s.threads <= detail::swiglu_block_limit<T>(s)) out.push_back(s);
+    };
+    if (p.intermediate % std::int64_t(vector_elements<T>) == 0) {
+      for (int items : {4, 1, 2, 8}) {
+        for (int threads : {256, 128, 512, 1024}) add({threads, items, true});
       }
     }
-  }
-  for (int threads : {256, 512}) out.push_back({threads, 1, false});
-  return out;
+    for (int threads : {256, 512}) add({threads, 1, false});
+    return out;
+  });
 }
 
 /// Enqueues one SwiGLU of `p` from `in` (tokens x [gate | up]) into `out` (tokens x
