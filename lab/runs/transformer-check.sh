@@ -3,15 +3,18 @@
 # OUT_DIR/transformer.tgz as it ends (a device call cut short still returns what finished):
 #   build     the operation tests and benchmarks/transformer_ops, for the local GPU
 #   tests     gpucmp_ops_tests for each tag of GPUCMP_CHECK_TAGS (default: rmsnorm rope swiglu)
+#   attention benchmarks/attention_sweep beside scripts/peers/torch_attention.py on the same shapes
+#             (PyTorch's cuDNN, flash and efficient backends; gpucmp on PyTorch's cuDNN, as
+#             scripts/peers/same-libraries.sh arranges), joined by scripts/peers/compare-attention.py
 #   bench     benchmarks/transformer_ops (GPUCMP_BENCH_FILTER selects rows), then
 #             scripts/bandwidth-fraction.py: each row as a fraction of the same run's copy rate
-#   lab/runs/transformer-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,bench]
+#   lab/runs/transformer-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,attention,bench]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 out_dir=${1:?usage: transformer-check.sh OUT_DIR [PARTS]}
-parts=${2:-build,tests,bench}
+parts=${2:-build,tests,attention,bench}
 work="$out_dir/transformer"
 mkdir -p "$work"
 part() { [[ ",$parts," == *",$1,"* ]]; }
@@ -23,17 +26,31 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_ops_tests transformer_ops ${GPUCMP_CHECK_BUILD_TARGETS:-}; } > "$work/build.log" 2>&1 ||
+    gpucmp_build --target gpucmp_ops_tests transformer_ops attention_sweep ${GPUCMP_CHECK_BUILD_TARGETS:-}; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
 if part tests; then
-  for tag in ${GPUCMP_CHECK_TAGS:-rmsnorm rope swiglu}; do
+  for tag in ${GPUCMP_CHECK_TAGS:-attention rmsnorm rope swiglu}; do
     timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-300}" "$build_dir/tests/gpucmp_ops_tests" "[$tag]" --durations yes \
       > "$work/test_$tag.log" 2>&1 || status=1
     echo "$tag: $(grep -E "test cases|FAILED" "$work/test_$tag.log" | tail -2 | tr '\n' ' ')"
     stamp "test $tag"
   done
+fi
+if part attention; then
+  (
+    source "$repo_root/scripts/peers/same-libraries.sh"
+    timeout "${GPUCMP_ATTENTION_TIMEOUT:-300}" "$build_dir/benchmarks/attention_sweep" --gpucmp_max_time_s=1 \
+      --benchmark_filter="${GPUCMP_ATTENTION_FILTER:-.}" --benchmark_out="$work/attention_sweep.json" \
+      --benchmark_out_format=json > "$work/attention.log" 2>&1
+  ) || status=1
+  tail -2 "$work/attention.log"
+  timeout 200 python3 "$repo_root/scripts/peers/torch_attention.py" "$work/torch_attention.json" \
+    > "$work/torch_attention.log" 2>&1 || status=1
+  python3 "$repo_root/scripts/peers/compare-attention.py" "$work/attention_sweep.json" "$work/torch_attention.json" \
+    --out-json "$work/attention_vs_pytorch.json" --out-md "$work/attention_vs_pytorch.md" && cat "$work/attention_vs_pytorch.md" || status=1
+  stamp attention
 fi
 if part bench; then
   timeout "${GPUCMP_BENCH_TIMEOUT:-400}" "$build_dir/benchmarks/transformer_ops" --gpucmp_max_time_s=1 \

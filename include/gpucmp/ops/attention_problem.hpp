@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A scaled dot-product attention problem, forward, as a transformer layer runs it:
+//   O = softmax(scale Q K^T + mask) V
+// per batch and query head; grouped-query attention shares each K/V head among
+// q_heads / kv_heads query heads. Tensors are stored batch x sequence x heads x head_dim
+// (BSHD: each token's heads side by side, as the QKV projection writes them). Host-only: the
+// problem, its FLOPs under a stated convention, bytes, axes and the output bound.
+#pragma once
+
+#include <gpucmp/cuda/element_type.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/result_schema.hpp>
+#include <gpucmp/ops/numerics.hpp>
+#include <gpucmp/ops/verification.hpp>
+#include <gpucmp/specs/work.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpucmp {
+
+/// The recipes attention runs in: FP16 or BF16 Q, K, V and O, FP32 softmax and accumulation.
+inline constexpr numerics attention_numerics[] = {numerics::fp16, numerics::bf16};
+
+/// Which key positions each query sees.
+enum class attention_mask {
+  none,    ///< every key ("full")
+  causal,  ///< keys at or before the query's position (top-left aligned: query i sees keys 0..i)
+};
+
+/// "full" or "causal".
+inline const char* to_string(attention_mask m) noexcept { return m == attention_mask::causal ? "causal" : "full"; }
+
+/// How a causal attention's FLOPs are counted (the report says which).
+enum class causal_flops {
+  half_square,  ///< half of the full square (the default: FlashAttention's and cuDNN's benchmarks)
+  full_square,  ///< the full square, as if nothing were masked (what some others print)
+};
+
+/// "half_square" or "full_square".
+inline const char* to_string(causal_flops c) noexcept { return c == causal_flops::half_square ? "half_square" : "full_square"; }
+
+/// One attention forward.
+struct attention_problem {
+  std::int64_t batch = 1;
+  std::int64_t q_heads = 32;       ///< query heads (Llama-3-8B: 32)
+  std::int64_t kv_heads = 8;       ///< key/value heads: q_heads for multi-head, fewer for grouped-query
+  std::int64_t seq_q = 4096;       ///< query positions
+  std::int64_t seq_kv = 4096;      ///< key/value positions
+  std::int64_t head_dim = 128;     ///< elements per head
+  numerics dtype = numerics::bf16;
+  attention_mask mask = attention_mask::causal;
+  causal_flops flops_convention = causal_flops::half_square;
+  double scale = 0;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
+
+  /// The scale applied (scale, or 1 / sqrt(head_dim) when it is 0).
+  double applied_scale() const noexcept { return scale != 0 ? scale : 1 / std::sqrt(double(head_dim)); }
+
+  /// Throws invalid_argument naming the first impossible field, unsupported for a recipe
+  /// other than attention_numerics or a head size cuDNN's fused attention does not take.
+  void validate() const {
+    auto require = [](bool ok, const std::string& what) {
+      if (!ok) throw invalid_argument("attention: " + what);
+    };
+    require(batch > 0 && seq_q > 0 && seq_kv > 0, "batch, seq_q and seq_kv must be positive");
+    require(q_heads > 0 && kv_heads > 0, "q_heads and kv_heads must be positive");
+    require(q_heads % kv_heads == 0, "kv_heads " + std::to_string(kv_heads) + " does not divide q_heads " +
+                                         std::to_string(q_heads) + " (each K/V head serves a whole group of query heads)");
+    require(std::isfinite(scale) && scale >= 0, "scale must be finite and not negative (0: 1 / sqrt(head_dim))");
+    require(double(batch) * double(seq_q) * double(q_heads) * double(head_dim) < 9.0e18, "Q overflows 64-bit indexing");
+    if (head_dim <= 0 || head_dim > 256 || head_dim % 8 != 0) {
+      throw unsupported("attention: head_dim " + std::to_string(head_dim) +
+                        " is not supported (cuDNN's fused attention takes multiples of 8 up to 256)");
+    }
+    require_numerics(dtype, attention_numerics, "attention");
+  }
+
+  /// "bf16/b1_s4096x4096_h32+8_d128/causal".
+  std::string name() const {
+    std::string s = std::string(to_string(dtype)) + "/b" + std::to_string(batch) + "_s" + std::to_string(seq_q);
+    if (seq_kv != seq_q) s += "x" + std::to_string(seq_kv);
+    s += "_h" + std::to_string(q_heads);
+    if (kv_heads != q_heads) s += "+" + std::to_string(kv_heads);
+    return s + "_d" + std::to_string(head_dim) + "/" + to_string(mask);
+  }
+
+  /// Query-key pairs each head scores, under the FLOP convention: seq_q x seq_kv, or for a
+  /// causal mask half of it (half_square) or all of it (full_square).
+  double counted_pairs() const noexcept {
+    const double square = double(seq_q) * double(seq_kv);
+    return mask == attention_mask::causal && flops_convention == causal_flops::half_square ? square / 2 : square;
+  }
+
+  /// One call's work: two GEMMs a head (Q K^T and P V), 2 x 2 x head_dim FLOPs a counted pair
+  /// (the softmax not counted, as everyone counts it); Q, K and V read once, O written once.
+  /// Items: query tokens (batch x seq_q).
+  gpucmp::work work() const {
+    const double bytes = double(activation_bytes(dtype));
+    gpucmp::work w;
+    w.flops = 4 * double(batch) * double(q_heads) * counted_pairs() * double(head_dim);
+    w.bytes_read = double(batch) * double(head_dim) * bytes * (double(seq_q) * double(q_heads) + 2 * double(seq_kv) * double(kv_heads));
+    w.bytes_written = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
+    w.items = double(batch) * double(seq_q);
+    w.arithmetic = peak_precision(dtype);
+    return w;
+  }
+
+  /// Its row's axes: batch, sequences, heads, head_dim, mask, recipe, FLOP convention.
+  std::vector<axis> axes() const {
+    return {axis::of("batch", double(batch)),       axis::of("seq_q", double(seq_q)),
+            axis::of("seq_kv", double(seq_kv)),     axis::of("q_heads", double(q_heads)),
+            axis::of("kv_heads", double(kv_heads)), axis::of("head_dim", double(head_dim)),
+            axis::of("mask", to_string(mask)),      axis::of("dtype", to_string(dtype)),
+            axis::of("flops", to_string(flops_convention))};
+  }
+
+  /// The rounding a correct kernel may show against a double reference from the same stored
+  /// Q, K and V: O's rounding, and P rounded to the input type before the P V product (what
+  /// fused attention kernels do), a random walk over the keys; bound() takes the root of
+  /// sum (p_j v_j)^2 as l2 and the keys seen as terms. FP32 scores and exponentials add a few
+  /// FP32 units, inside the allowance.
+  tolerance output_tolerance() const noexcept {
+    tolerance tol;
+    const element_type out = types_of(dtype).output;
+    tol.output_eps = unit_roundoff(out);
+    tol.output_abs = element_info_of(out).smallest_subnormal / 2;
+    tol.input_eps = unit_roundoff(types_of(dtype).input);  // P rounded once a term
+    tol.accumulate_eps = unit_roundoff(element_type::fp32);
+    tol.sigmas = 8;
+    return tol;
+  }
+};
+
+}  // namespace gpucmp

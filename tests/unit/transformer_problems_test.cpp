@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The transformer operations' problems, on the host: bytes and FLOPs under each convention,
+// bad shapes refused with the field named, the rows a check samples, the launch-shape record.
+#include "catch.hpp"
+
+#include <gpucmp/ops/attention_problem.hpp>
+#include <gpucmp/ops/kernel_candidates.hpp>
+#include <gpucmp/ops/rmsnorm_problem.hpp>
+#include <gpucmp/ops/sampled_rows.hpp>
+#include <gpucmp/ops/swiglu_problem.hpp>
+
+#include <cstdint>
+#include <set>
+
+TEST_CASE("attention: FLOPs under each causal convention, bytes, names", "[ops][attention]") {
+  gpucmp::attention_problem p;  // Llama-3-8B: 32 query heads, 8 KV heads, d 128
+  p.batch = 2;
+  p.seq_q = p.seq_kv = 4096;
+  const double square = 4.0 * 2 * 32 * 4096.0 * 4096.0 * 128;
+  CHECK(p.work().flops == square / 2);  // causal, half the square by default
+  p.flops_convention = gpucmp::causal_flops::full_square;
+  CHECK(p.work().flops == square);
+  p.mask = gpucmp::attention_mask::none;
+  p.flops_convention = gpucmp::causal_flops::half_square;
+  CHECK(p.work().flops == square);  // nothing masked: the convention does not apply
+  CHECK(p.work().bytes_read == 2.0 * 2 * 128 * (4096.0 * 32 + 2 * 4096.0 * 8));
+  CHECK(p.work().bytes_written == 2.0 * 2 * 4096 * 32 * 128);
+  CHECK(p.work().arithmetic == gpucmp::precision::bf16);
+  CHECK(p.name() == "bf16/b2_s4096_h32+8_d128/full");
+  p.kv_heads = 32;
+  p.seq_kv = 1024;
+  p.mask = gpucmp::attention_mask::causal;
+  CHECK(p.name() == "bf16/b2_s4096x1024_h32_d128/causal");
+  CHECK(p.applied_scale() == Approx(1 / std::sqrt(128.0)));
+}
+
+TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
+  gpucmp::attention_problem p;
+  p.head_dim = 100;
+  CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
+  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("head_dim 100 is not supported"));
+  p.head_dim = 128;
+  p.kv_heads = 5;
+  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("kv_heads 5 does not divide q_heads 32"));
+  p.kv_heads = 8;
+  p.seq_q = 0;
+  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("seq_q"));
+  p.seq_q = 16;
+  p.dtype = gpucmp::numerics::fp32;
+  CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
+  p.dtype = gpucmp::numerics::fp16;
+  CHECK_NOTHROW(p.validate());
+}
+
+TEST_CASE("rmsnorm and swiglu: bytes, FLOPs and bad shapes", "[ops][rmsnorm][swiglu]") {
+  gpucmp::rmsnorm_problem n;
+  n.tokens = 8192;
+  n.hidden = 4096;
+  CHECK(n.work().bytes_read == 8192.0 * 4096 * 2 + 4096 * 2);
+  CHECK(n.work().bytes_written == 8192.0 * 4096 * 2);
+  n.residual = true;
+  CHECK(n.work().bytes_read == 2 * 8192.0 * 4096 * 2 + 4096 * 2);
+  CHECK(n.work().bytes_written == 2 * 8192.0 * 4096 * 2);
+  CHECK(n.name() == "bf16/8192x4096+residual");
+  n.hidden = 0;
+  CHECK_THROWS_WITH(n.validate(), GPUCMP_CONTAINS("hidden must be from 1"));
+  n.hidden = 4096;
+  n.eps = 0;
+  CHECK_THROWS_WITH(n.validate(), GPUCMP_CONTAINS("eps"));
+  n.eps = 1e-5;
+  n.dtype = gpucmp::numerics::int8;
+  CHECK_THROWS_AS(n.validate(), gpucmp::unsupported);
+
+  gpucmp::swiglu_problem s{8192, 14336, gpucmp::numerics::fp16};
+  CHECK(s.work().bytes_read == 2 * 8192.0 * 14336 * 2);
+  CHECK(s.work().bytes_written == 8192.0 * 14336 * 2);
+  CHECK(s.name() == "fp16/8192x14336");
+  s.tokens = -1;
+  CHECK_THROWS_WITH(s.validate(), GPUCMP_CONTAINS("tokens must be positive"));
+}
+
+TEST_CASE("sampled_rows: every row when few, the edges and an even stride when many", "[ops]") {
+  CHECK(gpucmp::sampled_rows(5).size() == 5);
+  const auto rows = gpucmp::sampled_rows(100000, 1024);
+  CHECK(rows.front() == 0);
+  CHECK(rows.back() == 99999);
+  CHECK(rows.size() <= 1100);
+  CHECK(rows.size() >= 900);
+  CHECK(std::set<std::int64_t>(rows.begin(), rows.end()).size() == rows.size());
+  CHECK(std::is_sorted(rows.begin(), rows.end()));
+}
+
+TEST_CASE("kernel_candidates: the first shape runs until a search picks another", "[ops]") {
+  CHECK_THROWS_AS(gpucmp::kernel_candidates({}, "x"), gpucmp::invalid_argument);
+  gpucmp::kernel_candidates c({{256, 4, true}, {128, 1, false}}, "x");
+  CHECK(c.algorithm().describe() == "256x4v (heuristic)");
+  c.adopt({1, 2e-6, 0.1}, {{"256x4v", 3e-6, "", 1, 0}, {"128x1e", 2e-6, "", 1, 0}});
+  CHECK(c.algorithm().describe() == "128x1e (search)");
+  CHECK(c.algorithm().searched_seconds == 2e-6);
+  CHECK(c.log().size() == 2);
+  CHECK_THROWS(c.select(2));
+}
