@@ -41,7 +41,7 @@ fi
 if part attention; then
   (
     source "$repo_root/scripts/peers/same-libraries.sh"
-    timeout "${GPUCMP_ATTENTION_TIMEOUT:-300}" "$build_dir/benchmarks/attention_sweep" --gpucmp_max_time_s=1 \
+    timeout "${GPUCMP_ATTENTION_TIMEOUT:-540}" "$build_dir/benchmarks/attention_sweep" --gpucmp_max_time_s=1 \
       --benchmark_filter="${GPUCMP_ATTENTION_FILTER:-.}" --benchmark_out="$work/attention_sweep.json" \
       --benchmark_out_format=json > "$work/attention.log" 2>&1
   ) || status=1
