@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Attention forward sweep: cuDNN's fused attention through gpucmp's verified operation
-// (ops/attention.cuh), each row's plan searched and its output checked before it is timed.
-// Names: attention/cudnn/<dtype>/b<batch>_s<seq>_h<q heads>[+<kv heads>]_d<head dim>/<mask>/graph.
+// Attention sweep, forward and backward: cuDNN's fused attention through gpucmp's verified
+// operation (ops/attention.cuh), each row's plan searched and its output checked before it is
+// timed. Names: attention/cudnn/<dtype>/b<batch>_s<seq>_h<q heads>[+<kv heads>]_d<head dim>/
+// <mask>[/bwd]/graph; a backward row times dQ, dK and dV from a forward's O and statistics.
 // Shapes: the transformer building blocks issue's (batch 1 x 8192, 4 x 4096, 16 x 1024 tokens,
 // 32 heads of 128, causal and full, BF16 and FP16), grouped-query attention (Llama-3-8B's 32
 // query heads over 8 KV heads), head sizes 64 and 256 at the same width (4096). Causal FLOPs
 // are counted as half the square (attention_problem::flops_convention; every row's axes say
-// so). scripts/peers/torch_attention.py times PyTorch on the same shapes.
+// so), a backward's as 2.5 times its forward's. scripts/peers/torch_attention.py times PyTorch
+// on the same shapes.
 #include "library_versions.hpp"
 
 #include <gpucmp/bench.hpp>
@@ -39,16 +41,19 @@ const bool registered = [] {
                           {4, 4096, 32, 8, 128},  {4, 4096, 64, 64, 64},   {4, 4096, 16, 16, 256}};
   for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
     for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
-      for (const shape& s : shapes) {
-        gpucmp::attention_problem p;
-        p.batch = s.batch;
-        p.seq_q = p.seq_kv = s.seq;
-        p.q_heads = s.q_heads;
-        p.kv_heads = s.kv_heads;
-        p.head_dim = s.head_dim;
-        p.dtype = t;
-        p.mask = mask;
-        register_attention(p);
+      for (gpucmp::attention_pass pass : {gpucmp::attention_pass::forward, gpucmp::attention_pass::backward}) {
+        for (const shape& s : shapes) {
+          gpucmp::attention_problem p;
+          p.batch = s.batch;
+          p.seq_q = p.seq_kv = s.seq;
+          p.q_heads = s.q_heads;
+          p.kv_heads = s.kv_heads;
+          p.head_dim = s.head_dim;
+          p.dtype = t;
+          p.mask = mask;
+          p.pass = pass;
+          register_attention(p);
+        }
       }
     }
   }

@@ -11,32 +11,17 @@
 //   swiglu/<dtype>/<tokens>x<intermediate>/graph
 //   copy/kernel/<bytes per buffer>/graph       (the copy each row above is read against)
 // BF16 over the whole sweep; FP16 and FP32 at 8,192 tokens.
+#include "copy_rows.hpp"
+
 #include <gpucmp/bench.hpp>
-#include <gpucmp/ops/memory.cuh>
 #include <gpucmp/ops/rmsnorm.cuh>
 #include <gpucmp/ops/rope.cuh>
 #include <gpucmp/ops/swiglu.cuh>
 
 #include <cstdint>
-#include <set>
 #include <string>
 
 namespace {
-
-// One copy row per distinct size: a copy of B bytes moves 2B, the bytes an operation that
-// reads and writes 2B in all moves.
-std::set<std::int64_t> copies;
-
-void register_copy_for(const gpucmp::work& w) {
-  const std::int64_t bytes = (std::int64_t((w.bytes_read + w.bytes_written) / 2) + 15) / 16 * 16;
-  if (!copies.insert(bytes).second) return;
-  gpucmp::register_benchmark("copy/kernel/" + std::to_string(bytes),
-                             [bytes](gpucmp::state& st) {
-                               gpucmp::memory_bandwidth m(gpucmp::memory_op::copy_kernel, std::size_t(bytes), st.stream());
-                               gpucmp::run_verified(st, m);
-                             },
-                             {gpucmp::mode::graph});
-}
 
 template <class Op, class Problem>
 void register_op(const std::string& prefix, const Problem& p) {
@@ -46,7 +31,7 @@ void register_op(const std::string& prefix, const Problem& p) {
                                gpucmp::run_verified(st, op);
                              },
                              {gpucmp::mode::graph});
-  register_copy_for(p.work());
+  gpucmp_bench::register_copy_for(p.work());
 }
 
 void register_tokens(std::int64_t tokens, gpucmp::numerics t) {

@@ -4,6 +4,7 @@
 """Memory-bound rows as a fraction of the copy rate measured in the same run.
 
 usage: bandwidth-fraction.py RESULTS.json [--out-json FILE] [--out-md FILE] [--prefix P ...]
+                             [--peer PEER.json]
 
 RESULTS.json is a gpucmp Google Benchmark output (benchmarks/transformer_ops writes one)
 holding both the operations' rows and verified copy-kernel rows (copy/kernel/<bytes>). Each
@@ -11,7 +12,10 @@ operation row (names starting with a --prefix: rmsnorm, rope and swiglu by defau
 against the copy row whose bytes moved (read + written) are closest to its own, so a row and
 its copy stream the same amount of memory: fraction = row GB/s / copy GB/s. Writes a JSON of
 {"rows": [{"key", "gbps", "copy_key", "copy_gbps", "fraction", "algorithm"}]} (key: the row's
-name without the mode and Google Benchmark's suffixes) and a Markdown table.
+name without the mode and Google Benchmark's suffixes) and a Markdown table. With --peer
+(another implementation's {"rows": [{"key", "seconds"}]} on the same rows, from the same run:
+scripts/peers/torch_gemv.py), each row also gets the peer's GB/s over the same bytes and
+ratio = the peer's time / gpucmp's (> 1: gpucmp faster).
 """
 import argparse
 import json
@@ -37,6 +41,7 @@ def main():
     parser.add_argument("--out-json")
     parser.add_argument("--out-md")
     parser.add_argument("--prefix", action="append", help="operation rows to read (default: rmsnorm, rope, swiglu)")
+    parser.add_argument("--peer", help="a peer's seconds per call on the same rows")
     args = parser.parse_args()
     prefixes = tuple(p.rstrip("/") + "/" for p in (args.prefix or ["rmsnorm", "rope", "swiglu"]))
     try:
@@ -46,6 +51,14 @@ def main():
         sys.exit(f"bandwidth-fraction: cannot read {args.results}: {e}")
     measured = [b for b in doc.get("benchmarks", []) if "GB/s" in b and b.get("error_occurred") is not True]
     copies = [b for b in measured if row_key(b["name"]).startswith("copy/kernel/")]
+    peer = {}
+    if args.peer:
+        try:
+            with open(args.peer) as f:
+                peer_doc = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            sys.exit(f"bandwidth-fraction: cannot read {args.peer}: {e}")
+        peer = {r["key"]: r["seconds"] for r in peer_doc.get("rows", []) if r.get("seconds")}
     if not copies:
         sys.exit(f"bandwidth-fraction: {args.results} holds no copy/kernel row to read the operations against")
     rows = []
@@ -55,21 +68,33 @@ def main():
             continue
         moved = moved_bytes(b)
         copy = min(copies, key=lambda c: abs(moved_bytes(c) - moved))
-        rows.append({"key": key, "gbps": b["GB/s"], "moved_bytes": moved, "copy_key": row_key(copy["name"]),
-                     "copy_gbps": copy["GB/s"], "fraction": b["GB/s"] / copy["GB/s"],
-                     "algorithm": b.get("label", "").split(";")[0]})
+        row = {"key": key, "gbps": b["GB/s"], "moved_bytes": moved, "copy_key": row_key(copy["name"]),
+               "copy_gbps": copy["GB/s"], "fraction": b["GB/s"] / copy["GB/s"],
+               "algorithm": b.get("label", "").split(";")[0]}
+        if key in peer:
+            seconds = moved / (b["GB/s"] * 1e9)
+            row["peer_gbps"] = moved / peer[key] / 1e9
+            row["ratio"] = peer[key] / seconds
+        rows.append(row)
     if not rows:
         sys.exit(f"bandwidth-fraction: {args.results} holds no row starting with {', '.join(prefixes)}")
     context = doc.get("context", {})
     out = {"gpu": context.get("gpu_name", context.get("device_name", "")), "source": args.results, "rows": rows}
+    if args.peer:
+        out["peer"] = args.peer
     if args.out_json:
         with open(args.out_json, "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")
-    lines = ["| row | GB/s | copy of the same bytes, GB/s | fraction of the copy rate | launch shape |",
-             "|---|---|---|---|---|"]
+    peer_head = " peer GB/s | ratio (peer time / gpucmp's) |" if peer else ""
+    lines = ["| row | GB/s | copy of the same bytes, GB/s | fraction of the copy rate |" + peer_head + " algorithm |",
+             "|---" * (5 + (2 if peer else 0)) + "|"]
     for r in rows:
-        lines.append(f"| {r['key']} | {r['gbps']:.0f} | {r['copy_gbps']:.0f} | {r['fraction']:.2f} | {r['algorithm']} |")
+        peer_cells = ""
+        if peer:
+            peer_cells = f" {r['peer_gbps']:.0f} | {r['ratio']:.2f} |" if "ratio" in r else " – | – |"
+        lines.append(f"| {r['key']} | {r['gbps']:.0f} | {r['copy_gbps']:.0f} | {r['fraction']:.2f} |{peer_cells}"
+                     f" {r['algorithm']} |")
     table = "\n".join(lines) + "\n"
     if args.out_md:
         with open(args.out_md, "w") as f:

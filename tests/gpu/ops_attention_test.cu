@@ -4,7 +4,8 @@
 // cuDNN's fused attention forward: every plan of BF16 and FP16, causal and full masks, head
 // sizes 64, 128 and 256, multi-head and grouped-query, sequence lengths that are not tile
 // multiples, verified against the double reference; a corrupted output is caught and located;
-// a search keeps a verified plan (bad problems: tests/unit/transformer_problems_test.cpp).
+// a search keeps a verified plan; the backward's dQ, dK and dV against the FP64 GPU reference
+// at the same shapes and a long GQA sequence (bad problems: tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -63,4 +64,61 @@ TEST_CASE("attention: a corrupted output is caught and located; a search keeps a
   const gpucmp::verification v = op.check_output();
   CHECK(v.failed == 1);
   CHECK(v.worst_where == "batch 0, position 0, head 3, element 5");
+}
+
+TEST_CASE("attention backward: every plan's dQ, dK and dV match the FP64 reference", "[gpu][ops][attention][backward]") {
+  gpucmp::stream s;
+  gpucmp::attention_options options;
+  options.max_plans = 4;
+  for (gpucmp::numerics t : gpucmp::attention_numerics) {
+    for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
+      for (std::int64_t d : {64, 128, 256}) {
+        for (std::int64_t kv_heads : {8, 2}) {
+          gpucmp::attention_problem p;
+          p.pass = gpucmp::attention_pass::backward;
+          p.batch = 2;
+          p.q_heads = 8;
+          p.kv_heads = kv_heads;
+          p.seq_q = p.seq_kv = d == 128 ? 333 : 256;  // 333: not a multiple of any tile
+          p.head_dim = d;
+          p.dtype = t;
+          p.mask = mask;
+          gpucmp::attention op(p, options, s.get());
+          REQUIRE(op.candidate_count() >= 1);
+          const std::size_t positions = gpucmp::attention_sampled_positions(p.seq_q).size();
+          for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+            op.select(i, s.get());
+            const gpucmp::verification v = op.verify(s.get());
+            INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
+            CHECK(v.passed());
+            // O and dQ (8 query heads each), dK and dV (kv_heads each), both batches.
+            CHECK(v.checked == std::size_t(2 * positions * d * (8 + 8 + 2 * kv_heads)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention backward: a long causal GQA sequence; a corrupted dK is caught and located",
+          "[gpu][ops][attention][backward]") {
+  gpucmp::stream s;
+  gpucmp::attention_problem p;
+  p.pass = gpucmp::attention_pass::backward;
+  p.batch = 1;
+  p.seq_q = p.seq_kv = 4096;  // 32 query heads over 8 KV heads, d 128
+  gpucmp::attention op(p, {}, s.get());
+  const gpucmp::prepared_operation prepared = gpucmp::prepare_verified(op);
+  REQUIRE(prepared.search.has_value());
+  INFO(prepared.check.summary());
+  CHECK(prepared.check.passed());
+  // The last key is seen by the last query alone (of each of its group's 4 heads), so dK there
+  // is small: set KV head 7's element 9 far off.
+  const std::uint16_t big = 0x4700;  // BF16 32768
+  char* dk = static_cast<char*>(op.gradient("dk"));
+  REQUIRE(cudaMemcpy(dk + ((4095 * 8 + 7) * 128 + 9) * 2, &big, 2, cudaMemcpyHostToDevice) == cudaSuccess);
+  const gpucmp::verification v = op.check_output();
+  CHECK(v.failed == 1);
+  CHECK(v.worst_where == "dK batch 0, position 4095, head 7, element 9");
+  CHECK_THROWS_AS(op.gradient("do"), gpucmp::invalid_argument);
 }

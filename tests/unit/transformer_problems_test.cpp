@@ -6,6 +6,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/ops/attention_problem.hpp>
+#include <gpucmp/ops/gemv_problem.hpp>
 #include <gpucmp/ops/kernel_candidates.hpp>
 #include <gpucmp/ops/rmsnorm_problem.hpp>
 #include <gpucmp/ops/sampled_rows.hpp>
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 #include <set>
+#include <vector>
 
 TEST_CASE("attention: FLOPs under each causal convention, bytes, names", "[ops][attention]") {
   gpucmp::attention_problem p;  // Llama-3-8B: 32 query heads, 8 KV heads, d 128
@@ -36,6 +38,35 @@ TEST_CASE("attention: FLOPs under each causal convention, bytes, names", "[ops][
   CHECK(p.applied_scale() == Approx(1 / std::sqrt(128.0)));
 }
 
+TEST_CASE("attention backward: 2.5 times the forward's FLOPs, its own bytes and name", "[ops][attention]") {
+  gpucmp::attention_problem p;
+  p.batch = 2;
+  p.seq_q = p.seq_kv = 1024;  // 32 query heads over 8 KV heads, d 128, causal
+  const gpucmp::work forward = p.work();
+  p.pass = gpucmp::attention_pass::backward;
+  const gpucmp::work backward = p.work();
+  CHECK(backward.flops == 2.5 * forward.flops);
+  CHECK(backward.flops == 10.0 * 2 * 32 * (1024.0 * 1024 / 2) * 128);
+  const double q = 2.0 * 2 * 1024 * 32 * 128, kv = 2.0 * 2 * 1024 * 8 * 128;
+  CHECK(backward.bytes_read == 3 * q + 2 * kv + 4.0 * 2 * 32 * 1024);  // Q, O, dO; K, V; FP32 statistics
+  CHECK(backward.bytes_written == q + 2 * kv);                         // dQ; dK, dV
+  CHECK(p.name() == "bf16/b2_s1024_h32+8_d128/causal/bwd");
+  bool has_pass = false;
+  for (const gpucmp::axis& a : p.axes()) has_pass = has_pass || (a.name == "pass" && a.text == "backward");
+  CHECK(has_pass);
+}
+
+TEST_CASE("attention: the sampled positions hold both ends and spread between", "[ops][attention]") {
+  const std::vector<std::int64_t> s = gpucmp::attention_sampled_positions(8192);
+  CHECK(s.size() == 16);
+  CHECK(s.front() == 0);
+  CHECK(s[1] == 1);
+  CHECK(s.back() == 8191);
+  CHECK(std::set<std::int64_t>(s.begin(), s.end()).size() == s.size());
+  CHECK(gpucmp::attention_sampled_positions(3) == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(gpucmp::attention_sampled_positions(1) == std::vector<std::int64_t>{0});
+}
+
 TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
   gpucmp::attention_problem p;
   p.head_dim = 100;
@@ -52,6 +83,38 @@ TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
   CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
   p.dtype = gpucmp::numerics::fp16;
   CHECK_NOTHROW(p.validate());
+}
+
+TEST_CASE("gemv: bytes, FLOPs, the GEMM it is, Llama-3-8B's shapes, bad problems", "[ops][gemv]") {
+  const gpucmp::gemv_problem p{1, 4096, 14336, gpucmp::numerics::bf16};  // the down projection
+  CHECK(p.weight_bytes() == 2.0 * 4096 * 14336);
+  CHECK(p.work().bytes_read == 2.0 * 4096 * 14336 + 2.0 * 14336);
+  CHECK(p.work().bytes_written == 2.0 * 4096);
+  CHECK(p.work().flops == 2.0 * 4096 * 14336);
+  CHECK(p.name() == "bf16/b1_n4096_k14336");
+  const gpucmp::gemm_problem g = p.as_gemm();
+  CHECK(g.m == 4096);
+  CHECK(g.n == 1);
+  CHECK(g.k == 14336);
+  CHECK(g.transpose_a);
+  CHECK_FALSE(g.transpose_b);
+  CHECK(g.flops() == p.work().flops);
+  const std::vector<gpucmp::named_gemv> llama = gpucmp::llama3_8b_gemvs(8);
+  REQUIRE(llama.size() == 5);
+  CHECK(llama[0].layer == "qkv");
+  CHECK(llama[0].problem.n == 6144);
+  CHECK(llama[4].layer == "lm_head");
+  CHECK(llama[4].problem.n == 128256);
+  CHECK(llama[4].problem.batch == 8);
+  gpucmp::gemv_problem bad = p;
+  bad.batch = 0;
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("batch must be positive"));
+  bad = p;
+  bad.k = 0;
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("W is n x k"));
+  bad = p;
+  bad.dtype = gpucmp::numerics::fp32;
+  CHECK_THROWS_AS(bad.validate(), gpucmp::unsupported);
 }
 
 TEST_CASE("rmsnorm and swiglu: bytes, FLOPs and bad shapes", "[ops][rmsnorm][swiglu]") {

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Scaled dot-product attention, forward, as a verified operation (ops/operation.hpp) through
-// cuDNN's fused attention (component gpucmp::cudnn): the problem (ops/attention_problem.hpp)
-// described as a cudnn-frontend SDPA graph on BSHD tensors, its execution plans the candidates
-// (ops/cudnn_graph.hpp: heuristic mode A, then the fallback list), timed by the engine. The
-// output is checked against a double reference on the CPU over sampled query positions of
-// the first and last batch, every head. cuDNN's version goes in every row (libraries()).
+// Scaled dot-product attention, forward or backward, as a verified operation
+// (ops/operation.hpp) through cuDNN's fused attention (component gpucmp::cudnn): the problem
+// (ops/attention_problem.hpp) described as a cudnn-frontend SDPA graph on BSHD tensors, its
+// execution plans the candidates (ops/cudnn_graph.hpp: heuristic mode A, then the fallback
+// list), timed by the engine. A forward's output is checked against a double reference on the
+// CPU over sampled query positions of the first and last batch, every head. A backward is
+// prepared by one forward that also writes the softmax statistics (its O checked the same
+// way); its dQ, dK and dV are checked against the FP64 GPU reference of
+// ops/attention_reference.cuh. cuDNN's version goes in every row (libraries()).
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -14,6 +17,7 @@
 #include <gpucmp/cuda/element_type.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/attention_problem.hpp>
+#include <gpucmp/ops/attention_reference.cuh>
 #include <gpucmp/ops/cudnn_graph.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
@@ -26,7 +30,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,16 +47,18 @@ struct attention_options {
 namespace detail {
 /// The uids of an attention graph's tensors.
 namespace attention_uid {
-constexpr std::int64_t q = 1, k = 2, v = 3, o = 4;
+constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, stats = 5, dout = 6, dq = 7, dk = 8, dv = 9;
 }  // namespace attention_uid
 }  // namespace detail
 
-/// One verified attention forward on the current device, Q, K and V filled with random values.
+/// One verified attention call, forward or backward (attention_problem::pass), on the current
+/// device, its inputs filled with random values.
 class attention {
  public:
   /// Prepares `p`: validates it (invalid_argument, unsupported), checks it fits in free memory
-  /// (out_of_memory), allocates and fills Q, K uniform in [-1, 1) and V in [-1, 1), describes
-  /// the SDPA graph and builds its plans (unsupported when cuDNN has none for it here).
+  /// (out_of_memory), allocates and fills Q, K, V (and for a backward dO) uniform in [-1, 1),
+  /// describes the SDPA graph and builds its plans (unsupported when cuDNN has none for it
+  /// here). A backward also runs one forward, its first plan, for O and the statistics.
   explicit attention(const attention_problem& p, const attention_options& options = {}, cudaStream_t stream = nullptr)
       : m_problem((p.validate(), p)), m_options(options) {
     const double needed = bytes_needed(p);
@@ -65,11 +70,20 @@ class attention {
     m_k = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
     m_v = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
     m_o = device_buffer<std::uint8_t>(q_elements() * bytes, initial_fill::uninitialized());
+    const bool backward = p.pass == attention_pass::backward;
+    if (backward) {
+      m_do = device_buffer<std::uint8_t>(q_elements() * bytes, initial_fill::uninitialized());
+      m_dq = device_buffer<std::uint8_t>(q_elements() * bytes, initial_fill::uninitialized());
+      m_dk = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
+      m_dv = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
+      m_stats = device_buffer<std::uint8_t>(stats_elements() * sizeof(float), initial_fill::uninitialized());
+    }
     visit_floating_storage(types_of(p.dtype).input, [&](auto zero) {
       using T = decltype(zero);
       fill_uniform(reinterpret_cast<T*>(m_q.data()), q_elements(), 71, -1, 1, stream);
       fill_uniform(reinterpret_cast<T*>(m_k.data()), kv_elements(), 72, -1, 1, stream);
       fill_uniform(reinterpret_cast<T*>(m_v.data()), kv_elements(), 73, -1, 1, stream);
+      if (backward) fill_uniform(reinterpret_cast<T*>(m_do.data()), q_elements(), 74, -1, 1, stream);
     });
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     cudnnHandle_t h = nullptr;
@@ -78,27 +92,29 @@ class attention {
     build_plans();
     std::size_t workspace = 0;
     for (const cudnn_plan& plan : m_graph->plans()) workspace = std::max(workspace, plan.workspace);
+    if (backward) workspace = std::max(workspace, m_forward->plan(0).workspace);
     if (workspace > 0) m_workspace = device_buffer<std::uint8_t>(workspace, initial_fill::uninitialized());
+    if (backward) run_forward(stream);
   }
 
   /// Device bytes it allocates for `p` before its workspace (the largest plan's, at most
-  /// attention_options::workspace_limit): Q, K, V and O.
+  /// attention_options::workspace_limit): Q, K, V and O; for a backward also dO, dQ, dK, dV
+  /// and the FP32 statistics.
   static double bytes_needed(const attention_problem& p) {
     const double bytes = double(activation_bytes(p.dtype));
-    return bytes * double(p.batch) * double(p.head_dim) * (2 * double(p.seq_q) * double(p.q_heads) + 2 * double(p.seq_kv) * double(p.kv_heads));
+    const double q = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_q) * double(p.q_heads);
+    const double kv = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_kv) * double(p.kv_heads);
+    if (p.pass == attention_pass::forward) return 2 * q + 2 * kv;
+    return 4 * q + 4 * kv + 4 * double(p.batch) * double(p.q_heads) * double(p.seq_q);
   }
 
   /// Enqueues one call of the selected plan.
   void operator()(cudaStream_t stream) {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
-    const cudnn_variant_pack pack{{detail::attention_uid::q, m_q.data()},
-                                  {detail::attention_uid::k, m_k.data()},
-                                  {detail::attention_uid::v, m_v.data()},
-                                  {detail::attention_uid::o, m_o.data()}};
-    m_graph->execute(m_handle.get(), m_selected, pack, m_workspace.data());
+    m_graph->execute(m_handle.get(), m_selected, variant_pack(), m_workspace.data());
   }
 
-  /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal".
+  /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal" ("/bwd" appended for a backward).
   std::string name() const { return "attention/cudnn/" + m_problem.name(); }
   gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
   std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
@@ -138,33 +154,51 @@ class attention {
   };
   algorithm_info algorithm() const { return {describe_candidate(m_selected), m_chosen_by, m_searched_seconds}; }
   const attention_problem& problem() const noexcept { return m_problem; }  ///< what it computes
-  void* output() noexcept { return m_o.data(); }                           ///< O, BSHD
+  /// O, BSHD (a backward's: the forward's that it reads).
+  void* output() noexcept { return m_o.data(); }
+  /// A backward's gradient `which` ("dq", "dk" or "dv"), BSHD; throws invalid_argument for a
+  /// forward or another name.
+  void* gradient(const std::string& which) {
+    if (m_problem.pass == attention_pass::backward) {
+      if (which == "dq") return m_dq.data();
+      if (which == "dk") return m_dk.data();
+      if (which == "dv") return m_dv.data();
+    }
+    throw invalid_argument(name() + ": no gradient '" + which + "' (a backward has dq, dk and dv)");
+  }
 
-  /// Poisons O, runs once and checks it (check_output()).
+  /// Poisons what the pass writes (O; dQ, dK and dV), runs once and checks it (check_output()).
   verification verify(cudaStream_t stream) {
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_o.data(), 0xFF, m_o.bytes(), stream));
+    for (device_buffer<std::uint8_t>* out : outputs()) {
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(out->data(), 0xFF, out->bytes(), stream));
+    }
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return check_output();
   }
 
-  /// Checks O as it is now against a double reference from the stored Q, K and V at the query
-  /// positions sampled_positions() of the first and last batch, every query head, within
-  /// output_tolerance().
+  /// Checks what the pass wrote as it is now. Forward: O against a double reference from the
+  /// stored Q, K and V at the query positions sampled_positions() of the first and last batch,
+  /// every query head, within output_tolerance(). Backward: the O it reads the same way, then
+  /// dQ, dK and dV (check_attention_gradients()).
   verification check_output() const {
-    return visit_floating_storage(types_of(m_problem.dtype).input, [&](auto zero) { return check<decltype(zero)>(); });
+    return visit_floating_storage(types_of(m_problem.dtype).input, [&](auto zero) {
+      using T = decltype(zero);
+      verification v = check<T>();
+      if (m_problem.pass == attention_pass::backward && v.passed()) {
+        const attention_gradients_view t{m_q.data(),  m_k.data(),  m_v.data(),  m_o.data(),
+                                         m_do.data(), m_dq.data(), m_dk.data(), m_dv.data()};
+        verification g = check_attention_gradients<T>(m_problem, t, nullptr);
+        g.method = "O: " + v.method + "; " + g.method;
+        g.checked += v.checked;
+        return g;
+      }
+      return v;
+    });
   }
 
-  /// The query positions a check compares: the first two and last two, and 12 spread between.
-  std::vector<std::int64_t> sampled_positions() const {
-    std::set<std::int64_t> s;
-    const std::int64_t n = m_problem.seq_q;
-    for (std::int64_t i : {std::int64_t(0), std::int64_t(1), n - 2, n - 1}) {
-      if (i >= 0 && i < n) s.insert(i);
-    }
-    for (int i = 1; i <= 12; ++i) s.insert(n * i / 13);
-    return {s.begin(), s.end()};
-  }
+  /// The query positions a check of O compares (attention_sampled_positions()).
+  std::vector<std::int64_t> sampled_positions() const { return attention_sampled_positions(m_problem.seq_q); }
 
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
@@ -174,6 +208,37 @@ class attention {
   }
   std::size_t kv_elements() const noexcept {
     return std::size_t(m_problem.batch * m_problem.seq_kv * m_problem.kv_heads * m_problem.head_dim);
+  }
+  std::size_t stats_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.q_heads * m_problem.seq_q); }
+
+  /// What a call writes.
+  std::vector<device_buffer<std::uint8_t>*> outputs() {
+    if (m_problem.pass == attention_pass::forward) return {&m_o};
+    return {&m_dq, &m_dk, &m_dv};
+  }
+
+  /// The tensors of the pass's graph by uid.
+  cudnn_variant_pack variant_pack() {
+    namespace uid = detail::attention_uid;
+    cudnn_variant_pack pack{{uid::q, m_q.data()}, {uid::k, m_k.data()}, {uid::v, m_v.data()}, {uid::o, m_o.data()}};
+    if (m_problem.pass == attention_pass::backward) {
+      for (const auto& bound : {std::pair<std::int64_t, void*>{uid::stats, m_stats.data()},
+                                {uid::dout, m_do.data()}, {uid::dq, m_dq.data()}, {uid::dk, m_dk.data()},
+                                {uid::dv, m_dv.data()}}) {
+        pack.insert(bound);
+      }
+    }
+    return pack;
+  }
+
+  /// A backward's inputs O and the statistics, from the forward graph's first plan.
+  void run_forward(cudaStream_t stream) {
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    namespace uid = detail::attention_uid;
+    const cudnn_variant_pack pack{
+        {uid::q, m_q.data()}, {uid::k, m_k.data()}, {uid::v, m_v.data()}, {uid::o, m_o.data()}, {uid::stats, m_stats.data()}};
+    m_forward->execute(m_handle.get(), 0, pack, m_workspace.data());
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
   void build_plans();  // host passes only (ops/cudnn_graph.hpp says why)
@@ -235,8 +300,10 @@ class attention {
   attention_problem m_problem;
   attention_options m_options;
   handle_t m_handle;
-  std::shared_ptr<const cudnn_graph> m_graph;
+  std::shared_ptr<const cudnn_graph> m_graph;    // the timed pass's
+  std::shared_ptr<const cudnn_graph> m_forward;  // a backward's forward (with statistics)
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
+  device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
   std::size_t m_selected = 0;
   algorithm_choice m_chosen_by = algorithm_choice::heuristic;
   double m_searched_seconds = 0;
@@ -246,31 +313,64 @@ class attention {
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE
 inline void attention::build_plans() {
   namespace fe = cudnn_frontend;
+  namespace uid = detail::attention_uid;
   const attention_problem& p = m_problem;
-  auto describe = [&p](fe::graph::Graph& g) {
-    const auto type = types_of(p.dtype).input == element_type::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  const bool backward = p.pass == attention_pass::backward;
+  const auto type = types_of(p.dtype).input == element_type::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  // BSHD in memory, dimensions in cuDNN's (batch, heads, sequence, head_dim) order.
+  auto layout = [&p](fe::graph::Tensor_attributes& t, std::int64_t heads, std::int64_t seq) -> fe::graph::Tensor_attributes& {
+    return t.set_dim({p.batch, heads, seq, p.head_dim}).set_stride({seq * heads * p.head_dim, p.head_dim, heads * p.head_dim, 1});
+  };
+  auto tensor = [&](fe::graph::Graph& g, std::int64_t id, const char* name, std::int64_t heads, std::int64_t seq) {
+    fe::graph::Tensor_attributes t;
+    return g.tensor(layout(t.set_name(name).set_uid(id), heads, seq));
+  };
+  // The statistics (each query row's log-sum-exp of its scores, FP32): (batch, heads, seq, 1).
+  auto stats_layout = [&p](fe::graph::Tensor_attributes& t) -> fe::graph::Tensor_attributes& {
+    return t.set_uid(uid::stats)
+        .set_dim({p.batch, p.q_heads, p.seq_q, 1})
+        .set_stride({p.q_heads * p.seq_q, p.seq_q, 1, 1})
+        .set_data_type(fe::DataType_t::FLOAT);
+  };
+  auto types = [type](fe::graph::Graph& g) {
     g.set_io_data_type(type).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
-    // BSHD in memory, dimensions in cuDNN's (batch, heads, sequence, head_dim) order.
-    auto tensor = [&](std::int64_t uid, const char* name, std::int64_t heads, std::int64_t seq) {
-      return g.tensor(fe::graph::Tensor_attributes()
-                          .set_name(name)
-                          .set_uid(uid)
-                          .set_dim({p.batch, heads, seq, p.head_dim})
-                          .set_stride({seq * heads * p.head_dim, p.head_dim, heads * p.head_dim, 1}));
-    };
-    auto q = tensor(detail::attention_uid::q, "Q", p.q_heads, p.seq_q);
-    auto k = tensor(detail::attention_uid::k, "K", p.kv_heads, p.seq_kv);
-    auto v = tensor(detail::attention_uid::v, "V", p.kv_heads, p.seq_kv);
-    auto attributes = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(false).set_attn_scale(float(p.applied_scale()));
+  };
+  auto describe_forward = [&](fe::graph::Graph& g) {
+    types(g);
+    auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q);
+    auto k = tensor(g, uid::k, "K", p.kv_heads, p.seq_kv);
+    auto v = tensor(g, uid::v, "V", p.kv_heads, p.seq_kv);
+    auto attributes =
+        fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(backward).set_attn_scale(float(p.applied_scale()));
     if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
     auto [o, stats] = g.sdpa(q, k, v, attributes);
-    (void)stats;
-    o->set_output(true)
-        .set_uid(detail::attention_uid::o)
-        .set_dim({p.batch, p.q_heads, p.seq_q, p.head_dim})
-        .set_stride({p.seq_q * p.q_heads * p.head_dim, p.head_dim, p.q_heads * p.head_dim, 1});
+    layout(o->set_output(true).set_uid(uid::o), p.q_heads, p.seq_q);
+    if (backward) stats_layout(stats->set_output(true));
   };
-  m_graph = std::make_shared<const cudnn_graph>(m_handle.get(), describe, cudnn_numerics{true, false},
+  if (!backward) {
+    m_graph = std::make_shared<const cudnn_graph>(m_handle.get(), describe_forward, cudnn_numerics{true, false},
+                                                  m_options.workspace_limit, m_options.max_plans, name());
+    return;
+  }
+  m_forward = std::make_shared<const cudnn_graph>(m_handle.get(), describe_forward, cudnn_numerics{true, false},
+                                                  m_options.workspace_limit, 1, name() + " (its forward)");
+  auto describe_backward = [&](fe::graph::Graph& g) {
+    types(g);
+    auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q);
+    auto k = tensor(g, uid::k, "K", p.kv_heads, p.seq_kv);
+    auto v = tensor(g, uid::v, "V", p.kv_heads, p.seq_kv);
+    auto o = tensor(g, uid::o, "O", p.q_heads, p.seq_q);
+    auto dout = tensor(g, uid::dout, "dO", p.q_heads, p.seq_q);
+    fe::graph::Tensor_attributes stats_attributes;
+    auto stats = g.tensor(stats_layout(stats_attributes.set_name("stats")));
+    auto attributes = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(float(p.applied_scale()));
+    if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
+    auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dout, stats, attributes);
+    layout(dq->set_output(true).set_uid(uid::dq), p.q_heads, p.seq_q);
+    layout(dk->set_output(true).set_uid(uid::dk), p.kv_heads, p.seq_kv);
+    layout(dv->set_output(true).set_uid(uid::dv), p.kv_heads, p.seq_kv);
+  };
+  m_graph = std::make_shared<const cudnn_graph>(m_handle.get(), describe_backward, cudnn_numerics{true, false},
                                                 m_options.workspace_limit, m_options.max_plans, name());
 }
 #endif  // GPUCMP_CUDNN_FRONTEND_VISIBLE

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// A scaled dot-product attention problem, forward, as a transformer layer runs it:
+// A scaled dot-product attention problem, as a transformer layer runs it, forward
 //   O = softmax(scale Q K^T + mask) V
-// per batch and query head; grouped-query attention shares each K/V head among
+// or backward (dQ, dK and dV from dO, given the forward's O and softmax statistics), per
+// batch and query head; grouped-query attention shares each K/V head among
 // q_heads / kv_heads query heads. Tensors are stored batch x sequence x heads x head_dim
 // (BSHD: each token's heads side by side, as the QKV projection writes them). Host-only: the
 // problem, its FLOPs under a stated convention, bytes, axes and the output bound.
@@ -16,6 +17,7 @@
 #include <gpucmp/ops/verification.hpp>
 #include <gpucmp/specs/work.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -44,7 +46,29 @@ enum class causal_flops {
 /// "half_square" or "full_square".
 inline const char* to_string(causal_flops c) noexcept { return c == causal_flops::half_square ? "half_square" : "full_square"; }
 
-/// One attention forward.
+/// Which pass of attention is timed.
+enum class attention_pass {
+  forward,   ///< O from Q, K and V
+  backward,  ///< dQ, dK and dV from Q, K, V, O, dO and the forward's softmax statistics
+};
+
+/// "forward" or "backward".
+inline const char* to_string(attention_pass p) noexcept { return p == attention_pass::backward ? "backward" : "forward"; }
+
+/// The query (or key) positions a check compares out of `n`: the first two and last two, and
+/// 12 spread between (every tile boundary class of a long sequence, few enough to recompute).
+inline std::vector<std::int64_t> attention_sampled_positions(std::int64_t n) {
+  std::vector<std::int64_t> s;
+  auto add = [&](std::int64_t i) {
+    if (i >= 0 && i < n && std::find(s.begin(), s.end(), i) == s.end()) s.push_back(i);
+  };
+  for (std::int64_t i : {std::int64_t(0), std::int64_t(1), n - 2, n - 1}) add(i);
+  for (int i = 1; i <= 12; ++i) add(n * i / 13);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+/// One attention call, forward or backward.
 struct attention_problem {
   std::int64_t batch = 1;
   std::int64_t q_heads = 32;       ///< query heads (Llama-3-8B: 32)
@@ -55,6 +79,7 @@ struct attention_problem {
   numerics dtype = numerics::bf16;
   attention_mask mask = attention_mask::causal;
   causal_flops flops_convention = causal_flops::half_square;
+  attention_pass pass = attention_pass::forward;
   double scale = 0;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
 
   /// The scale applied (scale, or 1 / sqrt(head_dim) when it is 0).
@@ -79,13 +104,14 @@ struct attention_problem {
     require_numerics(dtype, attention_numerics, "attention");
   }
 
-  /// "bf16/b1_s4096x4096_h32+8_d128/causal".
+  /// "bf16/b1_s4096x4096_h32+8_d128/causal", "/bwd" appended for the backward pass.
   std::string name() const {
     std::string s = std::string(to_string(dtype)) + "/b" + std::to_string(batch) + "_s" + std::to_string(seq_q);
     if (seq_kv != seq_q) s += "x" + std::to_string(seq_kv);
     s += "_h" + std::to_string(q_heads);
     if (kv_heads != q_heads) s += "+" + std::to_string(kv_heads);
-    return s + "_d" + std::to_string(head_dim) + "/" + to_string(mask);
+    s += "_d" + std::to_string(head_dim) + "/" + to_string(mask);
+    return pass == attention_pass::backward ? s + "/bwd" : s;
   }
 
   /// Query-key pairs each head scores, under the FLOP convention: seq_q x seq_kv, or for a
@@ -95,34 +121,41 @@ struct attention_problem {
     return mask == attention_mask::causal && flops_convention == causal_flops::half_square ? square / 2 : square;
   }
 
-  /// One call's work: two GEMMs a head (Q K^T and P V), 2 x 2 x head_dim FLOPs a counted pair
-  /// (the softmax not counted, as everyone counts it); Q, K and V read once, O written once.
-  /// Items: query tokens (batch x seq_q).
+  /// One call's work. Forward: two GEMMs a head (Q K^T and P V), 2 x 2 x head_dim FLOPs a
+  /// counted pair (the softmax not counted, as everyone counts it); Q, K and V read once, O
+  /// written once. Backward: 2.5 times the forward's FLOPs (five GEMMs: Q K^T again, dO V^T,
+  /// dV, dQ and dK; FlashAttention's and cuDNN's convention); Q, K, V, O, dO and the FP32
+  /// statistics read once, dQ, dK and dV written once. Items: query tokens (batch x seq_q).
   gpucmp::work work() const {
     const double bytes = double(activation_bytes(dtype));
+    const double q_bytes = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
+    const double kv_bytes = double(batch) * double(seq_kv) * double(kv_heads) * double(head_dim) * bytes;
+    const bool backward = pass == attention_pass::backward;
     gpucmp::work w;
-    w.flops = 4 * double(batch) * double(q_heads) * counted_pairs() * double(head_dim);
-    w.bytes_read = double(batch) * double(head_dim) * bytes * (double(seq_q) * double(q_heads) + 2 * double(seq_kv) * double(kv_heads));
-    w.bytes_written = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
+    w.flops = (backward ? 10 : 4) * double(batch) * double(q_heads) * counted_pairs() * double(head_dim);
+    w.bytes_read = backward ? 3 * q_bytes + 2 * kv_bytes + 4 * double(batch) * double(q_heads) * double(seq_q)
+                            : q_bytes + 2 * kv_bytes;
+    w.bytes_written = backward ? q_bytes + 2 * kv_bytes : q_bytes;
     w.items = double(batch) * double(seq_q);
     w.arithmetic = peak_precision(dtype);
     return w;
   }
 
-  /// Its row's axes: batch, sequences, heads, head_dim, mask, recipe, FLOP convention.
+  /// Its row's axes: pass, batch, sequences, heads, head_dim, mask, recipe, FLOP convention.
   std::vector<axis> axes() const {
-    return {axis::of("batch", double(batch)),       axis::of("seq_q", double(seq_q)),
-            axis::of("seq_kv", double(seq_kv)),     axis::of("q_heads", double(q_heads)),
-            axis::of("kv_heads", double(kv_heads)), axis::of("head_dim", double(head_dim)),
-            axis::of("mask", to_string(mask)),      axis::of("dtype", to_string(dtype)),
-            axis::of("flops", to_string(flops_convention))};
+    return {axis::of("pass", to_string(pass)),      axis::of("batch", double(batch)),
+            axis::of("seq_q", double(seq_q)),       axis::of("seq_kv", double(seq_kv)),
+            axis::of("q_heads", double(q_heads)),   axis::of("kv_heads", double(kv_heads)),
+            axis::of("head_dim", double(head_dim)), axis::of("mask", to_string(mask)),
+            axis::of("dtype", to_string(dtype)),    axis::of("flops", to_string(flops_convention))};
   }
 
   /// The rounding a correct kernel may show against a double reference from the same stored
-  /// Q, K and V: O's rounding, and P rounded to the input type before the P V product (what
-  /// fused attention kernels do), a random walk over the keys; bound() takes the root of
-  /// sum (p_j v_j)^2 as l2 and the keys seen as terms. FP32 scores and exponentials add a few
-  /// FP32 units, inside the allowance.
+  /// Q, K and V: the output's rounding, and P (backward: P and dS) rounded to the input type
+  /// before the GEMM that reads it (what fused attention kernels do), a random walk over the
+  /// terms; bound() takes the root of the squared terms (forward: sum (p_j v_j)^2) as l2 and
+  /// their number as terms. FP32 scores and exponentials add a few FP32 units, inside the
+  /// allowance.
   tolerance output_tolerance() const noexcept {
     tolerance tol;
     const element_type out = types_of(dtype).output;

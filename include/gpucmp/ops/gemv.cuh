@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A decode GEMV (ops/gemv_problem.hpp) as a verified operation (ops/operation.hpp) whose
+// candidates come from two providers, chosen by one verified search:
+//   - cuBLASLt, through the gemm operation (ops/gemm.cuh) of the same product: the
+//     heuristic's algorithms and their split-K variants (a GEMV's output is far below one wave);
+//   - gpucmp's own kernel for up to gemv_kernel_max_batch tokens: warps stream W's rows in
+//     16-byte vectors, several loads in flight per lane, FP32 sums for every token at once, and
+//     `split` warps of a block share one row (split-K inside the block) where a row alone
+//     holds too few bytes in flight.
+// cuBLASLt's tensor-core kernels tile for larger outputs, and at batch 1 a plain GEMV moves
+// the weight at a fraction of the copy rate (PyTorch's O projection on the H200: 1,225 of
+// 4,294 GB/s); the kernel is what reaches the copy rate there, the tensor cores what wins at
+// tens of tokens. Both write the gemm operation's output, which its FP64 reference checks.
+#pragma once
+
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/gemm.cuh>
+#include <gpucmp/ops/gemv_problem.hpp>
+#include <gpucmp/ops/operation.hpp>
+#include <gpucmp/ops/packed_elements.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpucmp {
+
+/// The most tokens gpucmp's GEMV kernel takes (its sums live in registers, one per token);
+/// beyond, the tensor cores' GEMMs are the candidates.
+inline constexpr int gemv_kernel_max_batch = 8;
+
+namespace detail {
+
+inline constexpr int gemv_block_threads = 256;  // 8 warps
+inline constexpr int gemv_loads_in_flight = 4;  // 16-byte W vectors each lane loads before it sums
+
+template <class T>
+__device__ inline packed<T> load_streaming(const T* p) {  // W: read once, kept out of L1
+  const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(p));
+  packed<T> out;
+  static_assert(sizeof(out) == sizeof(raw), "a pack is 16 bytes");
+  memcpy(&out, &raw, sizeof(raw));
+  return out;
+}
+
+template <class T>
+__device__ inline packed<T> load_cached(const T* p) {  // x: read by every row, kept in L1
+  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+  packed<T> out;
+  memcpy(&out, &raw, sizeof(raw));
+  return out;
+}
+
+template <class T, int B>
+__device__ inline void gemv_accumulate(const packed<T>& w, const T* x, std::int64_t k, std::int64_t column,
+                                       float (&sum)[B]) {
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const packed<T> xv = load_cached(x + b * k + column);
+#pragma unroll
+    for (int e = 0; e < packed<T>::width; ++e) sum[b] += to_float(w.v[e]) * to_float(xv.v[e]);
+  }
+}
+
+// y[b][row] = sum_c x[b][c] W[row][c] for B tokens. A block's 8 warps hold 8 / split rows;
+// the `split` warps of a row read its 16-byte vectors interleaved, gemv_loads_in_flight at a
+// time, then sum across lanes (shuffles) and across the row's warps (shared memory).
+template <class T, int B>
+__global__ void __launch_bounds__(gemv_block_threads)
+    gemv_kernel(const T* __restrict__ w, const T* __restrict__ x, T* __restrict__ y, std::int64_t n, std::int64_t k,
+                int split) {
+  constexpr int U = gemv_loads_in_flight, E = packed<T>::width, warps = gemv_block_threads / 32;
+  __shared__ float partial[warps][B];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const std::int64_t row = std::int64_t(blockIdx.x) * (warps / split) + warp / split;
+  float sum[B] = {};
+  if (row < n) {
+    const T* w_row = w + row * k;
+    const std::int64_t vectors = k / E, stride = std::int64_t(split) * 32;
+    std::int64_t v = std::int64_t(warp % split) * 32 + lane;
+    for (; v + (U - 1) * stride < vectors; v += U * stride) {
+      packed<T> wv[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) wv[u] = load_streaming(w_row + (v + u * stride) * E);
+#pragma unroll
+      for (int u = 0; u < U; ++u) gemv_accumulate<T, B>(wv[u], x, k, (v + u * stride) * E, sum);
+    }
+    for (; v < vectors; v += stride) gemv_accumulate<T, B>(load_streaming(w_row + v * E), x, k, v * E, sum);
+  }
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    for (int offset = 16; offset > 0; offset /= 2) sum[b] += __shfl_xor_sync(0xffffffffu, sum[b], offset);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int b = 0; b < B; ++b) partial[warp][b] = sum[b];
+  }
+  __syncthreads();
+  if (row < n && warp % split == 0 && lane < B) {
+    float total = 0;
+    for (int p = 0; p < split; ++p) total += partial[warp + p][lane];
+    y[lane * n + row] = from_float<T>(total);
+  }
+}
+
+template <class T, int B>
+void launch_gemv(const T* w, const T* x, T* y, std::int64_t n, std::int64_t k, int split, cudaStream_t stream) {
+  const std::int64_t rows_per_block = gemv_block_threads / 32 / split;
+  const std::int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
+  gemv_kernel<T, B><<<unsigned(blocks), gemv_block_threads, 0, stream>>>(w, x, y, n, k, split);
+  GPUCMP_CUDA_CHECK_LAST("gemv_kernel");
+}
+
+template <class T>
+void launch_gemv(int batch, const T* w, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
+                 cudaStream_t stream) {
+  switch (batch) {
+    case 1: return launch_gemv<T, 1>(w, x, y, n, k, split, stream);
+    case 2: return launch_gemv<T, 2>(w, x, y, n, k, split, stream);
+    case 3: return launch_gemv<T, 3>(w, x, y, n, k, split, stream);
+    case 4: return launch_gemv<T, 4>(w, x, y, n, k, split, stream);
+    case 5: return launch_gemv<T, 5>(w, x, y, n, k, split, stream);
+    case 6: return launch_gemv<T, 6>(w, x, y, n, k, split, stream);
+    case 7: return launch_gemv<T, 7>(w, x, y, n, k, split, stream);
+    case 8: return launch_gemv<T, 8>(w, x, y, n, k, split, stream);
+  }
+  throw invalid_argument("gemv kernel: batch " + std::to_string(batch) + " is over " +
+                         std::to_string(gemv_kernel_max_batch));
+}
+
+}  // namespace detail
+
+/// How a GEMV is prepared.
+struct gemv_options {
+  algorithm_choice choice = algorithm_choice::search;  ///< search: time every candidate, keep the verified fastest
+  search_options search = gemm_search_defaults();      ///< how the candidates are timed
+  bool cublaslt = true;                                ///< cuBLASLt's algorithms are candidates
+  bool kernel = true;  ///< gpucmp's kernel is (batch <= gemv_kernel_max_batch, k a multiple of 16 bytes)
+  std::uint64_t seed = 1;  ///< operands' random stream
+};
+
+/// What a GEMV runs now.
+struct gemv_algorithm {
+  std::string provider;                                      ///< "cuBLASLt" or "gpucmp"
+  std::string candidate;                                     ///< describe_candidate() of it
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< heuristic: the first candidate
+  double searched_seconds = 0;                               ///< its median in the search
+  /// "gpucmp kernel, 2 warps a row (search)".
+  std::string describe() const { return candidate + " (" + to_string(chosen_by) + ")"; }
+};
+
+/// One verified decode GEMV on the current device, W and x random.
+class gemv {
+ public:
+  /// Prepares `p`: validates it, checks this GPU and free memory (through the gemm of the
+  /// same product, which allocates and fills W, x and y), and lists the candidates: cuBLASLt's
+  /// (unless options.cublaslt is false; all of them are enumerated, as a search needs) and the
+  /// kernel's split settings where it applies. Throws invalid_argument, unsupported (also when
+  /// the options leave no candidate) or out_of_memory.
+  explicit gemv(const gemv_problem& p, const gemv_options& options = {}, cudaStream_t stream = nullptr)
+      : m_problem((p.validate(), p)), m_options(options), m_gemm(p.as_gemm(), gemm_settings(options), stream) {
+    m_from_cublaslt = options.cublaslt ? m_gemm.candidate_count() : 0;
+    if (kernel_applies(p) && options.kernel) m_splits = {1, 2, 4, 8};
+    if (candidate_count() == 0) {
+      throw unsupported("gemv: no candidate for " + p.name() + " (cuBLASLt " + (options.cublaslt ? "on" : "off") +
+                        "; gpucmp's kernel takes up to " + std::to_string(gemv_kernel_max_batch) +
+                        " tokens and k a multiple of 8)");
+    }
+    select(0, stream);
+  }
+
+  /// "" when `device` can run `p`, else why not.
+  static std::string support(const gemv_problem& p, const gemv_options& options, const device_info& device) {
+    return gemm::support(p.as_gemm(), gemm_settings(options), device);
+  }
+  /// Device bytes it allocates for `p`: W, x, y and cuBLASLt's workspace.
+  static double bytes_needed(const gemv_problem& p, const gemv_options& options) {
+    return gemm::bytes_needed(p.as_gemm(), gemm_settings(options));
+  }
+  /// Whether gpucmp's kernel takes `p`: at most gemv_kernel_max_batch tokens, rows of W and x
+  /// whole 16-byte vectors.
+  static bool kernel_applies(const gemv_problem& p) noexcept {
+    return p.batch <= gemv_kernel_max_batch && p.k % (16 / std::int64_t(activation_bytes(p.dtype))) == 0;
+  }
+
+  /// Enqueues one call of the selected candidate.
+  void operator()(cudaStream_t stream) {
+    if (m_selected < m_from_cublaslt) {
+      m_gemm(stream);
+      return;
+    }
+    const int split = m_splits[m_selected - m_from_cublaslt];
+    visit_floating_storage(types_of(m_problem.dtype).input, [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (packable_v<T>) {
+        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(m_gemm.a()), static_cast<const T*>(m_gemm.b()),
+                               static_cast<T*>(m_gemm.d()), m_problem.n, m_problem.k, split, stream);
+      } else {
+        throw unsupported("gemv kernel: " + std::string(to_string(m_problem.dtype)));
+      }
+    });
+  }
+
+  /// Poisons y, runs once and checks it against the FP64 reference (the gemm's).
+  verification verify(cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_gemm.d(), 0xFF, y_bytes(), stream));
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return check_output(stream);
+  }
+  /// Checks y as it is now.
+  verification check_output(cudaStream_t stream) const { return m_gemm.check_output(stream); }
+
+  /// "gemv/bf16/b1_n4096_k4096".
+  std::string name() const { return "gemv/" + m_problem.name(); }
+  gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
+  std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
+  std::string sweep_axis() const { return "batch"; }           ///< what a sweep varies
+  /// Who runs the selected candidate: "cuBLASLt" or "gpucmp".
+  std::string provider() const { return m_selected < m_from_cublaslt ? "cuBLASLt" : "gpucmp"; }
+  std::vector<std::pair<std::string, std::string>> libraries() const { return m_gemm.libraries(); }  ///< cuBLASLt's version
+
+  /// cuBLASLt's candidates first, then the kernel's.
+  std::size_t candidate_count() const noexcept { return m_from_cublaslt + m_splits.size(); }
+  /// "cuBLASLt algo 6 ..." or "gpucmp kernel, 2 warps a row".
+  std::string describe_candidate(std::size_t i) const {
+    if (i < m_from_cublaslt) return "cuBLASLt " + m_gemm.describe_candidate(i);
+    const int split = m_splits.at(i - m_from_cublaslt);
+    return "gpucmp kernel, " + std::to_string(split) + (split == 1 ? " warp a row" : " warps a row");
+  }
+  /// 0: cuBLASLt's, 1: the kernel's (each group's fastest is re-timed).
+  int candidate_group(std::size_t i) const noexcept { return i < m_from_cublaslt ? 0 : 1; }
+  /// Runs candidate `i` from now on.
+  void select(std::size_t i, cudaStream_t stream) {
+    if (i >= candidate_count()) throw invalid_argument(name() + ": no candidate " + std::to_string(i));
+    if (i < m_from_cublaslt) m_gemm.select(i, stream);
+    m_selected = i;
+  }
+  algorithm_choice choice() const noexcept { return m_options.choice; }                ///< its options'
+  const search_options& search_settings() const noexcept { return m_options.search; }  ///< its options'
+  /// Keeps a search's verdict and timings.
+  void adopt_search(const search_choice& c, std::vector<candidate_time> log) {
+    select(c.index, nullptr);
+    m_chosen_by = algorithm_choice::search;
+    m_searched_seconds = c.seconds;
+    m_log = std::move(log);
+  }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_log; }  ///< its search
+  /// What it runs now.
+  gemv_algorithm algorithm() const {
+    return {provider(), describe_candidate(m_selected), m_chosen_by, m_searched_seconds};
+  }
+  const gemv_problem& problem() const noexcept { return m_problem; }  ///< what it computes
+  /// y, batch rows of n (as W x^T column-major: the gemm's D).
+  void* output() noexcept { return m_gemm.d(); }
+
+ private:
+  static gemm_options gemm_settings(const gemv_options& o) {
+    gemm_options g;
+    // Every algorithm and split-K variant, for this operation's own search (none without cuBLASLt).
+    g.choice = o.cublaslt ? algorithm_choice::search : algorithm_choice::heuristic;
+    g.search = o.search;
+    g.staging = operand_staging::off;  // nothing to align: the kernel and cuBLASLt share W, x and y
+    g.seed = o.seed;
+    return g;
+  }
+  std::size_t y_bytes() const noexcept {
+    return std::size_t(m_problem.batch * m_problem.n) * activation_bytes(m_problem.dtype);
+  }
+
+  gemv_problem m_problem;
+  gemv_options m_options;
+  gemm m_gemm;  // W (A, k x n column-major), x (B), y (D), cuBLASLt's candidates and the reference
+  std::size_t m_from_cublaslt = 0;
+  std::vector<int> m_splits;  // the kernel's candidates: warps a row
+  std::size_t m_selected = 0;
+  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
+  double m_searched_seconds = 0;
+  std::vector<candidate_time> m_log;
+};
+
+}  // namespace gpucmp

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The decode GEMV: every candidate (cuBLASLt's algorithms and split-K variants, gpucmp's kernel
+// at each split) at every token count the kernel takes, odd shapes included, matches the FP64
+// reference; a corrupted output is caught and located; a search keeps a verified candidate and
+// at 64 tokens only cuBLASLt's remain (host checks: tests/unit/transformer_problems_test.cpp).
+#include "catch.hpp"
+
+#include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/ops/gemv.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+TEST_CASE("gemv: every candidate matches the FP64 reference", "[gpu][ops][gemv]") {
+  gpucmp::stream s;
+  gpucmp::gemv_options options;
+  options.search.max_candidates = 4;  // cuBLASLt's first four and their split-K variants
+  for (gpucmp::numerics t : gpucmp::gemv_numerics) {
+    for (std::int64_t batch : {1, 2, 3, 5, 8}) {
+      // 1000 x 1032: rows not a multiple of a block's, k with a tail of vectors under a full
+      // round of loads; Llama-3-8B's O projection at 1 and 8 tokens.
+      std::vector<std::pair<std::int64_t, std::int64_t>> shapes{{1000, 1032}};
+      if (batch == 1 || batch == 8) shapes.push_back({4096, 4096});
+      for (const auto& [n, k] : shapes) {
+        gpucmp::gemv op(gpucmp::gemv_problem{batch, n, k, t}, options, s.get());
+        std::size_t kernels = 0;
+        for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+          op.select(i, s.get());
+          kernels += op.provider() == "gpucmp";
+          const gpucmp::verification v = op.verify(s.get());
+          INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
+          CHECK(v.passed());
+        }
+        CHECK(kernels == 4);  // 1, 2, 4 and 8 warps a row
+      }
+    }
+  }
+}
+
+TEST_CASE("gemv: a corrupted output is caught; a search keeps a verified candidate", "[gpu][ops][gemv]") {
+  gpucmp::stream s;
+  gpucmp::gemv op(gpucmp::gemv_problem{1, 4096, 4096, gpucmp::numerics::bf16}, {}, s.get());
+  const gpucmp::prepared_operation prepared = gpucmp::prepare_verified(op);
+  REQUIRE(prepared.search.has_value());
+  CHECK(prepared.check.passed());
+  CHECK(op.algorithm().chosen_by == gpucmp::algorithm_choice::search);
+  CHECK(op.search_log().size() == op.candidate_count());
+  // The last kernel candidate, then y's element 77 of the only token set far off.
+  op.select(op.candidate_count() - 1, s.get());
+  REQUIRE(op.verify(s.get()).passed());
+  const std::uint16_t big = 0x4700;  // BF16 32768: y's element 77 of the only token
+  REQUIRE(cudaMemcpy(static_cast<char*>(op.output()) + 77 * 2, &big, 2, cudaMemcpyHostToDevice) == cudaSuccess);
+  const gpucmp::verification v = op.check_output(s.get());
+  CHECK(v.failed == 1);
+  CHECK(v.worst_where == "batch 0, row 77, column 0");  // the gemm's view: y^T is n x batch
+}
+
+TEST_CASE("gemv: over the kernel's batch only cuBLASLt's candidates remain", "[gpu][ops][gemv]") {
+  gpucmp::stream s;
+  gpucmp::gemv op(gpucmp::gemv_problem{64, 4096, 4096, gpucmp::numerics::bf16}, {}, s.get());
+  for (std::size_t i = 0; i < op.candidate_count(); ++i) CHECK(op.describe_candidate(i).rfind("cuBLASLt", 0) == 0);
+  const gpucmp::verification v = op.verify(s.get());
+  INFO(v.summary());
+  CHECK(v.passed());
+  gpucmp::gemv_options kernel_only;
+  kernel_only.cublaslt = false;
+  CHECK_THROWS_AS(gpucmp::gemv(gpucmp::gemv_problem{64, 4096, 4096, gpucmp::numerics::bf16}, kernel_only, s.get()),
+                  gpucmp::unsupported);
+}
