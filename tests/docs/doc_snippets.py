@@ -24,6 +24,7 @@ COMPONENTS = [  # (text in the block, header it needs, component)
     ("gpucmp::network", "gpucmp/models/network.cuh", "cudnn"),
     ("trace_layers", "gpucmp/models/network.cuh", "cudnn"),
     ("gpucmp::gemm", "gpucmp/ops/gemm.cuh", "cublas"),
+    ("gpucmp::gemv", "gpucmp/ops/gemv.cuh", "cublas"),
     ("gpucmp::sparse_gemm", "gpucmp/ops/sparse_gemm.cuh", "cusparselt"),
     ("gpucmp::conv", "gpucmp/ops/conv.cuh", "cudnn"),
     ("gpucmp::attention", "gpucmp/ops/attention.cuh", "cudnn"),
