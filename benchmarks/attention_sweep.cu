@@ -6,7 +6,8 @@
 // timed. Names: attention/cudnn/<dtype>/b<batch>_s<seq>_h<q heads>[+<kv heads>]_d<head dim>/
 // <mask>[/bwd]/graph; a backward row times dQ, dK and dV from a forward's O and statistics.
 // Shapes: the transformer building blocks issue's (batch 1 x 8192, 4 x 4096, 16 x 1024 tokens,
-// 32 heads of 128, causal and full, BF16 and FP16), grouped-query attention (Llama-3-8B's 32
+// 32 heads of 128, causal and full, BF16 and FP16; FP8 forward on those three), grouped-query
+// attention (Llama-3-8B's 32
 // query heads over 8 KV heads), head sizes 64 and 256 at the same width (4096). Causal FLOPs
 // are counted as half the square (attention_problem::flops_convention; every row's axes say
 // so), a backward's as 2.5 times its forward's. scripts/peers/torch_attention.py times PyTorch
@@ -55,6 +56,20 @@ const bool registered = [] {
           register_attention(p);
         }
       }
+    }
+  }
+  // FP8 forward (Hopper on): the issue's three shapes, causal and full, beside BF16's.
+  for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
+    for (const shape& s : {shapes[0], shapes[1], shapes[2]}) {
+      gpucmp::attention_problem p;
+      p.batch = s.batch;
+      p.seq_q = p.seq_kv = s.seq;
+      p.q_heads = s.q_heads;
+      p.kv_heads = s.kv_heads;
+      p.head_dim = s.head_dim;
+      p.dtype = gpucmp::numerics::fp8_e4m3;
+      p.mask = mask;
+      register_attention(p);
     }
   }
   return true;

@@ -8,8 +8,10 @@ usage: compare-attention.py GPUCMP.json TORCH.json [--out-json FILE] [--out-md F
 GPUCMP.json: benchmarks/attention_sweep's Google Benchmark output; TORCH.json:
 scripts/peers/torch_attention.py's. For each gpucmp row: its TFLOP/s, each PyTorch backend's,
 and ratio = the fastest PyTorch backend's time / gpucmp's (> 1: gpucmp faster). FLOPs as both
-count them (causal: half the square). Writes {"rows": [{"key", "gpucmp_tflops", "torch": {backend:
-tflops}, "torch_best_backend", "ratio"}]} and a Markdown table.
+count them (causal: half the square). An FP8 row (no PyTorch peer) also gets over_bf16: its
+TFLOP/s over gpucmp's BF16 row of the same shape in the same run. Writes {"rows": [{"key",
+"gpucmp_tflops", "torch": {backend: tflops}, "torch_best_backend", "ratio"[, "over_bf16"]}]} and
+a Markdown table.
 """
 import argparse
 import json
@@ -50,6 +52,11 @@ def main():
                      "algorithm": b.get("label", "").split(";")[0]})
     if not rows:
         sys.exit(f"compare-attention: {args.gpucmp} holds no attention row")
+    tflops = {r["key"]: r["gpucmp_tflops"] for r in rows}
+    for r in rows:
+        bf16 = r["key"].replace("/fp8_e4m3/", "/bf16/")
+        if "/fp8_e4m3/" in r["key"] and bf16 in tflops:
+            r["over_bf16"] = r["gpucmp_tflops"] / tflops[bf16]
     out = {"gpu": ours.get("context", {}).get("gpu_name", ""), "torch": theirs.get("torch"),
            "torch_cudnn": theirs.get("cudnn"), "gpucmp_cudnn": ours.get("context", {}).get("cudnn_version"), "rows": rows}
     if args.out_json:
@@ -62,6 +69,8 @@ def main():
     for r in rows:
         cells = [f"{r['torch'][b]:.0f}" if b in r["torch"] else "refused" for b in backends]
         ratio = f"{r['ratio']:.2f} ({r['torch_best_backend']})" if r["ratio"] else "–"
+        if "over_bf16" in r:
+            ratio = f"{r['over_bf16']:.2f}x gpucmp's BF16"
         lines.append(f"| {r['key'].removeprefix('attention/cudnn/')} | {r['gpucmp_tflops']:.0f} | " + " | ".join(cells) +
                      f" | {ratio} | {r['algorithm']} |")
     table = "\n".join(lines) + "\n"

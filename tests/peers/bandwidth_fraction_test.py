@@ -4,7 +4,7 @@
 """Host test of scripts/bandwidth-fraction.py and scripts/peers/compare-attention.py on
 synthetic inputs: each memory-bound row read against the copy row of the nearest bytes, a peer's
 time on the same rows as a ratio, rows without a peer left blank; attention forward and
-backward rows joined with PyTorch's fastest backend by key."""
+backward rows joined with PyTorch's fastest backend by key, FP8 rows read against gpucmp's BF16."""
 import json
 import os
 import subprocess
@@ -56,6 +56,7 @@ with tempfile.TemporaryDirectory() as d:
     ours = write("attention.json", gbench([
         ("attention/cudnn/bf16/b1_s8192_h32_d128/causal", 1000.0, {"TFLOP/s": 500.0}),
         ("attention/cudnn/bf16/b1_s8192_h32_d128/causal/bwd", 2000.0, {"TFLOP/s": 400.0}),
+        ("attention/cudnn/fp8_e4m3/b1_s8192_h32_d128/causal", 700.0, {"TFLOP/s": 700.0}),
     ], {"gpu_name": "Test GPU", "cudnn_version": "91900"}))
     theirs = write("torch_attention.json", {"torch": "2.x", "cudnn": 91900, "rows": [
         {"key": "attention/cudnn/bf16/b1_s8192_h32_d128/causal", "backend": "cudnn", "seconds": 1.0, "flops": 450e12},
@@ -72,4 +73,7 @@ with tempfile.TemporaryDirectory() as d:
     assert fwd["torch_best_backend"] == "cudnn" and abs(fwd["ratio"] - 500 / 450) < 1e-9, fwd
     assert bwd["torch_best_backend"] == "cudnn" and abs(bwd["ratio"] - 400 / 440) < 1e-9, bwd
     assert set(bwd["torch"]) == {"cudnn"}, bwd
+    fp8 = rows["attention/cudnn/fp8_e4m3/b1_s8192_h32_d128/causal"]
+    assert abs(fp8["over_bf16"] - 1.4) < 1e-9 and fp8["ratio"] is None, fp8
+    assert "over_bf16" not in fwd, fwd
 print("bandwidth-fraction and compare-attention: ok")

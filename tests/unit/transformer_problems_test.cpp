@@ -12,6 +12,7 @@
 #include <gpucmp/ops/sampled_rows.hpp>
 #include <gpucmp/ops/swiglu_problem.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -65,6 +66,28 @@ TEST_CASE("attention: the sampled positions hold both ends and spread between", 
   CHECK(std::set<std::int64_t>(s.begin(), s.end()).size() == s.size());
   CHECK(gpucmp::attention_sampled_positions(3) == std::vector<std::int64_t>{0, 1, 2});
   CHECK(gpucmp::attention_sampled_positions(1) == std::vector<std::int64_t>{0});
+}
+
+TEST_CASE("attention FP8: one byte an element, forward only, scaled bounds", "[ops][attention]") {
+  gpucmp::attention_problem p;
+  p.batch = 1;
+  p.seq_q = p.seq_kv = 2048;
+  p.dtype = gpucmp::numerics::fp8_e4m3;
+  CHECK_NOTHROW(p.validate());
+  CHECK(p.element_size() == 1);
+  CHECK(p.work().bytes_read == 1.0 * 128 * (2048.0 * 32 + 2 * 2048.0 * 8));
+  CHECK(p.work().arithmetic == gpucmp::precision::fp8);
+  CHECK(p.name() == "fp8_e4m3/b1_s2048_h32+8_d128/causal");
+  const gpucmp::tolerance tol = p.output_tolerance();
+  CHECK(tol.output_eps == std::ldexp(1.0, -4));                    // E4M3: 3 mantissa bits
+  CHECK(tol.output_abs == std::ldexp(1.0, -10) / 256);            // half of 2^-9, O scaled by 256
+  CHECK(p.p_floor() == std::ldexp(1.0, -10) / 256 / std::ldexp(1.0, -4));
+  p.dtype = gpucmp::numerics::bf16;
+  CHECK(p.p_floor() < 1e-30);  // BF16's subnormals are far below any P a check meets
+  p.dtype = gpucmp::numerics::fp8_e4m3;
+  p.pass = gpucmp::attention_pass::backward;
+  CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
+  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("FP8 backward is not built"));
 }
 
 TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {

@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <type_traits>
 #include <vector>
 
 namespace gpucmp {
@@ -45,10 +46,25 @@ struct attention_options {
 };
 
 namespace detail {
-/// The uids of an attention graph's tensors.
+/// The uids of an attention graph's tensors: FP8's scales in the order of
+/// attention::fp8_scale_values(), then its two maxima.
 namespace attention_uid {
 constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, stats = 5, dout = 6, dq = 7, dk = 8, dv = 9;
+constexpr std::int64_t descale_q = 10, descale_k = 11, descale_v = 12, descale_s = 13, scale_s = 14, scale_o = 15;
+constexpr std::int64_t amax_s = 16, amax_o = 17;
 }  // namespace attention_uid
+
+/// Calls f(T{}) with the element type attention stores for `t` (attention_numerics).
+template <class F>
+decltype(auto) visit_attention_storage(numerics t, F&& f) {
+  switch (types_of(t).input) {
+    case element_type::fp16: return f(__half{});
+    case element_type::bf16: return f(__nv_bfloat16{});
+    case element_type::fp8_e4m3: return f(__nv_fp8_e4m3{});
+    default: break;
+  }
+  throw unsupported(std::string("attention: tensors of ") + to_string(types_of(t).input) + " are not stored");
+}
 }  // namespace detail
 
 /// One verified attention call, forward or backward (attention_problem::pass), on the current
@@ -65,7 +81,7 @@ class attention {
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, name());
-    const std::size_t bytes = activation_bytes(p.dtype);
+    const std::size_t bytes = p.element_size();
     m_q = device_buffer<std::uint8_t>(q_elements() * bytes, initial_fill::uninitialized());
     m_k = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
     m_v = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
@@ -78,7 +94,13 @@ class attention {
       m_dv = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
       m_stats = device_buffer<std::uint8_t>(stats_elements() * sizeof(float), initial_fill::uninitialized());
     }
-    visit_floating_storage(types_of(p.dtype).input, [&](auto zero) {
+    if (p.is_fp8()) {
+      const std::vector<float> scales = fp8_scale_values();
+      m_scales = device_buffer<float>(scales.size() + 2, initial_fill::poison());  // the scales, then the maxima
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_scales.data(), scales.data(), scales.size() * sizeof(float),
+                                        cudaMemcpyHostToDevice, stream));
+    }
+    detail::visit_attention_storage(p.dtype, [&](auto zero) {
       using T = decltype(zero);
       fill_uniform(reinterpret_cast<T*>(m_q.data()), q_elements(), 71, -1, 1, stream);
       fill_uniform(reinterpret_cast<T*>(m_k.data()), kv_elements(), 72, -1, 1, stream);
@@ -101,7 +123,7 @@ class attention {
   /// attention_options::workspace_limit): Q, K, V and O; for a backward also dO, dQ, dK, dV
   /// and the FP32 statistics.
   static double bytes_needed(const attention_problem& p) {
-    const double bytes = double(activation_bytes(p.dtype));
+    const double bytes = double(p.element_size());
     const double q = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_q) * double(p.q_heads);
     const double kv = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_kv) * double(p.kv_heads);
     if (p.pass == attention_pass::forward) return 2 * q + 2 * kv;
@@ -177,21 +199,23 @@ class attention {
     return check_output();
   }
 
-  /// Checks what the pass wrote as it is now. Forward: O against a double reference from the
-  /// stored Q, K and V at the query positions sampled_positions() of the first and last batch,
-  /// every query head, within output_tolerance(). Backward: the O it reads the same way, then
+  /// Checks what the pass wrote as it is now. Forward: O (FP8: descaled) against a double
+  /// reference from the stored Q, K and V at the query positions sampled_positions() of the
+  /// first and last batch, every query head, within output_tolerance(). Backward: the O it reads the same way, then
   /// dQ, dK and dV (check_attention_gradients()).
   verification check_output() const {
-    return visit_floating_storage(types_of(m_problem.dtype).input, [&](auto zero) {
+    return detail::visit_attention_storage(m_problem.dtype, [&](auto zero) {
       using T = decltype(zero);
       verification v = check<T>();
-      if (m_problem.pass == attention_pass::backward && v.passed()) {
-        const attention_gradients_view t{m_q.data(),  m_k.data(),  m_v.data(),  m_o.data(),
-                                         m_do.data(), m_dq.data(), m_dk.data(), m_dv.data()};
-        verification g = check_attention_gradients<T>(m_problem, t, nullptr);
-        g.method = "O: " + v.method + "; " + g.method;
-        g.checked += v.checked;
-        return g;
+      if constexpr (!std::is_same_v<T, __nv_fp8_e4m3>) {  // FP8 is forward only
+        if (m_problem.pass == attention_pass::backward && v.passed()) {
+          const attention_gradients_view t{m_q.data(),  m_k.data(),  m_v.data(),  m_o.data(),
+                                           m_do.data(), m_dq.data(), m_dk.data(), m_dv.data()};
+          verification g = check_attention_gradients<T>(m_problem, t, nullptr);
+          g.method = "O: " + v.method + "; " + g.method;
+          g.checked += v.checked;
+          return g;
+        }
       }
       return v;
     });
@@ -209,6 +233,11 @@ class attention {
   std::size_t kv_elements() const noexcept {
     return std::size_t(m_problem.batch * m_problem.seq_kv * m_problem.kv_heads * m_problem.head_dim);
   }
+  /// FP8's scales, in uid order: Q, K and V descaled by 1 (stored as drawn), P and O scaled by
+  /// attention_fp8_p_scale and attention_fp8_o_scale, P descaled by the inverse.
+  static std::vector<float> fp8_scale_values() {
+    return {1.0f, 1.0f, 1.0f, float(1 / attention_fp8_p_scale), float(attention_fp8_p_scale), float(attention_fp8_o_scale)};
+  }
   std::size_t stats_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.q_heads * m_problem.seq_q); }
 
   /// What a call writes.
@@ -221,6 +250,9 @@ class attention {
   cudnn_variant_pack variant_pack() {
     namespace uid = detail::attention_uid;
     cudnn_variant_pack pack{{uid::q, m_q.data()}, {uid::k, m_k.data()}, {uid::v, m_v.data()}, {uid::o, m_o.data()}};
+    if (m_problem.is_fp8()) {
+      for (std::int64_t id = uid::descale_q; id <= uid::amax_o; ++id) pack.insert({id, m_scales.data() + (id - uid::descale_q)});
+    }
     if (m_problem.pass == attention_pass::backward) {
       for (const auto& bound : {std::pair<std::int64_t, void*>{uid::stats, m_stats.data()},
                                 {uid::dout, m_do.data()}, {uid::dq, m_dq.data()}, {uid::dk, m_dk.data()},
@@ -249,6 +281,7 @@ class attention {
     const std::int64_t d = p.head_dim, hq = p.q_heads, hkv = p.kv_heads, group = hq / hkv;
     const double scale = p.applied_scale();
     const tolerance tol = p.output_tolerance();
+    const double floor = p.p_floor(), o_scale = p.is_fp8() ? attention_fp8_o_scale : 1;
     const std::vector<std::int64_t> positions = sampled_positions();
     std::vector<std::int64_t> batches{0};
     if (p.batch > 1) batches.push_back(p.batch - 1);
@@ -282,11 +315,13 @@ class attention {
           for (std::int64_t c = 0; c < d; ++c) {
             double reference = 0, l2 = 0;
             for (std::int64_t j = 0; j < seen; ++j) {
-              const double term = scores[std::size_t(j)] / sum * to_double(val[std::size_t((j * hkv + kvh) * d + c)]);
+              const double x = to_double(val[std::size_t((j * hkv + kvh) * d + c)]);
+              const double term = scores[std::size_t(j)] / sum * x, magnitude = std::fabs(term) + floor * std::fabs(x);
               reference += term;
-              l2 += term * term;
+              l2 += magnitude * magnitude;
             }
-            v.add_at(to_double(o[std::size_t(h * d + c)]), reference, tol.bound(reference, std::sqrt(l2), double(seen)), [&] {
+            const double got = to_double(o[std::size_t(h * d + c)]) / o_scale;
+            v.add_at(got, reference, tol.bound(reference, std::sqrt(l2), double(seen)), [&] {
               return "batch " + std::to_string(b) + ", position " + std::to_string(i) + ", head " + std::to_string(h) +
                      ", element " + std::to_string(c);
             });
@@ -304,6 +339,7 @@ class attention {
   std::shared_ptr<const cudnn_graph> m_forward;  // a backward's forward (with statistics)
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
   device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
+  device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_scale_values())
   std::size_t m_selected = 0;
   algorithm_choice m_chosen_by = algorithm_choice::heuristic;
   double m_searched_seconds = 0;
@@ -316,7 +352,10 @@ inline void attention::build_plans() {
   namespace uid = detail::attention_uid;
   const attention_problem& p = m_problem;
   const bool backward = p.pass == attention_pass::backward;
-  const auto type = types_of(p.dtype).input == element_type::bf16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  const element_type stored = types_of(p.dtype).input;
+  const auto type = stored == element_type::bf16   ? fe::DataType_t::BFLOAT16
+                    : stored == element_type::fp16 ? fe::DataType_t::HALF
+                                                   : fe::DataType_t::FP8_E4M3;
   // BSHD in memory, dimensions in cuDNN's (batch, heads, sequence, head_dim) order.
   auto layout = [&p](fe::graph::Tensor_attributes& t, std::int64_t heads, std::int64_t seq) -> fe::graph::Tensor_attributes& {
     return t.set_dim({p.batch, heads, seq, p.head_dim}).set_stride({seq * heads * p.head_dim, p.head_dim, heads * p.head_dim, 1});
@@ -335,6 +374,10 @@ inline void attention::build_plans() {
   auto types = [type](fe::graph::Graph& g) {
     g.set_io_data_type(type).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
   };
+  // One FP32 value: an FP8 graph's scales and maxima.
+  auto scalar = [](fe::graph::Tensor_attributes& t, std::int64_t id) -> fe::graph::Tensor_attributes& {
+    return t.set_uid(id).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(fe::DataType_t::FLOAT);
+  };
   auto describe_forward = [&](fe::graph::Graph& g) {
     types(g);
     auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q);
@@ -343,6 +386,20 @@ inline void attention::build_plans() {
     auto attributes =
         fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(backward).set_attn_scale(float(p.applied_scale()));
     if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
+    if (p.is_fp8()) {
+      auto input = [&](std::int64_t id, const char* name) {
+        fe::graph::Tensor_attributes t;
+        return g.tensor(scalar(t.set_name(name), id));
+      };
+      auto [o, stats, amax_s, amax_o] = g.sdpa_fp8(
+          q, k, v, input(uid::descale_q, "descale_Q"), input(uid::descale_k, "descale_K"), input(uid::descale_v, "descale_V"),
+          input(uid::descale_s, "descale_S"), input(uid::scale_s, "scale_S"), input(uid::scale_o, "scale_O"), attributes);
+      (void)stats;
+      layout(o->set_output(true).set_uid(uid::o), p.q_heads, p.seq_q);
+      scalar(amax_s->set_output(true), uid::amax_s);
+      scalar(amax_o->set_output(true), uid::amax_o);
+      return;
+    }
     auto [o, stats] = g.sdpa(q, k, v, attributes);
     layout(o->set_output(true).set_uid(uid::o), p.q_heads, p.seq_q);
     if (backward) stats_layout(stats->set_output(true));

@@ -25,8 +25,16 @@
 
 namespace gpucmp {
 
-/// The recipes attention runs in: FP16 or BF16 Q, K, V and O, FP32 softmax and accumulation.
-inline constexpr numerics attention_numerics[] = {numerics::fp16, numerics::bf16};
+/// The recipes attention runs in: FP16 or BF16 Q, K, V and O, FP32 softmax and accumulation;
+/// and, forward only (Hopper and later), E4M3 Q, K, V and O with FP32 per-tensor scales, P
+/// quantized to E4M3 before P V (cuDNN's FP8 attention; O is E4M3 here, unlike the GEMM recipe's
+/// BF16 output).
+inline constexpr numerics attention_numerics[] = {numerics::fp16, numerics::bf16, numerics::fp8_e4m3};
+
+/// The per-tensor scales of FP8 attention: P (at most 1) and O (at most max |V| = 1, V being
+/// uniform in [-1, 1)) times 256 stay under E4M3's 448 and lift the small values clear of its
+/// subnormals; powers of two, so descaling is exact.
+inline constexpr double attention_fp8_p_scale = 256, attention_fp8_o_scale = 256;
 
 /// Which key positions each query sees.
 enum class attention_mask {
@@ -102,7 +110,15 @@ struct attention_problem {
                         " is not supported (cuDNN's fused attention takes multiples of 8 up to 256)");
     }
     require_numerics(dtype, attention_numerics, "attention");
+    if (is_fp8() && pass == attention_pass::backward) {
+      throw unsupported("attention: the FP8 backward is not built (FP8 attention is forward only here)");
+    }
   }
+
+  /// Whether Q, K, V and O are E4M3 with per-tensor scales.
+  bool is_fp8() const noexcept { return dtype == numerics::fp8_e4m3; }
+  /// Bytes of one element of Q, K, V, O and the gradients.
+  std::size_t element_size() const noexcept { return element_bytes(types_of(dtype).input); }
 
   /// "bf16/b1_s4096x4096_h32+8_d128/causal", "/bwd" appended for the backward pass.
   std::string name() const {
@@ -127,7 +143,7 @@ struct attention_problem {
   /// dV, dQ and dK; FlashAttention's and cuDNN's convention); Q, K, V, O, dO and the FP32
   /// statistics read once, dQ, dK and dV written once. Items: query tokens (batch x seq_q).
   gpucmp::work work() const {
-    const double bytes = double(activation_bytes(dtype));
+    const double bytes = double(element_size());
     const double q_bytes = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
     const double kv_bytes = double(batch) * double(seq_kv) * double(kv_heads) * double(head_dim) * bytes;
     const bool backward = pass == attention_pass::backward;
@@ -156,15 +172,26 @@ struct attention_problem {
   /// terms; bound() takes the root of the squared terms (forward: sum (p_j v_j)^2) as l2 and
   /// their number as terms. FP32 scores and exponentials add a few FP32 units, inside the
   /// allowance.
+  /// FP8: O and P are E4M3, each scaled by its per-tensor scale before rounding, so their
+  /// subnormal steps shrink by the scale (O's is in output_abs; P's in p_floor()).
   tolerance output_tolerance() const noexcept {
     tolerance tol;
-    const element_type out = types_of(dtype).output;
-    tol.output_eps = unit_roundoff(out);
-    tol.output_abs = element_info_of(out).smallest_subnormal / 2;
-    tol.input_eps = unit_roundoff(types_of(dtype).input);  // P rounded once a term
+    const element_type stored = types_of(dtype).input;  // Q, K, V, O and the gradients
+    tol.output_eps = unit_roundoff(stored);
+    tol.output_abs = element_info_of(stored).smallest_subnormal / 2 / (is_fp8() ? attention_fp8_o_scale : 1);
+    tol.input_eps = unit_roundoff(stored);  // P (and dS) rounded once a term
     tol.accumulate_eps = unit_roundoff(element_type::fp32);
     tol.sigmas = 8;
     return tol;
+  }
+
+  /// The rounding of a P (or dS) below the stored type's normal range, as a multiple of the
+  /// relative one: half its smallest subnormal, over the scale P is rounded at, over its unit
+  /// roundoff. A term p v of a reference then counts |p v| + p_floor() |v| in its l2.
+  double p_floor() const noexcept {
+    const element_type stored = types_of(dtype).input;
+    return element_info_of(stored).smallest_subnormal / 2 / (is_fp8() ? attention_fp8_p_scale : 1) /
+           unit_roundoff(stored);
   }
 };
 

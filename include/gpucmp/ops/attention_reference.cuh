@@ -238,7 +238,7 @@ verification check_attention_gradients(const attention_problem& p, const attenti
   const tolerance tol = p.output_tolerance();
   detail::attention_geometry g{
       p.seq_q, p.seq_kv, p.q_heads, p.kv_heads, p.head_dim, p.mask == attention_mask::causal, p.applied_scale(), 0};
-  g.floor_ratio = element_info_of(types_of(p.dtype).input).smallest_subnormal / 2 / tol.input_eps;
+  g.floor_ratio = p.p_floor();
   std::vector<std::int64_t> batches{0};
   if (p.batch > 1) batches.push_back(p.batch - 1);
   const std::vector<std::int64_t> queries = attention_sampled_positions(p.seq_q),
