@@ -11,7 +11,10 @@
 // query heads over 8 KV heads), head sizes 64 and 256 at the same width (4096). Causal FLOPs
 // are counted as half the square (attention_problem::flops_convention; every row's axes say
 // so), a backward's as 2.5 times its forward's. scripts/peers/torch_attention.py times PyTorch
-// on the same shapes.
+// on the same shapes. Decode rows (one query a sequence, batch 1 to 64, context 1k to 32k,
+// K and V in a paged cache: .../full/paged64) sit beside copy/kernel/<bytes> rows for
+// scripts/bandwidth-fraction.py --match paged.
+#include "copy_rows.hpp"
 #include "library_versions.hpp"
 
 #include <gpucmp/bench.hpp>
@@ -56,6 +59,20 @@ const bool registered = [] {
           register_attention(p);
         }
       }
+    }
+  }
+  // Decode against a paged KV cache (pages of 64 tokens, shuffled), Llama-3-8B's heads, one
+  // query a sequence: bytes of K and V read against a copy of the same bytes in the same run.
+  for (std::int64_t batch : {1, 8, 64}) {
+    for (std::int64_t context : {1024, 4096, 16384, 32768}) {
+      gpucmp::attention_problem p;
+      p.batch = batch;
+      p.seq_q = 1;
+      p.seq_kv = context;
+      p.mask = gpucmp::attention_mask::none;
+      p.page_size = 64;
+      register_attention(p);
+      gpucmp_bench::register_copy_for(p.work());
     }
   }
   // FP8 forward (Hopper on): the issue's three shapes, causal and full, beside BF16's.

@@ -4,7 +4,7 @@
 """Memory-bound rows as a fraction of the copy rate measured in the same run.
 
 usage: bandwidth-fraction.py RESULTS.json [--out-json FILE] [--out-md FILE] [--prefix P ...]
-                             [--peer PEER.json]
+                             [--match REGEX] [--peer PEER.json]
 
 RESULTS.json is a gpucmp Google Benchmark output (benchmarks/transformer_ops writes one)
 holding both the operations' rows and verified copy-kernel rows (copy/kernel/<bytes>). Each
@@ -42,6 +42,7 @@ def main():
     parser.add_argument("--out-md")
     parser.add_argument("--prefix", action="append", help="operation rows to read (default: rmsnorm, rope, swiglu)")
     parser.add_argument("--peer", help="a peer's seconds per call on the same rows")
+    parser.add_argument("--match", help="only rows (of the prefixes) whose key matches this regex")
     args = parser.parse_args()
     prefixes = tuple(p.rstrip("/") + "/" for p in (args.prefix or ["rmsnorm", "rope", "swiglu"]))
     try:
@@ -64,7 +65,7 @@ def main():
     rows = []
     for b in measured:
         key = row_key(b["name"])
-        if not key.startswith(prefixes):
+        if not key.startswith(prefixes) or (args.match and not re.search(args.match, key)):
             continue
         moved = moved_bytes(b)
         copy = min(copies, key=lambda c: abs(moved_bytes(c) - moved))

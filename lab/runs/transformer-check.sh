@@ -54,6 +54,10 @@ if part attention; then
     --shapes "${GPUCMP_ATTENTION_FILTER:-.}" > "$work/torch_attention.log" 2>&1 || status=1
   python3 "$repo_root/scripts/peers/compare-attention.py" "$work/attention_sweep.json" "$work/torch_attention.json" \
     --out-json "$work/attention_vs_pytorch.json" --out-md "$work/attention_vs_pytorch.md" && cat "$work/attention_vs_pytorch.md" || status=1
+  if grep -q paged "$work/attention_sweep.json" 2>/dev/null; then  # decode rows: KV bytes against the copy rate
+    python3 "$repo_root/scripts/bandwidth-fraction.py" "$work/attention_sweep.json" --prefix attention --match paged \
+      --out-json "$work/paged_decode.json" --out-md "$work/paged_decode.md" && cat "$work/paged_decode.md" || status=1
+  fi
   stamp attention
 fi
 if part gemv; then

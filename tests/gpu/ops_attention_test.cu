@@ -156,3 +156,50 @@ TEST_CASE("attention backward: a long causal GQA sequence; a corrupted dK is cau
   CHECK(v.worst_where == "dK batch 0, position 4095, head 7, element 9");
   CHECK_THROWS_AS(op.gradient("do"), gpucmp::invalid_argument);
 }
+
+TEST_CASE("attention serving: padded lengths and paged K and V match the double reference", "[gpu][ops][attention][paged]") {
+  gpucmp::stream s;
+  gpucmp::attention_options options;
+  options.max_plans = 4;
+  for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
+    // Decode against a paged cache: one query a sequence, lengths that end inside a page.
+    gpucmp::attention_problem decode;
+    decode.batch = 4;
+    decode.q_heads = 8;
+    decode.kv_heads = 2;
+    decode.seq_q = 1;
+    decode.seq_kv = 1000;
+    decode.mask = gpucmp::attention_mask::none;
+    decode.dtype = t;
+    decode.page_size = 64;
+    decode.kv_lengths = {1000, 17, 500, 999};
+    // Prefill of a padded batch, causal, K and V contiguous.
+    gpucmp::attention_problem padded;
+    padded.batch = 3;
+    padded.q_heads = 8;
+    padded.kv_heads = 8;
+    padded.seq_q = padded.seq_kv = 333;
+    padded.dtype = t;
+    padded.kv_lengths = {333, 100, 7};
+    for (const gpucmp::attention_problem& p : {decode, padded}) {
+      gpucmp::attention op(p, options, s.get());
+      REQUIRE(op.candidate_count() >= 1);
+      for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+        op.select(i, s.get());
+        const gpucmp::verification v = op.verify(s.get());
+        INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
+        CHECK(v.passed());
+        CHECK(v.checked == std::size_t(2 * op.sampled_positions().size() * 8 * 128));
+      }
+    }
+  }
+  // A caller's page table out of the pool is refused before anything is allocated.
+  gpucmp::attention_problem p;
+  p.batch = 1;
+  p.seq_q = 1;
+  p.seq_kv = 128;
+  p.mask = gpucmp::attention_mask::none;
+  p.page_size = 64;
+  options.page_table = {0, 2};
+  CHECK_THROWS_WITH(gpucmp::attention(p, options, s.get()), GPUCMP_CONTAINS("is page 2, outside the pool's 2 pages"));
+}

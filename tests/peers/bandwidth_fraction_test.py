@@ -51,6 +51,11 @@ with tempfile.TemporaryDirectory() as d:
     assert "| gemv/bf16/b1_n4096_k4096 | 3200 | 4000 | 0.80 | 1280 | 2.50 |" in table, table
     assert "| gemv/bf16/b2_n4096_k4096 | 3200 | 3200 | 1.00 | – | – |" in table, table
 
+    # --match keeps only matching rows of the prefixes.
+    subprocess.run([sys.executable, fraction_script, results, "--prefix", "gemv", "--match", "b2_",
+                    "--out-json", out_json], check=True)
+    assert [r["key"] for r in json.load(open(out_json))["rows"]] == ["gemv/bf16/b2_n4096_k4096"]
+
     # Attention: gpucmp forward 500 and backward 400 TFLOP/s; PyTorch's cuDNN 450 and 440,
     # flash 300 and refused.
     ours = write("attention.json", gbench([

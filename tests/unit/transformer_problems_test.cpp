@@ -90,6 +90,46 @@ TEST_CASE("attention FP8: one byte an element, forward only, scaled bounds", "[o
   CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("FP8 backward is not built"));
 }
 
+TEST_CASE("attention serving: padded lengths and paged K and V, their bytes, names and bad tables", "[ops][attention]") {
+  gpucmp::attention_problem p;  // decode: one query a sequence against a paged cache
+  p.batch = 2;
+  p.seq_q = 1;
+  p.seq_kv = 1000;
+  p.mask = gpucmp::attention_mask::none;
+  p.page_size = 64;
+  p.kv_lengths = {1000, 10};
+  CHECK_NOTHROW(p.validate());
+  CHECK(p.serving());
+  CHECK(p.pages_per_sequence() == 16);
+  CHECK(p.kv_tokens() == 1010);
+  CHECK(p.kv_length(1) == 10);
+  CHECK(p.work().flops == 4.0 * 32 * 1010 * 128);  // every sequence's keys, no more
+  CHECK(p.work().bytes_read == 2.0 * 128 * (2 * 32 + 2 * 1010.0 * 8));
+  CHECK(p.name() == "bf16/b2_s1x1000_h32+8_d128/full/paged64/kv1010tokens");
+  std::vector<std::int32_t> table(32);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = std::int32_t(31 - i);
+  CHECK_NOTHROW(p.validate_page_table(table));
+  table[20] = 32;
+  CHECK_THROWS_WITH(p.validate_page_table(table),
+                    GPUCMP_CONTAINS("page table entry 20 (sequence 1) is page 32, outside the pool's 32 pages"));
+  table.pop_back();
+  CHECK_THROWS_WITH(p.validate_page_table(table), GPUCMP_CONTAINS("has 31 entries, not 2 sequences x 16 pages"));
+  gpucmp::attention_problem bad = p;
+  bad.kv_lengths = {1000};
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("kv_lengths has 1 lengths for a batch of 2"));
+  bad.kv_lengths = {1000, 1001};
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("kv_lengths[1] = 1001 is outside 1..1000"));
+  bad = p;
+  bad.page_size = -1;
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("page_size must not be negative"));
+  bad = p;
+  bad.pass = gpucmp::attention_pass::backward;
+  CHECK_THROWS_AS(bad.validate(), gpucmp::unsupported);
+  bad = p;
+  bad.page_size = 0;
+  CHECK_THROWS_WITH(bad.validate_page_table(table), GPUCMP_CONTAINS("not paged"));
+}
+
 TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
   gpucmp::attention_problem p;
   p.head_dim = 100;

@@ -43,6 +43,9 @@ struct attention_options {
   search_options search;                               ///< how the plans are timed
   std::size_t workspace_limit = std::size_t(1) << 30;  ///< plans needing more are left out
   std::size_t max_plans = 16;                          ///< plans built (in heuristic order)
+  /// Paged problems: each sequence's pages (attention_problem::validate_page_table()); empty:
+  /// the pool's pages in a fixed shuffled order.
+  std::vector<std::int32_t> page_table;
 };
 
 namespace detail {
@@ -52,6 +55,7 @@ namespace attention_uid {
 constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, stats = 5, dout = 6, dq = 7, dk = 8, dv = 9;
 constexpr std::int64_t descale_q = 10, descale_k = 11, descale_v = 12, descale_s = 13, scale_s = 14, scale_o = 15;
 constexpr std::int64_t amax_s = 16, amax_o = 17;
+constexpr std::int64_t seq_len_q = 18, seq_len_kv = 19, page_table_k = 20, page_table_v = 21;
 }  // namespace attention_uid
 
 /// Calls f(T{}) with the element type attention stores for `t` (attention_numerics).
@@ -77,6 +81,7 @@ class attention {
   /// here). A backward also runs one forward, its first plan, for O and the statistics.
   explicit attention(const attention_problem& p, const attention_options& options = {}, cudaStream_t stream = nullptr)
       : m_problem((p.validate(), p)), m_options(options) {
+    if (!options.page_table.empty()) p.validate_page_table(options.page_table);
     const double needed = bytes_needed(p);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -94,6 +99,7 @@ class attention {
       m_dv = device_buffer<std::uint8_t>(kv_elements() * bytes, initial_fill::uninitialized());
       m_stats = device_buffer<std::uint8_t>(stats_elements() * sizeof(float), initial_fill::uninitialized());
     }
+    if (p.serving()) upload_serving_tables(stream);
     if (p.is_fp8()) {
       const std::vector<float> scales = fp8_scale_values();
       m_scales = device_buffer<float>(scales.size() + 2, initial_fill::poison());  // the scales, then the maxima
@@ -125,7 +131,8 @@ class attention {
   static double bytes_needed(const attention_problem& p) {
     const double bytes = double(p.element_size());
     const double q = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_q) * double(p.q_heads);
-    const double kv = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_kv) * double(p.kv_heads);
+    const double kv_tokens = p.page_size > 0 ? double(p.batch * p.pages_per_sequence() * p.page_size) : double(p.batch * p.seq_kv);
+    const double kv = bytes * double(p.head_dim) * kv_tokens * double(p.kv_heads);
     if (p.pass == attention_pass::forward) return 2 * q + 2 * kv;
     return 4 * q + 4 * kv + 4 * double(p.batch) * double(p.q_heads) * double(p.seq_q);
   }
@@ -230,8 +237,65 @@ class attention {
   std::size_t q_elements() const noexcept {
     return std::size_t(m_problem.batch * m_problem.seq_q * m_problem.q_heads * m_problem.head_dim);
   }
+  /// K's (and V's) elements: batch x seq_kv tokens, or a pool of batch x pages_per_sequence pages.
   std::size_t kv_elements() const noexcept {
-    return std::size_t(m_problem.batch * m_problem.seq_kv * m_problem.kv_heads * m_problem.head_dim);
+    const attention_problem& p = m_problem;
+    const std::int64_t tokens = p.page_size > 0 ? p.batch * p.pages_per_sequence() * p.page_size : p.batch * p.seq_kv;
+    return std::size_t(tokens * p.kv_heads * p.head_dim);
+  }
+
+  /// Serving: the sequence lengths (queries seq_q each, keys kv_length()) and, paged, the page
+  /// table: the pool's pages shuffled (a fixed permutation), batch rows of pages_per_sequence.
+  void upload_serving_tables(cudaStream_t stream) {
+    const attention_problem& p = m_problem;
+    std::vector<std::int32_t> lengths;
+    for (std::int64_t b = 0; b < p.batch; ++b) lengths.push_back(std::int32_t(p.seq_q));
+    for (std::int64_t b = 0; b < p.batch; ++b) lengths.push_back(std::int32_t(p.kv_length(b)));
+    if (p.page_size > 0 && !m_options.page_table.empty()) {
+      m_page_table = m_options.page_table;  // validated by the constructor
+    } else if (p.page_size > 0) {
+      m_page_table.resize(std::size_t(p.batch * p.pages_per_sequence()));
+      for (std::size_t i = 0; i < m_page_table.size(); ++i) m_page_table[i] = std::int32_t(i);
+      for (std::size_t i = m_page_table.size(); i > 1; --i) {  // Fisher-Yates on gpucmp's random stream
+        std::swap(m_page_table[i - 1], m_page_table[std::size_t(random_bits(77, i) % i)]);
+      }
+    }
+    m_serving = device_buffer<std::int32_t>(lengths.size() + m_page_table.size(), initial_fill::uninitialized());
+    lengths.insert(lengths.end(), m_page_table.begin(), m_page_table.end());
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_serving.data(), lengths.data(), lengths.size() * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  /// Sequence b's K and V as contiguous [token][kv head][element] rows, kv_length(b) of them,
+  /// read through the page table when paged.
+  template <class T>
+  void gather_kv(std::int64_t b, std::vector<T>& k, std::vector<T>& v) const {
+    const attention_problem& p = m_problem;
+    const std::size_t row = std::size_t(p.kv_heads * p.head_dim), tokens = std::size_t(p.kv_length(b));
+    k.resize(tokens * row);
+    v.resize(tokens * row);
+    if (p.page_size == 0) {
+      const std::size_t at = std::size_t(b * p.seq_kv) * row * sizeof(T);
+      GPUCMP_CUDA_CHECK(cudaMemcpy(k.data(), m_k.data() + at, k.size() * sizeof(T), cudaMemcpyDeviceToHost));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(v.data(), m_v.data() + at, v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+      return;
+    }
+    const std::size_t ps = std::size_t(p.page_size), d = std::size_t(p.head_dim), page = ps * row;
+    std::vector<T> kp(page), vp(page);
+    for (std::size_t t = 0; t * ps < tokens; ++t) {
+      const std::size_t id = std::size_t(m_page_table[std::size_t(b * p.pages_per_sequence()) + t]);
+      GPUCMP_CUDA_CHECK(cudaMemcpy(kp.data(), m_k.data() + id * page * sizeof(T), page * sizeof(T), cudaMemcpyDeviceToHost));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(vp.data(), m_v.data() + id * page * sizeof(T), page * sizeof(T), cudaMemcpyDeviceToHost));
+      for (std::size_t r = 0; r < ps && t * ps + r < tokens; ++r) {
+        for (std::size_t h = 0; h < std::size_t(p.kv_heads); ++h) {  // a page is (kv head, token, element)
+          for (std::size_t c = 0; c < d; ++c) {
+            k[((t * ps + r) * std::size_t(p.kv_heads) + h) * d + c] = kp[(h * ps + r) * d + c];
+            v[((t * ps + r) * std::size_t(p.kv_heads) + h) * d + c] = vp[(h * ps + r) * d + c];
+          }
+        }
+      }
+    }
   }
   /// FP8's scales, in uid order: Q, K and V descaled by 1 (stored as drawn), P and O scaled by
   /// attention_fp8_p_scale and attention_fp8_o_scale, P descaled by the inverse.
@@ -250,6 +314,14 @@ class attention {
   cudnn_variant_pack variant_pack() {
     namespace uid = detail::attention_uid;
     cudnn_variant_pack pack{{uid::q, m_q.data()}, {uid::k, m_k.data()}, {uid::v, m_v.data()}, {uid::o, m_o.data()}};
+    if (m_problem.serving()) {
+      pack.insert({uid::seq_len_q, m_serving.data()});
+      pack.insert({uid::seq_len_kv, m_serving.data() + m_problem.batch});
+      if (m_problem.page_size > 0) {  // one table for both pools: a page holds the same tokens of K and V
+        pack.insert({uid::page_table_k, m_serving.data() + 2 * m_problem.batch});
+        pack.insert({uid::page_table_v, m_serving.data() + 2 * m_problem.batch});
+      }
+    }
     if (m_problem.is_fp8()) {
       for (std::int64_t id = uid::descale_q; id <= uid::amax_o; ++id) pack.insert({id, m_scales.data() + (id - uid::descale_q)});
     }
@@ -288,17 +360,17 @@ class attention {
     verification v;
     v.method = "double reference on the CPU, " + std::to_string(positions.size()) + " query positions of " +
                std::to_string(batches.size()) + " batch(es), every head";
-    const std::size_t kv_batch = std::size_t(p.seq_kv * hkv * d), q_row = std::size_t(hq * d);
-    std::vector<T> k(kv_batch), val(kv_batch), q(q_row), o(q_row);
+    const std::size_t q_row = std::size_t(hq * d);
+    std::vector<T> k, val, q(q_row), o(q_row);
     std::vector<double> scores(std::size_t(p.seq_kv));
     for (std::int64_t b : batches) {
-      GPUCMP_CUDA_CHECK(cudaMemcpy(k.data(), m_k.data() + std::size_t(b) * kv_batch * sizeof(T), kv_batch * sizeof(T), cudaMemcpyDeviceToHost));
-      GPUCMP_CUDA_CHECK(cudaMemcpy(val.data(), m_v.data() + std::size_t(b) * kv_batch * sizeof(T), kv_batch * sizeof(T), cudaMemcpyDeviceToHost));
+      gather_kv(b, k, val);
       for (std::int64_t i : positions) {
         const std::size_t row = std::size_t(b * p.seq_q + i) * q_row * sizeof(T);
         GPUCMP_CUDA_CHECK(cudaMemcpy(q.data(), m_q.data() + row, q_row * sizeof(T), cudaMemcpyDeviceToHost));
         GPUCMP_CUDA_CHECK(cudaMemcpy(o.data(), m_o.data() + row, q_row * sizeof(T), cudaMemcpyDeviceToHost));
-        const std::int64_t seen = p.mask == attention_mask::causal ? std::min(i + 1, p.seq_kv) : p.seq_kv;
+        const std::int64_t length = p.kv_length(b);
+        const std::int64_t seen = p.mask == attention_mask::causal ? std::min(i + 1, length) : length;
         for (std::int64_t h = 0; h < hq; ++h) {
           const std::int64_t kvh = h / group;
           double top = -INFINITY;
@@ -340,6 +412,8 @@ class attention {
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
   device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
   device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_scale_values())
+  device_buffer<std::int32_t> m_serving;  // serving: query lengths, key lengths, then the page table
+  std::vector<std::int32_t> m_page_table;  // its host copy, for the check
   std::size_t m_selected = 0;
   algorithm_choice m_chosen_by = algorithm_choice::heuristic;
   double m_searched_seconds = 0;
@@ -378,14 +452,41 @@ inline void attention::build_plans() {
   auto scalar = [](fe::graph::Tensor_attributes& t, std::int64_t id) -> fe::graph::Tensor_attributes& {
     return t.set_uid(id).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(fe::DataType_t::FLOAT);
   };
+  // Paged K and V: the pool of pages, (pages, kv heads, page_size, head_dim).
+  auto page_pool = [&p](fe::graph::Graph& g, std::int64_t id, const char* name) {
+    const std::int64_t ps = p.page_size;
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(id)
+                        .set_dim({p.batch * p.pages_per_sequence(), p.kv_heads, ps, p.head_dim})
+                        .set_stride({p.kv_heads * ps * p.head_dim, ps * p.head_dim, p.head_dim, 1}));
+  };
+  auto int32_table = [](fe::graph::Graph& g, std::int64_t id, const char* name, std::int64_t rows, std::int64_t cols) {
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(id)
+                        .set_dim({rows, 1, cols, 1})
+                        .set_stride({cols, cols, 1, 1})
+                        .set_data_type(fe::DataType_t::INT32));
+  };
   auto describe_forward = [&](fe::graph::Graph& g) {
     types(g);
     auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q);
-    auto k = tensor(g, uid::k, "K", p.kv_heads, p.seq_kv);
-    auto v = tensor(g, uid::v, "V", p.kv_heads, p.seq_kv);
+    auto k = p.page_size > 0 ? page_pool(g, uid::k, "K pages") : tensor(g, uid::k, "K", p.kv_heads, p.seq_kv);
+    auto v = p.page_size > 0 ? page_pool(g, uid::v, "V pages") : tensor(g, uid::v, "V", p.kv_heads, p.seq_kv);
     auto attributes =
         fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(backward).set_attn_scale(float(p.applied_scale()));
     if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
+    if (p.serving()) {
+      attributes.set_padding_mask(true)
+          .set_seq_len_q(int32_table(g, uid::seq_len_q, "seq_len_q", p.batch, 1))
+          .set_seq_len_kv(int32_table(g, uid::seq_len_kv, "seq_len_kv", p.batch, 1));
+    }
+    if (p.page_size > 0) {
+      attributes.set_paged_attention_k_table(int32_table(g, uid::page_table_k, "page_table_K", p.batch, p.pages_per_sequence()))
+          .set_paged_attention_v_table(int32_table(g, uid::page_table_v, "page_table_V", p.batch, p.pages_per_sequence()))
+          .set_paged_attention_max_seq_len_kv(int(p.seq_kv));
+    }
     if (p.is_fp8()) {
       auto input = [&](std::int64_t id, const char* name) {
         fe::graph::Tensor_attributes t;

@@ -6,8 +6,10 @@
 // or backward (dQ, dK and dV from dO, given the forward's O and softmax statistics), per
 // batch and query head; grouped-query attention shares each K/V head among
 // q_heads / kv_heads query heads. Tensors are stored batch x sequence x heads x head_dim
-// (BSHD: each token's heads side by side, as the QKV projection writes them). Host-only: the
-// problem, its FLOPs under a stated convention, bytes, axes and the output bound.
+// (BSHD: each token's heads side by side, as the QKV projection writes them); for serving, K
+// and V may hold fewer tokens per sequence than the batch is padded to (kv_lengths) and live in
+// a pool of pages reached through page tables (page_size). Host-only: the problem, its FLOPs
+// under a stated convention, bytes, axes and the output bound.
 #pragma once
 
 #include <gpucmp/cuda/element_type.hpp>
@@ -88,7 +90,14 @@ struct attention_problem {
   attention_mask mask = attention_mask::causal;
   causal_flops flops_convention = causal_flops::half_square;
   attention_pass pass = attention_pass::forward;
-  double scale = 0;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
+  double scale = 0;
+  /// Serving: K and V in a pool of pages of page_size tokens, (pages, kv_heads, page_size,
+  /// head_dim) each, which every sequence reaches through its own page table (the pages
+  /// shuffled, as a cache that has served for a while holds them); 0: K and V contiguous, BSHD.
+  std::int64_t page_size = 0;
+  /// Serving: the tokens each sequence's K and V hold (a padded batch: at most seq_kv, the rest
+  /// masked and never read); empty: seq_kv for every sequence.
+  std::vector<std::int64_t> kv_lengths;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
 
   /// The scale applied (scale, or 1 / sqrt(head_dim) when it is 0).
   double applied_scale() const noexcept { return scale != 0 ? scale : 1 / std::sqrt(double(head_dim)); }
@@ -113,6 +122,50 @@ struct attention_problem {
     if (is_fp8() && pass == attention_pass::backward) {
       throw unsupported("attention: the FP8 backward is not built (FP8 attention is forward only here)");
     }
+    require(page_size >= 0, "page_size must not be negative (0: K and V contiguous)");
+    require(kv_lengths.empty() || std::int64_t(kv_lengths.size()) == batch,
+            "kv_lengths has " + std::to_string(kv_lengths.size()) + " lengths for a batch of " + std::to_string(batch));
+    for (std::size_t b = 0; b < kv_lengths.size(); ++b) {
+      require(kv_lengths[b] >= 1 && kv_lengths[b] <= seq_kv, "kv_lengths[" + std::to_string(b) + "] = " +
+                                                                 std::to_string(kv_lengths[b]) + " is outside 1.." +
+                                                                 std::to_string(seq_kv));
+    }
+    if (serving() && (pass == attention_pass::backward || is_fp8())) {
+      throw unsupported("attention: paged or padded K and V are built for the BF16 and FP16 forward only");
+    }
+  }
+
+  /// Whether K and V are paged or padded (cuDNN's padding mask and sequence lengths).
+  bool serving() const noexcept { return page_size > 0 || !kv_lengths.empty(); }
+  /// The tokens sequence b's K and V hold.
+  std::int64_t kv_length(std::int64_t b) const noexcept { return kv_lengths.empty() ? seq_kv : kv_lengths[std::size_t(b)]; }
+  /// Pages a sequence's table holds (paged only).
+  std::int64_t pages_per_sequence() const noexcept { return page_size > 0 ? (seq_kv + page_size - 1) / page_size : 0; }
+  /// Throws invalid_argument unless `table` is a page table for this paged problem: batch rows
+  /// of pages_per_sequence() entries, each a page of the pool (0 to batch x pages_per_sequence()
+  /// - 1), naming the first entry out of range.
+  void validate_page_table(const std::vector<std::int32_t>& table) const {
+    const std::int64_t pool = batch * pages_per_sequence();
+    if (page_size <= 0) throw invalid_argument("attention: a page table for a problem whose K and V are not paged");
+    if (std::int64_t(table.size()) != pool) {
+      throw invalid_argument("attention: the page table has " + std::to_string(table.size()) + " entries, not " +
+                             std::to_string(batch) + " sequences x " + std::to_string(pages_per_sequence()) + " pages");
+    }
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i] < 0 || table[i] >= pool) {
+        throw invalid_argument("attention: page table entry " + std::to_string(i) + " (sequence " +
+                               std::to_string(std::int64_t(i) / pages_per_sequence()) + ") is page " +
+                               std::to_string(table[i]) + ", outside the pool's " + std::to_string(pool) + " pages");
+      }
+    }
+  }
+
+  /// K and V tokens of the whole batch (the sum of kv_length()).
+  double kv_tokens() const noexcept {
+    if (kv_lengths.empty()) return double(batch) * double(seq_kv);
+    double n = 0;
+    for (std::int64_t l : kv_lengths) n += double(l);
+    return n;
   }
 
   /// Whether Q, K, V and O are E4M3 with per-tensor scales.
@@ -127,13 +180,15 @@ struct attention_problem {
     s += "_h" + std::to_string(q_heads);
     if (kv_heads != q_heads) s += "+" + std::to_string(kv_heads);
     s += "_d" + std::to_string(head_dim) + "/" + to_string(mask);
+    if (page_size > 0) s += "/paged" + std::to_string(page_size);
+    if (!kv_lengths.empty()) s += "/kv" + std::to_string(std::int64_t(kv_tokens())) + "tokens";
     return pass == attention_pass::backward ? s + "/bwd" : s;
   }
 
-  /// Query-key pairs each head scores, under the FLOP convention: seq_q x seq_kv, or for a
-  /// causal mask half of it (half_square) or all of it (full_square).
+  /// Query-key pairs each head of a sequence scores on average, under the FLOP convention:
+  /// seq_q x kv_length, or for a causal mask half of it (half_square) or all of it (full_square).
   double counted_pairs() const noexcept {
-    const double square = double(seq_q) * double(seq_kv);
+    const double square = double(seq_q) * kv_tokens() / double(batch);
     return mask == attention_mask::causal && flops_convention == causal_flops::half_square ? square / 2 : square;
   }
 
@@ -145,7 +200,7 @@ struct attention_problem {
   gpucmp::work work() const {
     const double bytes = double(element_size());
     const double q_bytes = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
-    const double kv_bytes = double(batch) * double(seq_kv) * double(kv_heads) * double(head_dim) * bytes;
+    const double kv_bytes = kv_tokens() * double(kv_heads) * double(head_dim) * bytes;  // what is read
     const bool backward = pass == attention_pass::backward;
     gpucmp::work w;
     w.flops = (backward ? 10 : 4) * double(batch) * double(q_heads) * counted_pairs() * double(head_dim);
@@ -163,7 +218,8 @@ struct attention_problem {
             axis::of("seq_q", double(seq_q)),       axis::of("seq_kv", double(seq_kv)),
             axis::of("q_heads", double(q_heads)),   axis::of("kv_heads", double(kv_heads)),
             axis::of("head_dim", double(head_dim)), axis::of("mask", to_string(mask)),
-            axis::of("dtype", to_string(dtype)),    axis::of("flops", to_string(flops_convention))};
+            axis::of("dtype", to_string(dtype)),    axis::of("flops", to_string(flops_convention)),
+            axis::of("page_size", double(page_size)), axis::of("kv_tokens", kv_tokens())};
   }
 
   /// The rounding a correct kernel may show against a double reference from the same stored
