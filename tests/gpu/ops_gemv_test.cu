@@ -2,8 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // The decode GEMV: every candidate (cuBLASLt's algorithms and split-K variants, gpucmp's kernel
-// at each split) at every token count the kernel takes, odd shapes included, matches the FP64
-// reference; a corrupted output is caught and located; a search keeps a verified candidate and
+// at each split) at every token count the kernel takes, odd shapes included, is checked
+// against the FP64 reference (gpucmp's kernel always passes; cuBLASLt split-K variants that
+// return wrong sums are rejected, and the search keeps a verified candidate); a corrupted output is caught and located; a search keeps a verified candidate and
 // at 64 tokens only cuBLASLt's remain (host checks: tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
@@ -35,9 +36,19 @@ TEST_CASE("gemv: every candidate matches the FP64 reference", "[gpu][ops][gemv]"
           kernels += op.provider() == "gpucmp";
           const gpucmp::verification v = op.verify(s.get());
           INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
-          CHECK(v.passed());
+          if (op.provider() == "gpucmp" || v.passed()) {
+            CHECK(v.passed());
+          } else {
+            // cuBLASLt 13's split-K variants (16 slices, out-of-place reduction) of the
+            // 1000 x 1032 product pass its own check and return wrong sums: what the verified
+            // search is for. Any other cuBLASLt candidate failing is a finding.
+            CHECK(op.describe_candidate(i).find("split-K variant") != std::string::npos);
+            WARN("rejected by the check: " << op.describe_candidate(i));
+          }
         }
         CHECK(kernels == 4);  // 1, 2, 4 and 8 warps a row
+        const gpucmp::prepared_operation prepared = gpucmp::prepare_verified(op);
+        CHECK(prepared.check.passed());  // the search keeps a verified candidate whatever failed
       }
     }
   }

@@ -14,7 +14,8 @@
 //      heads: scale * sum_i dS_ij Q_i and sum_i P_ij dO_i;
 // where P_ij = exp(scale Q_i.K_j - lse_i) and dS_ij = P_ij (dO_i.V_j - D_i). Each output also
 // gets the root of its squared terms (the rounding model's scale: the kernel rounds P and dS
-// to the input type before its GEMMs) with a subnormal floor, and the number of terms.
+// to the input type before its GEMMs) with a subnormal floor and, for dS, FP32's rounding of
+// dP - D (which cancels exactly where a query sees one key), and the number of terms.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -40,6 +41,7 @@ struct attention_geometry {
   bool causal;         ///< top-left: query i sees keys 0..i
   double scale;        ///< applied to Q K^T
   double floor_ratio;  ///< half the input type's smallest subnormal over its unit roundoff
+  double cancel_ratio;  ///< FP32's unit roundoff over the input type's: dS's cancellation, in P's units
 
   __host__ __device__ std::int64_t q_at(std::int64_t b, std::int64_t i, std::int64_t h) const {
     return ((b * seq_q + i) * q_heads + h) * head_dim;
@@ -64,11 +66,24 @@ __device__ double dot_row(const double* shared_row, const T* row, std::int64_t n
   return s;
 }
 
+// As dot_row, with the sum of the products' magnitudes in `magnitude`.
+template <class T>
+__device__ double dot_row(const double* shared_row, const T* row, std::int64_t n, double& magnitude) {
+  double s = 0, m = 0;
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double product = shared_row[c] * to_double(row[c]);
+    s += product;
+    m += fabs(product);
+  }
+  magnitude = m;
+  return s;
+}
+
 // One block per query row (batch slot, head, position): its log-sum-exp over the keys it
-// sees, merged across threads as online softmax does, and D = dO . O.
+// sees, merged across threads as online softmax does, D = dO . O and the sum of |dO O|.
 template <class T>
 __global__ void attention_row_statistics(attention_geometry g, const T* q, const T* k, const T* o, const T* dout,
-                                         const std::int64_t* batches, double* lse, double* dsum) {
+                                         const std::int64_t* batches, double* lse, double* dsum, double* dsum_abs) {
   __shared__ double row[256], max_part[attention_reference_threads], sum_part[attention_reference_threads];
   const std::int64_t r = blockIdx.x;  // (slot, head, position)
   const std::int64_t i = r % g.seq_q, h = (r / g.seq_q) % g.q_heads, slot = r / (g.seq_q * g.q_heads);
@@ -96,12 +111,15 @@ __global__ void attention_row_statistics(attention_geometry g, const T* q, const
       l = l * exp(m - nm) + sum_part[t] * exp(mt - nm);
       m = nm;
     }
-    double d = 0;
+    double d = 0, magnitude = 0;
     for (std::int64_t c = 0; c < g.head_dim; ++c) {
-      d += to_double(dout[g.q_at(b, i, h) + c]) * to_double(o[g.q_at(b, i, h) + c]);
+      const double product = to_double(dout[g.q_at(b, i, h) + c]) * to_double(o[g.q_at(b, i, h) + c]);
+      d += product;
+      magnitude += fabs(product);
     }
     lse[r] = m + log(l);
     dsum[r] = d;
+    dsum_abs[r] = magnitude;
   }
 }
 
@@ -119,8 +137,8 @@ template <class T>
 __global__ void attention_dq_reference(attention_geometry g, const T* q, const T* k, const T* v, const T* dout,
                                        const T* dq, const std::int64_t* batches, const std::int64_t* positions,
                                        std::int64_t position_count, const double* lse, const double* dsum,
-                                       attention_reference_out out) {
-  __shared__ double qrow[256], dorow[256], ds[attention_reference_threads];
+                                       const double* dsum_abs, attention_reference_out out) {
+  __shared__ double qrow[256], dorow[256], ds[attention_reference_threads], ds_err[attention_reference_threads];
   const std::int64_t r = blockIdx.x;  // (slot, head, sampled position)
   const std::int64_t p = r % position_count, h = (r / position_count) % g.q_heads,
                      slot = r / (position_count * g.q_heads);
@@ -137,8 +155,12 @@ __global__ void attention_dq_reference(attention_geometry g, const T* q, const T
     const std::int64_t j = j0 + threadIdx.x;
     if (j < seen) {
       const double s = g.scale * dot_row(qrow, k + g.kv_at(b, j, kvh), g.head_dim);
-      const double dp = dot_row(dorow, v + g.kv_at(b, j, kvh), g.head_dim);
-      ds[threadIdx.x] = exp(s - lse[stat]) * (dp - dsum[stat]);
+      double dp_abs = 0;
+      const double dp = dot_row(dorow, v + g.kv_at(b, j, kvh), g.head_dim, dp_abs);
+      const double p = exp(s - lse[stat]);
+      ds[threadIdx.x] = p * (dp - dsum[stat]);
+      // dP - D cancels (exactly, for a query that sees one key): FP32's rounding of both sums.
+      ds_err[threadIdx.x] = p * g.cancel_ratio * (dp_abs + dsum_abs[stat]);
     }
     __syncthreads();
     if (c < g.head_dim) {
@@ -146,7 +168,7 @@ __global__ void attention_dq_reference(attention_geometry g, const T* q, const T
       for (std::int64_t t = 0; t < tile; ++t) {
         const double x = g.scale * to_double(k[g.kv_at(b, j0 + t, kvh) + c]);
         sum += ds[t] * x;
-        const double magnitude = fabs(x) * (fabs(ds[t]) + g.floor_ratio);
+        const double magnitude = fabs(x) * (fabs(ds[t]) + g.floor_ratio + ds_err[t]);
         squares += magnitude * magnitude;
       }
     }
@@ -168,8 +190,10 @@ template <class T>
 __global__ void attention_dkv_reference(attention_geometry g, const T* q, const T* k, const T* v, const T* dout,
                                         const T* dk, const T* dv, const std::int64_t* batches,
                                         const std::int64_t* positions, std::int64_t position_count, const double* lse,
-                                        const double* dsum, attention_reference_out out, std::int64_t n) {
-  __shared__ double krow[256], vrow[256], pt[attention_reference_threads], ds[attention_reference_threads];
+                                        const double* dsum, const double* dsum_abs, attention_reference_out out,
+                                        std::int64_t n) {
+  __shared__ double krow[256], vrow[256], pt[attention_reference_threads], ds[attention_reference_threads],
+      ds_err[attention_reference_threads];
   const std::int64_t r = blockIdx.x;  // (slot, KV head, sampled position)
   const std::int64_t p = r % position_count, kvh = (r / position_count) % g.kv_heads,
                      slot = r / (position_count * g.kv_heads);
@@ -187,9 +211,11 @@ __global__ void attention_dkv_reference(attention_geometry g, const T* q, const 
       if (i < g.seq_q) {
         const std::int64_t stat = (slot * g.q_heads + h) * g.seq_q + i;
         const double s = g.scale * dot_row(krow, q + g.q_at(b, i, h), g.head_dim);
-        const double dp = dot_row(vrow, dout + g.q_at(b, i, h), g.head_dim);
+        double dp_abs = 0;
+        const double dp = dot_row(vrow, dout + g.q_at(b, i, h), g.head_dim, dp_abs);
         pt[threadIdx.x] = exp(s - lse[stat]);
         ds[threadIdx.x] = pt[threadIdx.x] * (dp - dsum[stat]);
+        ds_err[threadIdx.x] = pt[threadIdx.x] * g.cancel_ratio * (dp_abs + dsum_abs[stat]);
       }
       __syncthreads();
       if (c < g.head_dim) {
@@ -199,7 +225,7 @@ __global__ void attention_dkv_reference(attention_geometry g, const T* q, const 
           const double y = to_double(dout[g.q_at(b, i0 + t, h) + c]);
           dk_sum += ds[t] * x;
           dv_sum += pt[t] * y;
-          const double mk = fabs(x) * (fabs(ds[t]) + g.floor_ratio), mv = fabs(y) * (pt[t] + g.floor_ratio);
+          const double mk = fabs(x) * (fabs(ds[t]) + g.floor_ratio + ds_err[t]), mv = fabs(y) * (pt[t] + g.floor_ratio);
           dk_squares += mk * mk;
           dv_squares += mv * mv;
         }
@@ -237,8 +263,9 @@ verification check_attention_gradients(const attention_problem& p, const attenti
                                        cudaStream_t stream) {
   const tolerance tol = p.output_tolerance();
   detail::attention_geometry g{
-      p.seq_q, p.seq_kv, p.q_heads, p.kv_heads, p.head_dim, p.mask == attention_mask::causal, p.applied_scale(), 0};
+      p.seq_q, p.seq_kv, p.q_heads, p.kv_heads, p.head_dim, p.mask == attention_mask::causal, p.applied_scale(), 0, 0};
   g.floor_ratio = p.p_floor();
+  g.cancel_ratio = unit_roundoff(element_type::fp32) / tol.input_eps;
   std::vector<std::int64_t> batches{0};
   if (p.batch > 1) batches.push_back(p.batch - 1);
   const std::vector<std::int64_t> queries = attention_sampled_positions(p.seq_q),
@@ -250,14 +277,15 @@ verification check_attention_gradients(const attention_problem& p, const attenti
   queries_d.copy_from_host(queries);
   keys_d.copy_from_host(keys);
   const std::size_t rows = std::size_t(slots * p.q_heads * p.seq_q);
-  device_buffer<double> lse(rows, initial_fill::poison()), dsum(rows, initial_fill::poison());
+  device_buffer<double> lse(rows, initial_fill::poison()), dsum(rows, initial_fill::poison()),
+      dsum_abs(rows, initial_fill::poison());
   const T* q = static_cast<const T*>(t.q);
   const T* k = static_cast<const T*>(t.k);
   const T* v = static_cast<const T*>(t.v);
   const T* dout = static_cast<const T*>(t.dout);
   const unsigned threads = detail::attention_reference_threads;
   detail::attention_row_statistics<T><<<unsigned(rows), threads, 0, stream>>>(
-      g, q, k, static_cast<const T*>(t.o), dout, batches_d.data(), lse.data(), dsum.data());
+      g, q, k, static_cast<const T*>(t.o), dout, batches_d.data(), lse.data(), dsum.data(), dsum_abs.data());
   GPUCMP_CUDA_CHECK_LAST("attention_row_statistics");
 
   const std::int64_t dq_rows = slots * p.q_heads * std::int64_t(queries.size());
@@ -271,11 +299,11 @@ verification check_attention_gradients(const attention_problem& p, const attenti
                                           got.data() + dq_n};
   detail::attention_dq_reference<T><<<unsigned(dq_rows), threads, 0, stream>>>(
       g, q, k, v, dout, static_cast<const T*>(t.dq), batches_d.data(), queries_d.data(), std::int64_t(queries.size()),
-      lse.data(), dsum.data(), dq_out);
+      lse.data(), dsum.data(), dsum_abs.data(), dq_out);
   GPUCMP_CUDA_CHECK_LAST("attention_dq_reference");
   detail::attention_dkv_reference<T><<<unsigned(dkv_rows), threads, 0, stream>>>(
       g, q, k, v, dout, static_cast<const T*>(t.dk), static_cast<const T*>(t.dv), batches_d.data(), keys_d.data(),
-      std::int64_t(keys.size()), lse.data(), dsum.data(), dkv_out, std::int64_t(dkv_n));
+      std::int64_t(keys.size()), lse.data(), dsum.data(), dsum_abs.data(), dkv_out, std::int64_t(dkv_n));
   GPUCMP_CUDA_CHECK_LAST("attention_dkv_reference");
   GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   const std::vector<double> ref_h = reference.to_host(), l2_h = l2.to_host(), terms_h = terms.to_host(),
