@@ -14,7 +14,8 @@
 #             scripts/bandwidth-fraction.py: each row as a fraction of the same run's copy rate
 #   lab/runs/transformer-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,attention,gemv,bench]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
-# GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
+# GPUCMP_COMMIT the commit of the tree sent (recorded in run.json); GPUCMP_CHECK_TARGETS the
+# build's targets (default: all four).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 out_dir=${1:?usage: transformer-check.sh OUT_DIR [PARTS]}
@@ -30,7 +31,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_ops_tests transformer_ops attention_sweep gemv_sweep ${GPUCMP_CHECK_BUILD_TARGETS:-}; } > "$work/build.log" 2>&1 ||
+    gpucmp_build --target ${GPUCMP_CHECK_TARGETS:-gpucmp_ops_tests transformer_ops attention_sweep gemv_sweep}; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi

@@ -9,10 +9,11 @@ For every shape of the sweep (the same list, the same BSHD memory layout: each t
 side by side, viewed as (batch, heads, seq, head_dim) as a transformer layer passes them),
 F.scaled_dot_product_attention with each backend PyTorch has here (cuDNN, flash, efficient),
 timed as CUDA-graph replays with torch_ops.time_graph (the timing gpucmp's comparison scripts
-share). The backward (key ending /bwd) is timed as the forward and torch.autograd.grad of Q, K
-and V captured in one graph, less the forward alone: autograd's kernels run on the forward's
-stream, so only a graph holding both captures them, and gpucmp's backward row likewise starts
-from a forward's O and statistics. A backend that refuses a shape is recorded with its reason.
+share). The backward (key ending /bwd) is the forward and torch.autograd.grad of Q, K and V,
+less the training forward alone (gpucmp's backward row likewise starts from a forward's O and
+statistics), both timed eagerly with CUDA events around back-to-back calls (time_eager): a
+graph capture of autograd's backward is invalidated on PyTorch 2.11 (cudaErrorStreamCapture-
+Invalidated on an H100), and at these sizes a call's milliseconds of GPU work hide its launch. A backend that refuses a shape is recorded with its reason.
 Grouped-query shapes pass enable_gqa=True. Writes {"torch", "cudnn", "rows": [{"key",
 "backend", "seconds", "flops"}]}; FLOPs counted as gpucmp counts them (causal: half the square;
 backward 2.5 times the forward's).
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import sys
 
 import torch
@@ -44,13 +46,33 @@ def key(dtype, batch, seq, hq, hkv, d, causal, backward=False):
     return k + "/bwd" if backward else k
 
 
-def measure(rows, k, name, flops, fn, calls):
-    """Appends fn's graph-timed seconds per call under k to rows (or why the backend refused it)
-    and returns the seconds (None when refused)."""
+def time_eager(fn, calls, repetitions=10, min_seconds=0.1):
+    """Median seconds per call of fn() run `calls` times back to back between CUDA events,
+    after three warm-up calls; at least `repetitions` pairs and `min_seconds` of GPU time."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call, total = [], 0.0
+    while len(per_call) < repetitions or total < min_seconds:
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        seconds = start.elapsed_time(stop) * 1e-3
+        per_call.append(seconds / calls)
+        total += seconds
+    return statistics.median(per_call)
+
+
+def measure(rows, k, name, flops, fn, calls, timer=None):
+    """Appends fn's seconds per call (timer: time_graph's by default) under k to rows (or why
+    the backend refused it) and returns the seconds (None when refused)."""
     try:
         fn()
         torch.cuda.synchronize()
-        seconds = time_graph(fn, calls, 10)
+        seconds = timer(fn, calls) if timer else time_graph(fn, calls, 10)
         rows.append({"key": k, "backend": name, "seconds": seconds, "flops": flops})
         print(f"{k} {name}: {flops / seconds / 1e12:.0f} TFLOP/s", flush=True)
         return seconds
@@ -96,9 +118,9 @@ def main():
                             measure(rows, k, name, flops, forward, args.calls)
                     if "bwd" in wanted:
                         # Less the forward as training runs it (statistics kept), with grad enabled.
-                        fwd = measure([], k + " (training forward)", name, flops, forward, args.calls)
-                        both = (measure([], k + " (forward and backward)", name, 3.5 * flops, forward_backward, args.calls)
-                                if fwd else None)
+                        fwd = measure([], k + " (training forward)", name, flops, forward, args.calls, time_eager)
+                        both = (measure([], k + " (forward and backward)", name, 3.5 * flops, forward_backward,
+                                        args.calls, time_eager) if fwd else None)
                         kb = key(dtype_name, batch, seq, hq, hkv, d, causal, True)
                         if both and both > fwd:
                             rows.append({"key": kb, "backend": name, "seconds": both - fwd, "flops": 2.5 * flops})
