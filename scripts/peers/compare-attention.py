@@ -37,6 +37,7 @@ def main():
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"compare-attention: {e}")
     torch_rows = {}
+    torch_keys = {r["key"] for r in theirs.get("rows", [])}
     for r in theirs.get("rows", []):
         if r.get("seconds"):
             torch_rows.setdefault(r["key"], {})[r["backend"]] = r["flops"] / r["seconds"] / 1e12
@@ -67,7 +68,8 @@ def main():
     lines = ["| row | gpucmp TFLOP/s | " + " | ".join(f"PyTorch {b}" for b in backends) + " | ratio (fastest PyTorch time / gpucmp's) | gpucmp plan |",
              "|---" * (4 + len(backends)) + "|"]
     for r in rows:
-        cells = [f"{r['torch'][b]:.0f}" if b in r["torch"] else "refused" for b in backends]
+        timed = r["key"] in torch_keys  # PyTorch ran this row (a backend missing from it refused)
+        cells = [f"{r['torch'][b]:.0f}" if b in r["torch"] else "refused" if timed else "–" for b in backends]
         ratio = f"{r['ratio']:.2f} ({r['torch_best_backend']})" if r["ratio"] else "–"
         if "over_bf16" in r:
             ratio = f"{r['over_bf16']:.2f}x gpucmp's BF16"
