@@ -3,13 +3,15 @@
 //
 // Scaled dot-product attention, forward or backward, as a verified operation
 // (ops/operation.hpp) through cuDNN's fused attention (component gpucmp::cudnn): the problem
-// (ops/attention_problem.hpp) described as a cudnn-frontend SDPA graph on BSHD tensors, its
-// execution plans the candidates (ops/cudnn_graph.hpp: heuristic mode A, then the fallback
-// list), timed by the engine. A forward's output is checked against a double reference on the
-// CPU over sampled query positions of the first and last batch, every head. A backward is
-// prepared by one forward that also writes the softmax statistics (its O checked the same
-// way); its dQ, dK and dV are checked against the FP64 GPU reference of
-// ops/attention_reference.cuh. cuDNN's version goes in every row (libraries()).
+// (ops/attention_problem.hpp) described as a cudnn-frontend SDPA graph on BSHD tensors (FP8:
+// cuDNN's FP8 graph with per-tensor scales; serving: the padding mask and sequence lengths, K
+// and V in a page pool behind page tables), its execution plans the candidates
+// (ops/cudnn_graph.hpp: heuristic mode A, then the fallback list), timed by the engine. A
+// forward's output is checked against a double reference on the CPU over sampled query
+// positions of the first and last batch, every head. A backward is prepared by one forward
+// that also writes the softmax statistics (its O checked the same way); its dQ, dK and dV are
+// checked against the FP64 GPU reference of ops/attention_reference.cuh. cuDNN's version goes
+// in every row (libraries()).
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -126,8 +128,8 @@ class attention {
   }
 
   /// Device bytes it allocates for `p` before its workspace (the largest plan's, at most
-  /// attention_options::workspace_limit): Q, K, V and O; for a backward also dO, dQ, dK, dV
-  /// and the FP32 statistics.
+  /// attention_options::workspace_limit): Q, K (paged: its page pool), V and O; for a
+  /// backward also dO, dQ, dK, dV and the FP32 statistics.
   static double bytes_needed(const attention_problem& p) {
     const double bytes = double(p.element_size());
     const double q = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_q) * double(p.q_heads);
@@ -207,9 +209,10 @@ class attention {
   }
 
   /// Checks what the pass wrote as it is now. Forward: O (FP8: descaled) against a double
-  /// reference from the stored Q, K and V at the query positions sampled_positions() of the
-  /// first and last batch, every query head, within output_tolerance(). Backward: the O it reads the same way, then
-  /// dQ, dK and dV (check_attention_gradients()).
+  /// reference from the stored Q, K and V (paged: read through the page table) at the query
+  /// positions sampled_positions() of the first and last batch, every query head, within
+  /// output_tolerance(). Backward: the O it reads the same way, then dQ, dK and dV
+  /// (check_attention_gradients()).
   verification check_output() const {
     return detail::visit_attention_storage(m_problem.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -297,6 +300,7 @@ class attention {
       }
     }
   }
+
   /// FP8's scales, in uid order: Q, K and V descaled by 1 (stored as drawn), P and O scaled by
   /// attention_fp8_p_scale and attention_fp8_o_scale, P descaled by the inverse.
   static std::vector<float> fp8_scale_values() {
