@@ -36,28 +36,34 @@ void register_attention(const gpucmp::attention_problem& p) {
                              {gpucmp::mode::graph});
 }
 
+// A self-attention shape of the sweep.
+struct shape {
+  std::int64_t batch, seq, q_heads, kv_heads, head_dim;
+};
+
+gpucmp::attention_problem problem_of(const shape& s, gpucmp::numerics t, gpucmp::attention_mask mask,
+                                     gpucmp::attention_pass pass) {
+  gpucmp::attention_problem p;
+  p.batch = s.batch;
+  p.seq_q = p.seq_kv = s.seq;
+  p.q_heads = s.q_heads;
+  p.kv_heads = s.kv_heads;
+  p.head_dim = s.head_dim;
+  p.dtype = t;
+  p.mask = mask;
+  p.pass = pass;
+  return p;
+}
+
 const bool registered = [] {
   gpucmp_bench::add_version_context("cudnn_version", cudnnGetVersion());
-  struct shape {
-    std::int64_t batch, seq, q_heads, kv_heads, head_dim;
-  };
   const shape shapes[] = {{1, 8192, 32, 32, 128}, {4, 4096, 32, 32, 128}, {16, 1024, 32, 32, 128},
                           {4, 4096, 32, 8, 128},  {4, 4096, 64, 64, 64},   {4, 4096, 16, 16, 256}};
+  const gpucmp::attention_mask masks[] = {gpucmp::attention_mask::causal, gpucmp::attention_mask::none};
   for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
-    for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
+    for (gpucmp::attention_mask mask : masks) {
       for (gpucmp::attention_pass pass : {gpucmp::attention_pass::forward, gpucmp::attention_pass::backward}) {
-        for (const shape& s : shapes) {
-          gpucmp::attention_problem p;
-          p.batch = s.batch;
-          p.seq_q = p.seq_kv = s.seq;
-          p.q_heads = s.q_heads;
-          p.kv_heads = s.kv_heads;
-          p.head_dim = s.head_dim;
-          p.dtype = t;
-          p.mask = mask;
-          p.pass = pass;
-          register_attention(p);
-        }
+        for (const shape& s : shapes) register_attention(problem_of(s, t, mask, pass));
       }
     }
   }
@@ -76,17 +82,9 @@ const bool registered = [] {
     }
   }
   // FP8 forward (Hopper on): the issue's three shapes, causal and full, beside BF16's.
-  for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
+  for (gpucmp::attention_mask mask : masks) {
     for (const shape& s : {shapes[0], shapes[1], shapes[2]}) {
-      gpucmp::attention_problem p;
-      p.batch = s.batch;
-      p.seq_q = p.seq_kv = s.seq;
-      p.q_heads = s.q_heads;
-      p.kv_heads = s.kv_heads;
-      p.head_dim = s.head_dim;
-      p.dtype = gpucmp::numerics::fp8_e4m3;
-      p.mask = mask;
-      register_attention(p);
+      register_attention(problem_of(s, gpucmp::numerics::fp8_e4m3, mask, gpucmp::attention_pass::forward));
     }
   }
   return true;

@@ -17,6 +17,22 @@
 #include <cstdint>
 #include <string>
 
+namespace {
+
+// Runs every plan of `op` once and checks it; each must pass and compare `outputs` values.
+void check_every_plan(gpucmp::attention& op, gpucmp::stream& s, std::size_t outputs) {
+  REQUIRE(op.candidate_count() >= 1);
+  for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+    op.select(i, s.get());
+    const gpucmp::verification v = op.verify(s.get());
+    INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
+    CHECK(v.passed());
+    CHECK(v.checked == outputs);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("attention: every plan matches the double reference", "[gpu][ops][attention]") {
   gpucmp::stream s;
   gpucmp::attention_options options;
@@ -34,14 +50,7 @@ TEST_CASE("attention: every plan matches the double reference", "[gpu][ops][atte
           p.dtype = t;
           p.mask = mask;
           gpucmp::attention op(p, options, s.get());
-          REQUIRE(op.candidate_count() >= 1);
-          for (std::size_t i = 0; i < op.candidate_count(); ++i) {
-            op.select(i, s.get());
-            const gpucmp::verification v = op.verify(s.get());
-            INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
-            CHECK(v.passed());
-            CHECK(v.checked == std::size_t(2 * op.sampled_positions().size() * 8 * d));
-          }
+          check_every_plan(op, s, std::size_t(2 * op.sampled_positions().size() * 8 * d));
         }
       }
     }
@@ -68,14 +77,7 @@ TEST_CASE("attention FP8: every plan matches the double reference, O descaled", 
         p.dtype = gpucmp::numerics::fp8_e4m3;
         p.mask = mask;
         gpucmp::attention op(p, options, s.get());
-        REQUIRE(op.candidate_count() >= 1);
-        for (std::size_t i = 0; i < op.candidate_count(); ++i) {
-          op.select(i, s.get());
-          const gpucmp::verification v = op.verify(s.get());
-          INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
-          CHECK(v.passed());
-          CHECK(v.checked == std::size_t(2 * op.sampled_positions().size() * 8 * d));
-        }
+        check_every_plan(op, s, std::size_t(2 * op.sampled_positions().size() * 8 * d));
       }
     }
   }
@@ -118,16 +120,9 @@ TEST_CASE("attention backward: every plan's dQ, dK and dV match the FP64 referen
           p.dtype = t;
           p.mask = mask;
           gpucmp::attention op(p, options, s.get());
-          REQUIRE(op.candidate_count() >= 1);
           const std::size_t positions = gpucmp::attention_sampled_positions(p.seq_q).size();
-          for (std::size_t i = 0; i < op.candidate_count(); ++i) {
-            op.select(i, s.get());
-            const gpucmp::verification v = op.verify(s.get());
-            INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
-            CHECK(v.passed());
-            // O and dQ (8 query heads each), dK and dV (kv_heads each), both batches.
-            CHECK(v.checked == std::size_t(2 * positions * d * (8 + 8 + 2 * kv_heads)));
-          }
+          // O and dQ (8 query heads each), dK and dV (kv_heads each), both batches.
+          check_every_plan(op, s, std::size_t(2 * positions * d * (8 + 8 + 2 * kv_heads)));
         }
       }
     }
@@ -183,14 +178,7 @@ TEST_CASE("attention serving: padded lengths and paged K and V match the double 
     padded.kv_lengths = {333, 100, 7};
     for (const gpucmp::attention_problem& p : {decode, padded}) {
       gpucmp::attention op(p, options, s.get());
-      REQUIRE(op.candidate_count() >= 1);
-      for (std::size_t i = 0; i < op.candidate_count(); ++i) {
-        op.select(i, s.get());
-        const gpucmp::verification v = op.verify(s.get());
-        INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
-        CHECK(v.passed());
-        CHECK(v.checked == std::size_t(2 * op.sampled_positions().size() * 8 * 128));
-      }
+      check_every_plan(op, s, std::size_t(2 * op.sampled_positions().size() * 8 * 128));
     }
   }
   // A caller's page table out of the pool is refused before anything is allocated.

@@ -215,6 +215,22 @@ struct search_choice {
   double wall_seconds = 0;  ///< the whole search's wall time (search()): what a cold start pays once
 };
 
+/// What a search settled for an operation: how its candidate was chosen, that candidate's
+/// median and every timing. Operations keep one, so adopt_search(), search_log() and
+/// algorithm() read the same record (the operation selects the candidate itself).
+struct search_record {
+  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< heuristic until a search ran
+  double searched_seconds = 0;                               ///< the chosen candidate's median in the search
+  std::vector<candidate_time> log;                           ///< every timing of the search
+
+  /// Keeps a search's verdict and timings.
+  void adopt(const search_choice& chosen, std::vector<candidate_time> timings) {
+    chosen_by = algorithm_choice::search;
+    searched_seconds = chosen.seconds;
+    log = std::move(timings);
+  }
+};
+
 namespace detail {
 
 /// Times candidate `i` with `time(i)`; a gpucmp::error becomes `failure` (and +inf), a sticky

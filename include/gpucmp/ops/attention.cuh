@@ -170,11 +170,9 @@ class attention {
   /// Keeps a search's verdict and timings.
   void adopt_search(const search_choice& c, std::vector<candidate_time> log) {
     select(c.index, nullptr);
-    m_chosen_by = algorithm_choice::search;
-    m_searched_seconds = c.seconds;
-    m_log = std::move(log);
+    m_search.adopt(c, std::move(log));
   }
-  const std::vector<candidate_time>& search_log() const noexcept { return m_log; }  ///< its search
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search.log; }  ///< its search
   /// What it runs now.
   struct algorithm_info {
     std::string plan;                                          ///< describe_candidate() of the plan
@@ -183,7 +181,9 @@ class attention {
     /// "engine 8 ... (search)".
     std::string describe() const { return plan + " (" + to_string(chosen_by) + ")"; }
   };
-  algorithm_info algorithm() const { return {describe_candidate(m_selected), m_chosen_by, m_searched_seconds}; }
+  algorithm_info algorithm() const {
+    return {describe_candidate(m_selected), m_search.chosen_by, m_search.searched_seconds};
+  }
   const attention_problem& problem() const noexcept { return m_problem; }  ///< what it computes
   /// O, BSHD (a backward's: the forward's that it reads).
   void* output() noexcept { return m_o.data(); }
@@ -419,9 +419,7 @@ class attention {
   device_buffer<std::int32_t> m_serving;  // serving: query lengths, key lengths, then the page table
   std::vector<std::int32_t> m_page_table;  // its host copy, for the check
   std::size_t m_selected = 0;
-  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
-  double m_searched_seconds = 0;
-  std::vector<candidate_time> m_log;
+  search_record m_search;
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE

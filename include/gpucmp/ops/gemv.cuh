@@ -247,14 +247,12 @@ class gemv {
   /// Keeps a search's verdict and timings.
   void adopt_search(const search_choice& c, std::vector<candidate_time> log) {
     select(c.index, nullptr);
-    m_chosen_by = algorithm_choice::search;
-    m_searched_seconds = c.seconds;
-    m_log = std::move(log);
+    m_search.adopt(c, std::move(log));
   }
-  const std::vector<candidate_time>& search_log() const noexcept { return m_log; }  ///< its search
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search.log; }  ///< its search
   /// What it runs now.
   gemv_algorithm algorithm() const {
-    return {provider(), describe_candidate(m_selected), m_chosen_by, m_searched_seconds};
+    return {provider(), describe_candidate(m_selected), m_search.chosen_by, m_search.searched_seconds};
   }
   const gemv_problem& problem() const noexcept { return m_problem; }  ///< what it computes
   /// y, batch rows of n (as W x^T column-major: the gemm's D).
@@ -280,9 +278,7 @@ class gemv {
   std::size_t m_from_cublaslt = 0;
   std::vector<int> m_splits;  // the kernel's candidates: warps a row
   std::size_t m_selected = 0;
-  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
-  double m_searched_seconds = 0;
-  std::vector<candidate_time> m_log;
+  search_record m_search;
 };
 
 }  // namespace gpucmp

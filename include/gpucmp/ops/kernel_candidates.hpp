@@ -58,21 +58,17 @@ class kernel_candidates {
   /// Keeps a search's verdict and every timing, and selects its choice.
   void adopt(const search_choice& chosen, std::vector<candidate_time> log) {
     select(chosen.index);
-    m_chosen_by = algorithm_choice::search;
-    m_searched_seconds = chosen.seconds;
-    m_log = std::move(log);
+    m_search.adopt(chosen, std::move(log));
   }
   /// Every timing of its search (empty until one ran).
-  const std::vector<candidate_time>& log() const noexcept { return m_log; }
+  const std::vector<candidate_time>& log() const noexcept { return m_search.log; }
   /// What runs now.
-  kernel_algorithm algorithm() const { return {selected().describe(), m_chosen_by, m_searched_seconds}; }
+  kernel_algorithm algorithm() const { return {selected().describe(), m_search.chosen_by, m_search.searched_seconds}; }
 
  private:
   std::vector<launch_shape> m_shapes;
   std::size_t m_selected = 0;
-  algorithm_choice m_chosen_by = algorithm_choice::heuristic;
-  double m_searched_seconds = 0;
-  std::vector<candidate_time> m_log;
+  search_record m_search;
 };
 
 /// The largest block `kernel` launches with on the current device, as the driver sees the
