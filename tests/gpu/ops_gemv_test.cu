@@ -5,7 +5,8 @@
 // at each split) at every token count the kernel takes, odd shapes included, is checked
 // against the FP64 reference (gpucmp's kernel always passes; cuBLASLt split-K variants that
 // return wrong sums are rejected, and the search keeps a verified candidate); a corrupted output is caught and located; a search keeps a verified candidate and
-// at 64 tokens only cuBLASLt's remain (host checks: tests/unit/transformer_problems_test.cpp).
+// at 64 tokens only cuBLASLt's remain; E4M3 weights run on gpucmp's kernel alone (host checks:
+// tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -83,4 +84,37 @@ TEST_CASE("gemv: over the kernel's batch only cuBLASLt's candidates remain", "[g
   kernel_only.cublaslt = false;
   CHECK_THROWS_AS(gpucmp::gemv(gpucmp::gemv_problem{64, 4096, 4096, gpucmp::numerics::bf16}, kernel_only, s.get()),
                   gpucmp::unsupported);
+}
+
+TEST_CASE("gemv: E4M3 weights with a per-tensor scale match the FP64 reference", "[gpu][ops][gemv][fp8]") {
+  gpucmp::stream s;
+  for (gpucmp::numerics t : gpucmp::gemv_numerics) {
+    for (std::int64_t batch : {1, 3, 8}) {
+      gpucmp::gemv_problem p{batch, 1000, 1040, t};  // k: whole 16-byte packs of E4M3, a tail under a round
+      p.fp8_weights = true;
+      gpucmp::gemv op(p, {}, s.get());
+      REQUIRE(op.candidate_count() == 4);  // the kernel's splits only: no cuBLASLt GEMM takes E4M3 x BF16
+      CHECK(op.libraries().empty());
+      for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+        op.select(i, s.get());
+        const gpucmp::verification v = op.verify(s.get());
+        INFO(op.name() << " with " << op.describe_candidate(i) << ": " << v.summary());
+        CHECK(v.passed());
+        CHECK(v.checked == std::size_t(batch * 1000));
+      }
+    }
+  }
+  // A corrupted output is located in the GEMV's own terms.
+  gpucmp::gemv_problem p{2, 1024, 1024, gpucmp::numerics::bf16};
+  p.fp8_weights = true;
+  gpucmp::gemv op(p, {}, s.get());
+  REQUIRE(op.verify(s.get()).passed());
+  const std::uint16_t big = 0x4700;  // BF16 32768: token 1, output 5
+  REQUIRE(cudaMemcpy(static_cast<char*>(op.output()) + (1 * 1024 + 5) * 2, &big, 2, cudaMemcpyHostToDevice) == cudaSuccess);
+  const gpucmp::verification v = op.check_output(s.get());
+  CHECK(v.failed == 1);
+  CHECK(v.worst_where == "token 1, output 5");
+  // 64 tokens: over the kernel's batch, and no cuBLASLt GEMM for E4M3 weights.
+  p.batch = 64;
+  CHECK_THROWS_AS(gpucmp::gemv(p, {}, s.get()), gpucmp::unsupported);
 }

@@ -169,6 +169,13 @@ TEST_CASE("gemv: bytes, FLOPs, the GEMM it is, Llama-3-8B's shapes, bad problems
   CHECK(llama[4].layer == "lm_head");
   CHECK(llama[4].problem.n == 128256);
   CHECK(llama[4].problem.batch == 8);
+  gpucmp::gemv_problem w8 = p;
+  w8.fp8_weights = true;  // weight-only E4M3: half the bytes, x and y unchanged
+  CHECK(w8.weight_bytes() == 1.0 * 4096 * 14336);
+  CHECK(w8.work().bytes_read == 1.0 * 4096 * 14336 + 2.0 * 14336);
+  CHECK(w8.work().flops == p.work().flops);
+  CHECK(w8.name() == "bf16/b1_n4096_k14336/fp8_weights");
+  CHECK(w8.weight_type() == gpucmp::element_type::fp8_e4m3);
   gpucmp::gemv_problem bad = p;
   bad.batch = 0;
   CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("batch must be positive"));

@@ -6,9 +6,10 @@
 //   - cuBLASLt, through the gemm operation (ops/gemm.cuh) of the same product: the
 //     heuristic's algorithms and their split-K variants (a GEMV's output is far below one wave);
 //   - gpucmp's own kernel for up to gemv_kernel_max_batch tokens: warps stream W's rows in
-//     16-byte vectors, several loads in flight per lane, FP32 sums for every token at once, and
+//     16-byte packs, several loads in flight per lane, FP32 sums for every token at once, and
 //     `split` warps of a block share one row (split-K inside the block) where a row alone
-//     holds too few bytes in flight.
+//     holds too few bytes in flight. It also takes E4M3 weights with a per-tensor scale
+//     (gemv_problem::fp8_weights, weight-only quantization), which no cuBLASLt GEMM does.
 // cuBLASLt's tensor-core kernels tile for larger outputs, and at batch 1 a plain GEMV moves
 // the weight at a fraction of the copy rate (PyTorch's O projection on the H200: 1,225 of
 // 4,294 GB/s); the kernel is what reaches the copy rate there, the tensor cores what wins at
@@ -16,16 +17,21 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm.cuh>
+#include <gpucmp/ops/gemm_reference.cuh>
 #include <gpucmp/ops/gemv_problem.hpp>
 #include <gpucmp/ops/operation.hpp>
 #include <gpucmp/ops/packed_elements.cuh>
 
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,12 +46,28 @@ namespace detail {
 inline constexpr int gemv_block_threads = 256;  // 8 warps
 inline constexpr int gemv_loads_in_flight = 4;  // 16-byte W vectors each lane loads before it sums
 
-template <class T>
-__device__ inline packed<T> load_streaming(const T* p) {  // W: read once, kept out of L1
+// Sixteen bytes of W as FP32 values: 8 FP16/BF16 weights or 16 E4M3 ones.
+template <class W>
+struct weight_pack {
+  static constexpr int width = int(16 / sizeof(W));
+  float v[width];
+};
+
+template <class W>
+__device__ inline weight_pack<W> load_weights(const W* p) {  // W: read once, kept out of L1
   const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(p));
-  packed<T> out;
-  static_assert(sizeof(out) == sizeof(raw), "a pack is 16 bytes");
-  memcpy(&out, &raw, sizeof(raw));
+  W stored[weight_pack<W>::width];
+  static_assert(sizeof(stored) == sizeof(raw), "a pack is 16 bytes");
+  memcpy(stored, &raw, sizeof(raw));
+  weight_pack<W> out;
+#pragma unroll
+  for (int e = 0; e < weight_pack<W>::width; ++e) {
+    if constexpr (std::is_same_v<W, __nv_fp8_e4m3>) {
+      out.v[e] = float(stored[e]);  // Hopper converts E4M3 in hardware
+    } else {
+      out.v[e] = to_float(stored[e]);
+    }
+  }
   return out;
 }
 
@@ -57,41 +79,46 @@ __device__ inline packed<T> load_cached(const T* p) {  // x: read by every row, 
   return out;
 }
 
-template <class T, int B>
-__device__ inline void gemv_accumulate(const packed<T>& w, const T* x, std::int64_t k, std::int64_t column,
+// Adds one pack of W's columns times every token's x at the same columns.
+template <class T, class W, int B>
+__device__ inline void gemv_accumulate(const weight_pack<W>& w, const T* x, std::int64_t k, std::int64_t column,
                                        float (&sum)[B]) {
+  constexpr int X = packed<T>::width, parts = weight_pack<W>::width / X;
 #pragma unroll
   for (int b = 0; b < B; ++b) {
-    const packed<T> xv = load_cached(x + b * k + column);
 #pragma unroll
-    for (int e = 0; e < packed<T>::width; ++e) sum[b] += to_float(w.v[e]) * to_float(xv.v[e]);
+    for (int part = 0; part < parts; ++part) {
+      const packed<T> xv = load_cached(x + b * k + column + part * X);
+#pragma unroll
+      for (int e = 0; e < X; ++e) sum[b] += w.v[part * X + e] * to_float(xv.v[e]);
+    }
   }
 }
 
-// y[b][row] = sum_c x[b][c] W[row][c] for B tokens. A block's 8 warps hold 8 / split rows;
-// the `split` warps of a row read its 16-byte vectors interleaved, gemv_loads_in_flight at a
-// time, then sum across lanes (shuffles) and across the row's warps (shared memory).
-template <class T, int B>
+// y[b][row] = scale sum_c x[b][c] W[row][c] for B tokens. A block's 8 warps hold 8 / split
+// rows; the `split` warps of a row read its 16-byte packs interleaved, gemv_loads_in_flight
+// at a time, then sum across lanes (shuffles) and across the row's warps (shared memory).
+template <class T, class W, int B>
 __global__ void __launch_bounds__(gemv_block_threads)
-    gemv_kernel(const T* __restrict__ w, const T* __restrict__ x, T* __restrict__ y, std::int64_t n, std::int64_t k,
-                int split) {
-  constexpr int U = gemv_loads_in_flight, E = packed<T>::width, warps = gemv_block_threads / 32;
+    gemv_kernel(const W* __restrict__ w, float scale, const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
+                std::int64_t k, int split) {
+  constexpr int U = gemv_loads_in_flight, E = weight_pack<W>::width, warps = gemv_block_threads / 32;
   __shared__ float partial[warps][B];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const std::int64_t row = std::int64_t(blockIdx.x) * (warps / split) + warp / split;
   float sum[B] = {};
   if (row < n) {
-    const T* w_row = w + row * k;
-    const std::int64_t vectors = k / E, stride = std::int64_t(split) * 32;
+    const W* w_row = w + row * k;
+    const std::int64_t packs = k / E, stride = std::int64_t(split) * 32;
     std::int64_t v = std::int64_t(warp % split) * 32 + lane;
-    for (; v + (U - 1) * stride < vectors; v += U * stride) {
-      packed<T> wv[U];
+    for (; v + (U - 1) * stride < packs; v += U * stride) {
+      weight_pack<W> wv[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) wv[u] = load_streaming(w_row + (v + u * stride) * E);
+      for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (v + u * stride) * E);
 #pragma unroll
-      for (int u = 0; u < U; ++u) gemv_accumulate<T, B>(wv[u], x, k, (v + u * stride) * E, sum);
+      for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B>(wv[u], x, k, (v + u * stride) * E, sum);
     }
-    for (; v < vectors; v += stride) gemv_accumulate<T, B>(load_streaming(w_row + v * E), x, k, v * E, sum);
+    for (; v < packs; v += stride) gemv_accumulate<T, W, B>(load_weights(w_row + v * E), x, k, v * E, sum);
   }
 #pragma unroll
   for (int b = 0; b < B; ++b) {
@@ -105,33 +132,41 @@ __global__ void __launch_bounds__(gemv_block_threads)
   if (row < n && warp % split == 0 && lane < B) {
     float total = 0;
     for (int p = 0; p < split; ++p) total += partial[warp + p][lane];
-    y[lane * n + row] = from_float<T>(total);
+    y[lane * n + row] = from_float<T>(total * scale);
   }
 }
 
-template <class T, int B>
-void launch_gemv(const T* w, const T* x, T* y, std::int64_t n, std::int64_t k, int split, cudaStream_t stream) {
+template <class T, class W, int B>
+void launch_gemv(const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
+                 cudaStream_t stream) {
   const std::int64_t rows_per_block = gemv_block_threads / 32 / split;
   const std::int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
-  gemv_kernel<T, B><<<unsigned(blocks), gemv_block_threads, 0, stream>>>(w, x, y, n, k, split);
+  gemv_kernel<T, W, B><<<unsigned(blocks), gemv_block_threads, 0, stream>>>(w, scale, x, y, n, k, split);
   GPUCMP_CUDA_CHECK_LAST("gemv_kernel");
 }
 
-template <class T>
-void launch_gemv(int batch, const T* w, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
+template <class T, class W>
+void launch_gemv(int batch, const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
                  cudaStream_t stream) {
   switch (batch) {
-    case 1: return launch_gemv<T, 1>(w, x, y, n, k, split, stream);
-    case 2: return launch_gemv<T, 2>(w, x, y, n, k, split, stream);
-    case 3: return launch_gemv<T, 3>(w, x, y, n, k, split, stream);
-    case 4: return launch_gemv<T, 4>(w, x, y, n, k, split, stream);
-    case 5: return launch_gemv<T, 5>(w, x, y, n, k, split, stream);
-    case 6: return launch_gemv<T, 6>(w, x, y, n, k, split, stream);
-    case 7: return launch_gemv<T, 7>(w, x, y, n, k, split, stream);
-    case 8: return launch_gemv<T, 8>(w, x, y, n, k, split, stream);
+    case 1: return launch_gemv<T, W, 1>(w, scale, x, y, n, k, split, stream);
+    case 2: return launch_gemv<T, W, 2>(w, scale, x, y, n, k, split, stream);
+    case 3: return launch_gemv<T, W, 3>(w, scale, x, y, n, k, split, stream);
+    case 4: return launch_gemv<T, W, 4>(w, scale, x, y, n, k, split, stream);
+    case 5: return launch_gemv<T, W, 5>(w, scale, x, y, n, k, split, stream);
+    case 6: return launch_gemv<T, W, 6>(w, scale, x, y, n, k, split, stream);
+    case 7: return launch_gemv<T, W, 7>(w, scale, x, y, n, k, split, stream);
+    case 8: return launch_gemv<T, W, 8>(w, scale, x, y, n, k, split, stream);
   }
   throw invalid_argument("gemv kernel: batch " + std::to_string(batch) + " is over " +
                          std::to_string(gemv_kernel_max_batch));
+}
+
+/// Calls f(T{}) with the activations' type of a GEMV in `t` (gemv_numerics: FP16 or BF16).
+template <class F>
+decltype(auto) visit_gemv_activations(numerics t, F&& f) {
+  if (types_of(t).input == element_type::fp16) return f(__half{});
+  return f(__nv_bfloat16{});
 }
 
 }  // namespace detail
@@ -158,64 +193,92 @@ struct gemv_algorithm {
 /// One verified decode GEMV on the current device, W and x random.
 class gemv {
  public:
-  /// Prepares `p`: validates it, checks this GPU and free memory (through the gemm of the
-  /// same product, which allocates and fills W, x and y), and lists the candidates: cuBLASLt's
-  /// (unless options.cublaslt is false; all of them are enumerated, as a search needs) and the
-  /// kernel's split settings where it applies. Throws invalid_argument, unsupported (also when
-  /// the options leave no candidate) or out_of_memory.
+  /// Prepares `p`: validates it, checks this GPU and free memory, allocates and fills W, x and
+  /// y (16-bit weights: through the gemm of the same product, whose candidates and FP64
+  /// reference it shares; E4M3 weights: its own, with a per-tensor scale of 0.5 so the scale
+  /// path is checked), and lists the candidates: cuBLASLt's (16-bit weights, unless
+  /// options.cublaslt is false; all of them, as a search needs) and the kernel's split
+  /// settings where it applies. Throws invalid_argument, unsupported (also when the options
+  /// leave no candidate) or out_of_memory.
   explicit gemv(const gemv_problem& p, const gemv_options& options = {}, cudaStream_t stream = nullptr)
-      : m_problem((p.validate(), p)), m_options(options), m_gemm(p.as_gemm(), gemm_settings(options), stream) {
-    m_from_cublaslt = options.cublaslt ? m_gemm.candidate_count() : 0;
+      : m_problem((p.validate(), p)), m_options(options) {
+    if (p.fp8_weights) {
+      allocate_fp8(stream);
+    } else {
+      m_gemm.emplace(p.as_gemm(), gemm_settings(options), stream);
+      m_from_cublaslt = options.cublaslt ? m_gemm->candidate_count() : 0;
+    }
     if (kernel_applies(p) && options.kernel) m_splits = {1, 2, 4, 8};
     if (candidate_count() == 0) {
-      throw unsupported("gemv: no candidate for " + p.name() + " (cuBLASLt " + (options.cublaslt ? "on" : "off") +
+      throw unsupported("gemv: no candidate for " + p.name() + " (cuBLASLt " +
+                        (options.cublaslt && !p.fp8_weights ? "on" : "off or not for E4M3 weights") +
                         "; gpucmp's kernel takes up to " + std::to_string(gemv_kernel_max_batch) +
-                        " tokens and k a multiple of 8)");
+                        " tokens and rows of whole 16-byte packs)");
     }
     select(0, stream);
   }
 
-  /// "" when `device` can run `p`, else why not.
+  /// "" when `device` can run `p`, else why not (E4M3 weights: any GPU, converted in the kernel).
   static std::string support(const gemv_problem& p, const gemv_options& options, const device_info& device) {
-    return gemm::support(p.as_gemm(), gemm_settings(options), device);
+    return p.fp8_weights ? std::string() : gemm::support(p.as_gemm(), gemm_settings(options), device);
   }
-  /// Device bytes it allocates for `p`: W, x, y and cuBLASLt's workspace.
+  /// Device bytes it allocates for `p`: W, x, y (and cuBLASLt's workspace for 16-bit weights).
   static double bytes_needed(const gemv_problem& p, const gemv_options& options) {
-    return gemm::bytes_needed(p.as_gemm(), gemm_settings(options));
+    if (!p.fp8_weights) return gemm::bytes_needed(p.as_gemm(), gemm_settings(options));
+    return p.weight_bytes() + double(p.batch) * double(p.k + p.n) * double(activation_bytes(p.dtype));
   }
   /// Whether gpucmp's kernel takes `p`: at most gemv_kernel_max_batch tokens, rows of W and x
-  /// whole 16-byte vectors.
+  /// whole 16-byte packs.
   static bool kernel_applies(const gemv_problem& p) noexcept {
-    return p.batch <= gemv_kernel_max_batch && p.k % (16 / std::int64_t(activation_bytes(p.dtype))) == 0;
+    const std::int64_t per_pack = 16 / std::int64_t(element_bytes(p.weight_type()));
+    return p.batch <= gemv_kernel_max_batch && p.k % per_pack == 0 && p.k % (16 / std::int64_t(activation_bytes(p.dtype))) == 0;
   }
 
   /// Enqueues one call of the selected candidate.
   void operator()(cudaStream_t stream) {
     if (m_selected < m_from_cublaslt) {
-      m_gemm(stream);
+      (*m_gemm)(stream);
       return;
     }
     const int split = m_splits[m_selected - m_from_cublaslt];
-    visit_floating_storage(types_of(m_problem.dtype).input, [&](auto zero) {
+    detail::visit_gemv_activations(m_problem.dtype, [&](auto zero) {
       using T = decltype(zero);
-      if constexpr (packable_v<T>) {
-        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(m_gemm.a()), static_cast<const T*>(m_gemm.b()),
-                               static_cast<T*>(m_gemm.d()), m_problem.n, m_problem.k, split, stream);
+      const T* x = static_cast<const T*>(x_data());
+      T* y = static_cast<T*>(output());
+      if (m_problem.fp8_weights) {
+        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const __nv_fp8_e4m3*>(w_data()), m_scale, x, y,
+                               m_problem.n, m_problem.k, split, stream);
       } else {
-        throw unsupported("gemv kernel: " + std::string(to_string(m_problem.dtype)));
+        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(w_data()), 1.0f, x, y, m_problem.n,
+                               m_problem.k, split, stream);
       }
     });
   }
 
-  /// Poisons y, runs once and checks it against the FP64 reference (the gemm's).
+  /// Poisons y, runs once and checks it against the FP64 reference.
   verification verify(cudaStream_t stream) {
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_gemm.d(), 0xFF, y_bytes(), stream));
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(output(), 0xFF, y_bytes(), stream));
     (*this)(stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return check_output(stream);
   }
-  /// Checks y as it is now.
-  verification check_output(cudaStream_t stream) const { return m_gemm.check_output(stream); }
+  /// Checks y as it is now: the gemm's FP64 reference (16-bit weights) or the same reference of
+  /// scale x W8^T (E4M3 weights), over sampled outputs touching every tile.
+  verification check_output(cudaStream_t stream) const {
+    if (m_gemm) return m_gemm->check_output(stream);
+    return detail::visit_gemv_activations(m_problem.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const gemv_problem& p = m_problem;
+      const detail::gemm_geometry g{p.n, p.batch, p.k, p.k, p.k, p.n, p.n * p.k, p.batch * p.k, p.batch * p.n, true, false};
+      const detail::gemm_reference_values values = detail::gemm_reference_at_samples<__nv_fp8_e4m3, T, T>(
+          g, 1, m_w8.data(), std::size_t(p.n * p.k), m_x.data(), std::size_t(p.batch * p.k), m_y.data(),
+          std::size_t(p.batch * p.n), double(m_scale), stream);
+      return detail::gemm_verification(values, gemm_tolerance(p.dtype), double(p.k),
+                                       [](std::int64_t, std::int64_t i, std::int64_t j) {
+                                         return "token " + std::to_string(j) + ", output " + std::to_string(i);
+                                       });
+    });
+  }
 
   /// "gemv/bf16/b1_n4096_k4096".
   std::string name() const { return "gemv/" + m_problem.name(); }
@@ -224,13 +287,16 @@ class gemv {
   std::string sweep_axis() const { return "batch"; }           ///< what a sweep varies
   /// Who runs the selected candidate: "cuBLASLt" or "gpucmp".
   std::string provider() const { return m_selected < m_from_cublaslt ? "cuBLASLt" : "gpucmp"; }
-  std::vector<std::pair<std::string, std::string>> libraries() const { return m_gemm.libraries(); }  ///< cuBLASLt's version
+  /// cuBLASLt's version where its GEMM is a candidate.
+  std::vector<std::pair<std::string, std::string>> libraries() const {
+    return m_gemm ? m_gemm->libraries() : std::vector<std::pair<std::string, std::string>>{};
+  }
 
   /// cuBLASLt's candidates first, then the kernel's.
   std::size_t candidate_count() const noexcept { return m_from_cublaslt + m_splits.size(); }
   /// "cuBLASLt algo 6 ..." or "gpucmp kernel, 2 warps a row".
   std::string describe_candidate(std::size_t i) const {
-    if (i < m_from_cublaslt) return "cuBLASLt " + m_gemm.describe_candidate(i);
+    if (i < m_from_cublaslt) return "cuBLASLt " + m_gemm->describe_candidate(i);
     const int split = m_splits.at(i - m_from_cublaslt);
     return "gpucmp kernel, " + std::to_string(split) + (split == 1 ? " warp a row" : " warps a row");
   }
@@ -239,7 +305,7 @@ class gemv {
   /// Runs candidate `i` from now on.
   void select(std::size_t i, cudaStream_t stream) {
     if (i >= candidate_count()) throw invalid_argument(name() + ": no candidate " + std::to_string(i));
-    if (i < m_from_cublaslt) m_gemm.select(i, stream);
+    if (i < m_from_cublaslt) m_gemm->select(i, stream);
     m_selected = i;
   }
   algorithm_choice choice() const noexcept { return m_options.choice; }                ///< its options'
@@ -255,8 +321,8 @@ class gemv {
     return {provider(), describe_candidate(m_selected), m_search.chosen_by, m_search.searched_seconds};
   }
   const gemv_problem& problem() const noexcept { return m_problem; }  ///< what it computes
-  /// y, batch rows of n (as W x^T column-major: the gemm's D).
-  void* output() noexcept { return m_gemm.d(); }
+  /// y, batch rows of n (column-major n x batch, as a GEMM's D).
+  void* output() noexcept { return m_gemm ? m_gemm->d() : m_y.data(); }
 
  private:
   static gemm_options gemm_settings(const gemv_options& o) {
@@ -268,13 +334,39 @@ class gemv {
     g.seed = o.seed;
     return g;
   }
+
+  // E4M3 weights: W uniform in [-1, 1) (exact in E4M3), x in [-1, 1), y poisoned; after a
+  // check of free memory.
+  void allocate_fp8(cudaStream_t stream) {
+    const gemv_problem& p = m_problem;
+    const double needed = bytes_needed(p, m_options);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, name());
+    const std::size_t activation = activation_bytes(p.dtype);
+    m_w8 = device_buffer<std::uint8_t>(std::size_t(p.n * p.k), initial_fill::uninitialized());
+    m_x = device_buffer<std::uint8_t>(std::size_t(p.batch * p.k) * activation, initial_fill::uninitialized());
+    m_y = device_buffer<std::uint8_t>(std::size_t(p.batch * p.n) * activation, initial_fill::poison());
+    fill_uniform(reinterpret_cast<__nv_fp8_e4m3*>(m_w8.data()), m_w8.bytes(), m_options.seed, -1, 1, stream);
+    detail::visit_gemv_activations(m_problem.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      fill_uniform(reinterpret_cast<T*>(m_x.data()), std::size_t(p.batch * p.k), m_options.seed + 1, -1, 1, stream);
+    });
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  void* w_data() noexcept { return m_gemm ? m_gemm->a() : static_cast<void*>(m_w8.data()); }
+  void* x_data() noexcept { return m_gemm ? m_gemm->b() : static_cast<void*>(m_x.data()); }
   std::size_t y_bytes() const noexcept {
     return std::size_t(m_problem.batch * m_problem.n) * activation_bytes(m_problem.dtype);
   }
 
   gemv_problem m_problem;
   gemv_options m_options;
-  gemm m_gemm;  // W (A, k x n column-major), x (B), y (D), cuBLASLt's candidates and the reference
+  // 16-bit weights: W (A, k x n column-major), x (B), y (D), cuBLASLt's candidates and the reference.
+  std::optional<gemm> m_gemm;
+  device_buffer<std::uint8_t> m_w8, m_x, m_y;  // E4M3 weights: W, x and y
+  float m_scale = 0.5f;                         // E4M3 weights: W's per-tensor scale
   std::size_t m_from_cublaslt = 0;
   std::vector<int> m_splits;  // the kernel's candidates: warps a row
   std::size_t m_selected = 0;

@@ -28,7 +28,10 @@ struct gemv_problem {
   std::int64_t batch = 1;  ///< tokens (rows of x and y)
   std::int64_t n = 4096;   ///< output features (rows of W)
   std::int64_t k = 4096;   ///< input features (columns of W)
-  numerics dtype = numerics::bf16;
+  numerics dtype = numerics::bf16;  ///< x, y (and W unless fp8_weights) in this type, FP32 sums
+  /// Weight-only quantization: W in E4M3 with one FP32 scale for the whole tensor
+  /// (y = scale x W8^T), x and y staying in dtype; halves the bytes a decode step streams.
+  bool fp8_weights = false;
 
   /// Throws invalid_argument naming the first impossible field, unsupported for a recipe
   /// other than gemv_numerics.
@@ -42,14 +45,16 @@ struct gemv_problem {
     require_numerics(dtype, gemv_numerics, "gemv");
   }
 
-  /// "bf16/b1_n4096_k4096".
+  /// "bf16/b1_n4096_k4096", "/fp8_weights" appended for E4M3 weights.
   std::string name() const {
     return std::string(to_string(dtype)) + "/b" + std::to_string(batch) + "_n" + std::to_string(n) + "_k" +
-           std::to_string(k);
+           std::to_string(k) + (fp8_weights ? "/fp8_weights" : "");
   }
 
+  /// W's element type.
+  element_type weight_type() const noexcept { return fp8_weights ? element_type::fp8_e4m3 : types_of(dtype).input; }
   /// Bytes of W, the traffic that decides a decode GEMV's time.
-  double weight_bytes() const noexcept { return double(n) * double(k) * double(activation_bytes(dtype)); }
+  double weight_bytes() const noexcept { return double(n) * double(k) * double(element_bytes(weight_type())); }
 
   /// One call's work: 2 batch n k FLOPs; W and x read once, y written once. Items: tokens.
   gpucmp::work work() const {
@@ -66,11 +71,12 @@ struct gemv_problem {
   /// Its row's axes.
   std::vector<axis> axes() const {
     return {axis::of("batch", double(batch)), axis::of("n", double(n)), axis::of("k", double(k)),
-            axis::of("dtype", to_string(dtype))};
+            axis::of("dtype", to_string(dtype)), axis::of("weights", to_string(weight_type()))};
   }
 
   /// The same product as a column-major GEMM (cuBLAS's convention): C (n x batch) = W^T' x',
-  /// with W stored k x n column-major (its row-major n x k, transposed) and x k x batch.
+  /// with W stored k x n column-major (its row-major n x k, transposed) and x k x batch. (With
+  /// fp8_weights no cuBLASLt GEMM takes it: its A would be E4M3 and its B BF16.)
   gemm_problem as_gemm() const {
     gemm_problem g;
     g.m = n;
