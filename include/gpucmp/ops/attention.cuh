@@ -124,6 +124,7 @@ class attention {
     for (const cudnn_plan& plan : m_graph->plans()) workspace = std::max(workspace, plan.workspace);
     if (backward) workspace = std::max(workspace, m_forward->plan(0).workspace);
     if (workspace > 0) m_workspace = device_buffer<std::uint8_t>(workspace, initial_fill::uninitialized());
+    m_pack = variant_pack();  // once: the buffers never move, and a call should not rebuild it
     if (backward) run_forward(stream);
   }
 
@@ -142,7 +143,7 @@ class attention {
   /// Enqueues one call of the selected plan.
   void operator()(cudaStream_t stream) {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
-    m_graph->execute(m_handle.get(), m_selected, variant_pack(), m_workspace.data());
+    m_graph->execute(m_handle.get(), m_selected, m_pack, m_workspace.data());
   }
 
   /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal" ("/bwd" appended for a backward).
@@ -413,6 +414,7 @@ class attention {
   handle_t m_handle;
   std::shared_ptr<const cudnn_graph> m_graph;    // the timed pass's
   std::shared_ptr<const cudnn_graph> m_forward;  // a backward's forward (with statistics)
+  cudnn_variant_pack m_pack;                     // the timed pass's tensors by uid (variant_pack())
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
   device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
   device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_scale_values())

@@ -3,13 +3,16 @@
 //
 // The candidates of an operation gpucmp runs with its own kernels (RMSNorm, RoPE, SwiGLU):
 // launch shapes (threads per block, 16-byte vectors per thread, vector or element access),
-// the one selected, and what a search settled. Each such operation keeps one of these, so the
-// contract's search chores (select, adopt_search, search_log, algorithm) are written once.
+// the one selected, and what a search settled; and kernel_operation, the base each such
+// operation derives from, so the contract's chores (work, axes, select, adopt_search,
+// search_log, algorithm, ...) are written once.
 // Host-only.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/measure/result_schema.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/specs/work.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -69,6 +72,37 @@ class kernel_candidates {
   std::vector<launch_shape> m_shapes;
   std::size_t m_selected = 0;
   search_record m_search;
+};
+
+/// What every operation on gpucmp's own kernels (RMSNorm, RoPE, SwiGLU) answers the same way:
+/// its problem's work and axes, its launch shapes as candidates, always searched with its
+/// search settings. An operation derives from it and adds its name, run, check and tensors.
+template <class Problem>
+class kernel_operation {
+ public:
+  gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
+  std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
+  std::string sweep_axis() const { return "tokens"; }          ///< what a sweep varies
+  std::string provider() const { return "gpucmp kernel"; }     ///< what runs it
+  std::size_t candidate_count() const noexcept { return m_candidates.size(); }  ///< launch shapes
+  std::string describe_candidate(std::size_t i) const { return m_candidates.at(i).describe(); }  ///< "256x4v"
+  void select(std::size_t i, cudaStream_t /*stream*/) { m_candidates.select(i); }  ///< runs shape i from now on
+  algorithm_choice choice() const noexcept { return algorithm_choice::search; }   ///< always searched
+  const search_options& search_settings() const noexcept { return m_search; }     ///< how it is searched
+  /// Keeps a search's verdict and timings.
+  void adopt_search(const search_choice& c, std::vector<candidate_time> log) { m_candidates.adopt(c, std::move(log)); }
+  const std::vector<candidate_time>& search_log() const noexcept { return m_candidates.log(); }  ///< its search
+  kernel_algorithm algorithm() const { return m_candidates.algorithm(); }  ///< what runs now
+  const Problem& problem() const noexcept { return m_problem; }            ///< what it computes
+
+ protected:
+  /// `p` validated first, then its `shapes` (named `what` in errors) and `search`.
+  kernel_operation(const Problem& p, std::vector<launch_shape> shapes, const std::string& what, search_options search)
+      : m_problem((p.validate(), p)), m_search(search), m_candidates(std::move(shapes), what) {}
+
+  Problem m_problem;
+  search_options m_search;
+  kernel_candidates m_candidates;
 };
 
 /// The largest block `kernel` launches with on the current device, as the driver sees the

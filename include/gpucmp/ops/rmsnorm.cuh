@@ -194,13 +194,13 @@ void run_rmsnorm(const rmsnorm_problem& p, const launch_shape& shape, const rmsn
 }
 
 /// One verified RMSNorm on the current device, its tensors filled with random values.
-class rmsnorm {
+class rmsnorm : public kernel_operation<rmsnorm_problem> {
  public:
   /// Prepares `p`: validates it (invalid_argument, unsupported), checks it fits in free memory
   /// (out_of_memory with needed vs free), allocates and fills x and the residual uniform in
   /// [-2, 2) and the weight in [0.5, 1.5), and lists the launch shapes.
   explicit rmsnorm(const rmsnorm_problem& p, cudaStream_t stream = nullptr, search_options search = streaming_kernel_search())
-      : m_problem((p.validate(), p)), m_search(search), m_candidates(rmsnorm_shapes(p), "rmsnorm " + p.name()) {
+      : kernel_operation(p, rmsnorm_shapes(p), "rmsnorm " + p.name(), search) {
     const double needed = bytes_needed(p);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -240,19 +240,6 @@ class rmsnorm {
 
   /// "rmsnorm/bf16/8192x4096" ("+residual" when fused).
   std::string name() const { return "rmsnorm/" + m_problem.name(); }
-  gpucmp::work work() const { return m_problem.work(); }         ///< the problem's
-  std::vector<axis> axes() const { return m_problem.axes(); }    ///< the problem's
-  std::string sweep_axis() const { return "tokens"; }            ///< what a sweep varies
-  std::string provider() const { return "gpucmp kernel"; }       ///< what runs it
-  std::size_t candidate_count() const noexcept { return m_candidates.size(); }  ///< launch shapes
-  std::string describe_candidate(std::size_t i) const { return m_candidates.at(i).describe(); }  ///< "256x4v"
-  void select(std::size_t i, cudaStream_t /*stream*/) { m_candidates.select(i); }  ///< runs shape i from now on
-  algorithm_choice choice() const noexcept { return algorithm_choice::search; }   ///< always searched
-  const search_options& search_settings() const noexcept { return m_search; }     ///< how it is searched
-  void adopt_search(const search_choice& c, std::vector<candidate_time> log) { m_candidates.adopt(c, std::move(log)); }
-  const std::vector<candidate_time>& search_log() const noexcept { return m_candidates.log(); }  ///< its search
-  kernel_algorithm algorithm() const { return m_candidates.algorithm(); }  ///< what runs now
-  const rmsnorm_problem& problem() const noexcept { return m_problem; }     ///< what it computes
 
   /// Poisons y and the residual output, runs once and compares sampled rows (sampled_rows())
   /// with a double reference from the same stored inputs: the residual sum bit for bit (it is
@@ -327,9 +314,6 @@ class rmsnorm {
     return v;
   }
 
-  rmsnorm_problem m_problem;
-  search_options m_search;
-  kernel_candidates m_candidates;
   device_buffer<std::uint8_t> m_x, m_y, m_weight, m_residual, m_residual_out;
 };
 

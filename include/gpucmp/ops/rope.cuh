@@ -190,14 +190,14 @@ void run_rope(const rope_problem& p, const launch_shape& shape, T* qkv, const in
 }
 
 /// One verified RoPE on the current device: random Q, K and V, random positions.
-class rope {
+class rope : public kernel_operation<rope_problem> {
  public:
   /// Prepares `p`: validates it, checks it fits in free memory (out_of_memory), fills the QKV
   /// rows uniform in [-2, 2) (and keeps a copy, which verify() starts from), draws each
   /// token's position uniformly from [0, max_positions), uploads the cos/sin table and lists
   /// the launch shapes.
   explicit rope(const rope_problem& p, cudaStream_t stream = nullptr, search_options search = streaming_kernel_search())
-      : m_problem((p.validate(), p)), m_search(search), m_candidates(rope_shapes(p), "rope " + p.name()) {
+      : kernel_operation(p, rope_shapes(p), "rope " + p.name(), search) {
     const double needed = bytes_needed(p);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -239,19 +239,6 @@ class rope {
 
   /// "rope/bf16/8192x32+8x128/half".
   std::string name() const { return "rope/" + m_problem.name(); }
-  gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
-  std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
-  std::string sweep_axis() const { return "tokens"; }          ///< what a sweep varies
-  std::string provider() const { return "gpucmp kernel"; }     ///< what runs it
-  std::size_t candidate_count() const noexcept { return m_candidates.size(); }  ///< launch shapes
-  std::string describe_candidate(std::size_t i) const { return m_candidates.at(i).describe(); }  ///< "256x2v"
-  void select(std::size_t i, cudaStream_t /*stream*/) { m_candidates.select(i); }  ///< runs shape i from now on
-  algorithm_choice choice() const noexcept { return algorithm_choice::search; }   ///< always searched
-  const search_options& search_settings() const noexcept { return m_search; }     ///< how it is searched
-  void adopt_search(const search_choice& c, std::vector<candidate_time> log) { m_candidates.adopt(c, std::move(log)); }
-  const std::vector<candidate_time>& search_log() const noexcept { return m_candidates.log(); }  ///< its search
-  kernel_algorithm algorithm() const { return m_candidates.algorithm(); }  ///< what runs now
-  const rope_problem& problem() const noexcept { return m_problem; }        ///< what it computes
 
   /// Restores QKV from the prepared copy, runs once and compares sampled rows with a double
   /// reference at the exact angles: rotated elements within output_tolerance(), the rest of
@@ -312,9 +299,6 @@ class rope {
     return v;
   }
 
-  rope_problem m_problem;
-  search_options m_search;
-  kernel_candidates m_candidates;
   device_buffer<std::uint8_t> m_qkv, m_initial;
   device_buffer<int> m_positions;
   device_buffer<float> m_table;

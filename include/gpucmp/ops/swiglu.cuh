@@ -138,12 +138,12 @@ void run_swiglu(const swiglu_problem& p, const launch_shape& shape, const T* in,
 }
 
 /// One verified SwiGLU on the current device, gate and up filled with random values.
-class swiglu {
+class swiglu : public kernel_operation<swiglu_problem> {
  public:
   /// Prepares `p`: validates it, checks it fits in free memory (out_of_memory), fills gate
   /// and up uniform in [-6, 6) (both tails of silu), and lists the launch shapes.
   explicit swiglu(const swiglu_problem& p, cudaStream_t stream = nullptr, search_options search = streaming_kernel_search())
-      : m_problem((p.validate(), p)), m_search(search), m_candidates(swiglu_shapes(p), "swiglu " + p.name()) {
+      : kernel_operation(p, swiglu_shapes(p), "swiglu " + p.name(), search) {
     const double needed = bytes_needed(p);
     std::size_t free_bytes = 0, total_bytes = 0;
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -174,19 +174,6 @@ class swiglu {
 
   /// "swiglu/bf16/8192x14336".
   std::string name() const { return "swiglu/" + m_problem.name(); }
-  gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
-  std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
-  std::string sweep_axis() const { return "tokens"; }          ///< what a sweep varies
-  std::string provider() const { return "gpucmp kernel"; }     ///< what runs it
-  std::size_t candidate_count() const noexcept { return m_candidates.size(); }  ///< launch shapes
-  std::string describe_candidate(std::size_t i) const { return m_candidates.at(i).describe(); }  ///< "256x4v"
-  void select(std::size_t i, cudaStream_t /*stream*/) { m_candidates.select(i); }  ///< runs shape i from now on
-  algorithm_choice choice() const noexcept { return algorithm_choice::search; }   ///< always searched
-  const search_options& search_settings() const noexcept { return m_search; }     ///< how it is searched
-  void adopt_search(const search_choice& c, std::vector<candidate_time> log) { m_candidates.adopt(c, std::move(log)); }
-  const std::vector<candidate_time>& search_log() const noexcept { return m_candidates.log(); }  ///< its search
-  kernel_algorithm algorithm() const { return m_candidates.algorithm(); }  ///< what runs now
-  const swiglu_problem& problem() const noexcept { return m_problem; }      ///< what it computes
 
   /// Poisons the output, runs once and compares sampled rows with a double reference from
   /// the same stored gate and up, within output_tolerance().
@@ -228,9 +215,6 @@ class swiglu {
     return v;
   }
 
-  swiglu_problem m_problem;
-  search_options m_search;
-  kernel_candidates m_candidates;
   device_buffer<std::uint8_t> m_in, m_out;
 };
 
