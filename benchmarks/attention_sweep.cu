@@ -13,7 +13,8 @@
 // so), a backward's as 2.5 times its forward's. scripts/peers/torch_attention.py times PyTorch
 // on the same shapes. Decode rows (one query a sequence, batch 1 to 64, context 1k to 32k,
 // K and V in a paged cache: .../full/paged64) sit beside copy/kernel/<bytes> rows for
-// scripts/bandwidth-fraction.py --match paged.
+// scripts/bandwidth-fraction.py --match paged. Prefill of 16 prompts of different lengths,
+// padded (.../q<tokens>tokens/kv<tokens>tokens) and packed (.../packed).
 #include "copy_rows.hpp"
 #include "library_versions.hpp"
 
@@ -80,6 +81,19 @@ const bool registered = [] {
       register_attention(p);
       gpucmp_bench::register_copy_for(p.work());
     }
+  }
+  // Prefill of a serving batch: 16 prompts of 256 to 4,096 tokens (every sixteenth of 4,096,
+  // shuffled), causal, Llama-3-8B's heads; padded to the longest (the padding mask skips the
+  // rest) and packed back to back (ragged offsets): what padding costs, and what packing saves.
+  for (bool packed : {false, true}) {
+    gpucmp::attention_problem p;
+    p.batch = 16;
+    p.seq_q = p.seq_kv = 4096;
+    p.mask = gpucmp::attention_mask::causal;
+    for (std::int64_t b = 0; b < p.batch; ++b) p.q_lengths.push_back(4096 * (1 + (b * 7) % 16) / 16);
+    p.kv_lengths = p.q_lengths;
+    p.packed = packed;
+    register_attention(p);
   }
   // FP8 forward (Hopper on): the issue's three shapes, causal and full, beside BF16's.
   for (gpucmp::attention_mask mask : masks) {

@@ -180,6 +180,43 @@ TEST_CASE("attention serving: padded lengths and paged K and V match the double 
       gpucmp::attention op(p, options, s.get());
       check_every_plan(op, s, std::size_t(2 * op.sampled_positions().size() * 8 * 128));
     }
+    // Prefill of prompts of different lengths, causal, grouped-query: padded to the longest,
+    // then packed back to back (ragged offsets), then packed queries against a paged cache.
+    gpucmp::attention_problem prompts;
+    prompts.batch = 4;
+    prompts.q_heads = 8;
+    prompts.kv_heads = 2;
+    prompts.seq_q = prompts.seq_kv = 517;
+    prompts.dtype = t;
+    prompts.q_lengths = prompts.kv_lengths = {200, 517, 1, 333};
+    gpucmp::attention_problem packed = prompts;
+    packed.packed = true;
+    gpucmp::attention_problem packed_paged = packed;
+    packed_paged.page_size = 64;
+    for (const gpucmp::attention_problem& p : {prompts, packed, packed_paged}) {
+      gpucmp::attention op(p, options, s.get());
+      std::size_t outputs = 0;
+      for (std::int64_t b : op.checked_sequences()) outputs += op.sampled_positions(b).size() * 8 * 128;
+      CHECK(outputs == (16 + 16) * 8 * 128);  // the first sequence and the last, 16 positions each
+      check_every_plan(op, s, outputs);
+    }
+  }
+  {  // A packed O is where the offsets say: corrupt sequence 3's last token, head 5, element 2.
+    gpucmp::attention_problem p;
+    p.batch = 4;
+    p.q_heads = 8;
+    p.kv_heads = 2;
+    p.seq_q = p.seq_kv = 517;
+    p.q_lengths = p.kv_lengths = {200, 517, 1, 333};
+    p.packed = true;
+    gpucmp::attention op(p, options, s.get());
+    REQUIRE(op.verify(s.get()).passed());
+    const std::uint16_t big = 0x4700;  // BF16 32768
+    char* o = static_cast<char*>(op.output());
+    REQUIRE(cudaMemcpy(o + (((200 + 517 + 1 + 332) * 8 + 5) * 128 + 2) * 2, &big, 2, cudaMemcpyHostToDevice) == cudaSuccess);
+    const gpucmp::verification v = op.check_output();
+    CHECK(v.failed == 1);
+    CHECK(v.worst_where == "batch 3, position 332, head 5, element 2");
   }
   // A caller's page table out of the pool is refused before anything is allocated.
   gpucmp::attention_problem p;

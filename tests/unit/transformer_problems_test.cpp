@@ -130,6 +130,58 @@ TEST_CASE("attention serving: padded lengths and paged K and V, their bytes, nam
   CHECK_THROWS_WITH(bad.validate_page_table(table), GPUCMP_CONTAINS("not paged"));
 }
 
+TEST_CASE("attention serving: query lengths and packed (ragged) batches, their offsets, work and limits",
+          "[ops][attention]") {
+  gpucmp::attention_problem p;  // prefill of three prompts, causal
+  p.batch = 3;
+  p.q_heads = p.kv_heads = 8;
+  p.seq_q = p.seq_kv = 1000;
+  p.q_lengths = {1000, 10, 300};
+  p.kv_lengths = {1000, 10, 300};
+  CHECK_NOTHROW(p.validate());
+  CHECK(p.serving());
+  CHECK(p.q_tokens() == 1310);
+  CHECK(p.q_length(1) == 10);
+  CHECK(p.q_rows() == 3000);  // padded: every sequence's full stride
+  CHECK(p.q_offset(2) == 2000);
+  CHECK(p.counted_pairs() == (1000.0 * 1000 + 10 * 10 + 300 * 300) / 2);
+  CHECK(p.work().flops == 4.0 * 8 * p.counted_pairs() * 128);
+  CHECK(p.work().items == 1310);
+  CHECK(p.work().bytes_read == 2.0 * 128 * 8 * (1310 + 2 * 1310));
+  CHECK(p.name() == "bf16/b3_s1000_h8_d128/causal/q1310tokens/kv1310tokens");
+  p.packed = true;
+  CHECK(p.q_rows() == 1310);
+  CHECK(p.kv_rows() == 1310);
+  CHECK(p.q_offset(0) == 0);
+  CHECK(p.q_offset(2) == 1010);
+  CHECK(p.kv_offset(3) == 1310);
+  CHECK(p.name() == "bf16/b3_s1000_h8_d128/causal/q1310tokens/kv1310tokens/packed");
+  bool thd = false;
+  for (const gpucmp::axis& a : p.axes()) thd = thd || (a.name == "layout" && a.text == "thd");
+  CHECK(thd);
+  p.page_size = 64;  // packed queries against a paged cache: K and V are the pool's
+  CHECK(p.kv_rows() == 3 * 16 * 64);
+  p.page_size = 0;
+
+  gpucmp::attention_problem bad = p;
+  bad.q_lengths = {1000, 10};
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("q_lengths has 2 lengths for a batch of 3"));
+  bad.q_lengths = {1000, 0, 5};
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("q_lengths[1] = 0 is outside 1..1000"));
+  bad = p;
+  bad.pass = gpucmp::attention_pass::backward;
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("padded, packed or paged batches are built for the BF16 and FP16 forward only"));
+  bad = p;  // 2^31 elements of Q: past cuDNN's 32-bit ragged offsets
+  bad.batch = 1;
+  bad.seq_q = bad.seq_kv = 1 << 20;
+  bad.q_heads = bad.kv_heads = 16;
+  bad.q_lengths = bad.kv_lengths = {1 << 20};
+  CHECK_THROWS_AS(bad.validate(), gpucmp::unsupported);
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("past the 32-bit ragged offsets"));
+  bad.packed = false;  // padded, the offsets are not used
+  CHECK_NOTHROW(bad.validate());
+}
+
 TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
   gpucmp::attention_problem p;
   p.head_dim = 100;

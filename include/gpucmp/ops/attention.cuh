@@ -4,8 +4,9 @@
 // Scaled dot-product attention, forward or backward, as a verified operation
 // (ops/operation.hpp) through cuDNN's fused attention (component gpucmp::cudnn): the problem
 // (ops/attention_problem.hpp) described as a cudnn-frontend SDPA graph on BSHD tensors (FP8:
-// cuDNN's FP8 graph with per-tensor scales; serving: the padding mask and sequence lengths, K
-// and V in a page pool behind page tables), its execution plans the candidates
+// cuDNN's FP8 graph with per-tensor scales; serving: the padding mask and sequence lengths, a
+// packed batch's ragged offsets, K and V in a page pool behind page tables), its execution
+// plans the candidates
 // (ops/cudnn_graph.hpp: heuristic mode A, then the fallback list), timed by the engine. A
 // forward's output is checked against a double reference on the CPU over sampled query
 // positions of the first and last batch, every head. A backward is prepared by one forward
@@ -58,6 +59,7 @@ constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, stats = 5, dout = 6, dq = 7, 
 constexpr std::int64_t descale_q = 10, descale_k = 11, descale_v = 12, descale_s = 13, scale_s = 14, scale_o = 15;
 constexpr std::int64_t amax_s = 16, amax_o = 17;
 constexpr std::int64_t seq_len_q = 18, seq_len_kv = 19, page_table_k = 20, page_table_v = 21;
+constexpr std::int64_t ragged_q = 22, ragged_k = 23, ragged_v = 24, ragged_o = 25;
 }  // namespace attention_uid
 
 /// Calls f(T{}) with the element type attention stores for `t` (attention_numerics).
@@ -129,13 +131,12 @@ class attention {
   }
 
   /// Device bytes it allocates for `p` before its workspace (the largest plan's, at most
-  /// attention_options::workspace_limit): Q, K (paged: its page pool), V and O; for a
-  /// backward also dO, dQ, dK, dV and the FP32 statistics.
+  /// attention_options::workspace_limit): Q, K (paged: its page pool), V and O (packed: the
+  /// batch's tokens only); for a backward also dO, dQ, dK, dV and the FP32 statistics.
   static double bytes_needed(const attention_problem& p) {
     const double bytes = double(p.element_size());
-    const double q = bytes * double(p.batch) * double(p.head_dim) * double(p.seq_q) * double(p.q_heads);
-    const double kv_tokens = p.page_size > 0 ? double(p.batch * p.pages_per_sequence() * p.page_size) : double(p.batch * p.seq_kv);
-    const double kv = bytes * double(p.head_dim) * kv_tokens * double(p.kv_heads);
+    const double q = bytes * double(p.head_dim) * double(p.q_rows()) * double(p.q_heads);
+    const double kv = bytes * double(p.head_dim) * double(p.kv_rows()) * double(p.kv_heads);
     if (p.pass == attention_pass::forward) return 2 * q + 2 * kv;
     return 4 * q + 4 * kv + 4 * double(p.batch) * double(p.q_heads) * double(p.seq_q);
   }
@@ -211,7 +212,7 @@ class attention {
 
   /// Checks what the pass wrote as it is now. Forward: O (FP8: descaled) against a double
   /// reference from the stored Q, K and V (paged: read through the page table) at the query
-  /// positions sampled_positions() of the first and last batch, every query head, within
+  /// positions sampled_positions(b) of the first and last sequence b, every query head, within
   /// output_tolerance(). Backward: the O it reads the same way, then dQ, dK and dV
   /// (check_attention_gradients()).
   verification check_output() const {
@@ -232,28 +233,35 @@ class attention {
     });
   }
 
-  /// The query positions a check of O compares (attention_sampled_positions()).
-  std::vector<std::int64_t> sampled_positions() const { return attention_sampled_positions(m_problem.seq_q); }
+  /// The query positions a check of O compares in sequence b (attention_sampled_positions() of
+  /// its q_length()).
+  std::vector<std::int64_t> sampled_positions(std::int64_t b = 0) const {
+    return attention_sampled_positions(m_problem.q_length(b));
+  }
+  /// The sequences a check compares: the first and the last.
+  std::vector<std::int64_t> checked_sequences() const {
+    if (m_problem.batch == 1) return {0};
+    return {0, m_problem.batch - 1};
+  }
 
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
 
-  std::size_t q_elements() const noexcept {
-    return std::size_t(m_problem.batch * m_problem.seq_q * m_problem.q_heads * m_problem.head_dim);
-  }
-  /// K's (and V's) elements: batch x seq_kv tokens, or a pool of batch x pages_per_sequence pages.
+  /// Q's (and O's) elements (attention_problem::q_rows() tokens).
+  std::size_t q_elements() const noexcept { return std::size_t(m_problem.q_rows() * m_problem.q_heads * m_problem.head_dim); }
+  /// K's (and V's) elements (attention_problem::kv_rows() tokens).
   std::size_t kv_elements() const noexcept {
-    const attention_problem& p = m_problem;
-    const std::int64_t tokens = p.page_size > 0 ? p.batch * p.pages_per_sequence() * p.page_size : p.batch * p.seq_kv;
-    return std::size_t(tokens * p.kv_heads * p.head_dim);
+    return std::size_t(m_problem.kv_rows() * m_problem.kv_heads * m_problem.head_dim);
   }
 
-  /// Serving: the sequence lengths (queries seq_q each, keys kv_length()) and, paged, the page
-  /// table: the pool's pages shuffled (a fixed permutation), batch rows of pages_per_sequence.
+  /// Serving: the sequence lengths (q_length() and kv_length()); paged, the page table: the
+  /// pool's pages shuffled (a fixed permutation), batch rows of pages_per_sequence; packed, the
+  /// ragged offsets of Q (and O) and of contiguous K (and V): where each sequence starts, in
+  /// elements, batch + 1 of them.
   void upload_serving_tables(cudaStream_t stream) {
     const attention_problem& p = m_problem;
     std::vector<std::int32_t> lengths;
-    for (std::int64_t b = 0; b < p.batch; ++b) lengths.push_back(std::int32_t(p.seq_q));
+    for (std::int64_t b = 0; b < p.batch; ++b) lengths.push_back(std::int32_t(p.q_length(b)));
     for (std::int64_t b = 0; b < p.batch; ++b) lengths.push_back(std::int32_t(p.kv_length(b)));
     if (p.page_size > 0 && !m_options.page_table.empty()) {
       m_page_table = m_options.page_table;  // validated by the constructor
@@ -264,8 +272,13 @@ class attention {
         std::swap(m_page_table[i - 1], m_page_table[std::size_t(random_bits(77, i) % i)]);
       }
     }
-    m_serving = device_buffer<std::int32_t>(lengths.size() + m_page_table.size(), initial_fill::uninitialized());
     lengths.insert(lengths.end(), m_page_table.begin(), m_page_table.end());
+    m_ragged_at = lengths.size();
+    if (p.packed) {  // validate() keeps these under 2^31
+      for (std::int64_t b = 0; b <= p.batch; ++b) lengths.push_back(std::int32_t(p.q_offset(b) * p.q_heads * p.head_dim));
+      for (std::int64_t b = 0; b <= p.batch; ++b) lengths.push_back(std::int32_t(p.kv_offset(b) * p.kv_heads * p.head_dim));
+    }
+    m_serving = device_buffer<std::int32_t>(lengths.size(), initial_fill::uninitialized());
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_serving.data(), lengths.data(), lengths.size() * sizeof(std::int32_t),
                                       cudaMemcpyHostToDevice, stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -280,7 +293,7 @@ class attention {
     k.resize(tokens * row);
     v.resize(tokens * row);
     if (p.page_size == 0) {
-      const std::size_t at = std::size_t(b * p.seq_kv) * row * sizeof(T);
+      const std::size_t at = std::size_t(p.kv_offset(b)) * row * sizeof(T);
       GPUCMP_CUDA_CHECK(cudaMemcpy(k.data(), m_k.data() + at, k.size() * sizeof(T), cudaMemcpyDeviceToHost));
       GPUCMP_CUDA_CHECK(cudaMemcpy(v.data(), m_v.data() + at, v.size() * sizeof(T), cudaMemcpyDeviceToHost));
       return;
@@ -326,6 +339,15 @@ class attention {
         pack.insert({uid::page_table_k, m_serving.data() + 2 * m_problem.batch});
         pack.insert({uid::page_table_v, m_serving.data() + 2 * m_problem.batch});
       }
+      if (m_problem.packed) {  // O is laid out as Q, V as K
+        std::int32_t* ragged = m_serving.data() + m_ragged_at;
+        pack.insert({uid::ragged_q, ragged});
+        pack.insert({uid::ragged_o, ragged});
+        if (m_problem.page_size == 0) {
+          pack.insert({uid::ragged_k, ragged + m_problem.batch + 1});
+          pack.insert({uid::ragged_v, ragged + m_problem.batch + 1});
+        }
+      }
     }
     if (m_problem.is_fp8()) {
       for (std::int64_t id = uid::descale_q; id <= uid::amax_o; ++id) pack.insert({id, m_scales.data() + (id - uid::descale_q)});
@@ -359,19 +381,18 @@ class attention {
     const double scale = p.applied_scale();
     const tolerance tol = p.output_tolerance();
     const double floor = p.p_floor(), o_scale = p.is_fp8() ? attention_fp8_o_scale : 1;
-    const std::vector<std::int64_t> positions = sampled_positions();
-    std::vector<std::int64_t> batches{0};
-    if (p.batch > 1) batches.push_back(p.batch - 1);
+    const std::vector<std::int64_t> batches = checked_sequences();
     verification v;
-    v.method = "double reference on the CPU, " + std::to_string(positions.size()) + " query positions of " +
-               std::to_string(batches.size()) + " batch(es), every head";
+    v.method = "double reference on the CPU, " + std::string(p.q_lengths.empty() ? "" : "up to ") +
+               std::to_string(attention_sampled_positions(p.seq_q).size()) + " query positions of " + std::to_string(batches.size()) +
+               " batch(es), every head";
     const std::size_t q_row = std::size_t(hq * d);
     std::vector<T> k, val, q(q_row), o(q_row);
     std::vector<double> scores(std::size_t(p.seq_kv));
     for (std::int64_t b : batches) {
       gather_kv(b, k, val);
-      for (std::int64_t i : positions) {
-        const std::size_t row = std::size_t(b * p.seq_q + i) * q_row * sizeof(T);
+      for (std::int64_t i : sampled_positions(b)) {
+        const std::size_t row = std::size_t(p.q_offset(b) + i) * q_row * sizeof(T);
         GPUCMP_CUDA_CHECK(cudaMemcpy(q.data(), m_q.data() + row, q_row * sizeof(T), cudaMemcpyDeviceToHost));
         GPUCMP_CUDA_CHECK(cudaMemcpy(o.data(), m_o.data() + row, q_row * sizeof(T), cudaMemcpyDeviceToHost));
         const std::int64_t length = p.kv_length(b);
@@ -418,8 +439,9 @@ class attention {
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
   device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
   device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_scale_values())
-  device_buffer<std::int32_t> m_serving;  // serving: query lengths, key lengths, then the page table
+  device_buffer<std::int32_t> m_serving;  // serving: query lengths, key lengths, the page table, ragged offsets
   std::vector<std::int32_t> m_page_table;  // its host copy, for the check
+  std::size_t m_ragged_at = 0;             // where m_serving's ragged offsets start
   std::size_t m_selected = 0;
   search_record m_search;
 };
@@ -438,9 +460,22 @@ inline void attention::build_plans() {
   auto layout = [&p](fe::graph::Tensor_attributes& t, std::int64_t heads, std::int64_t seq) -> fe::graph::Tensor_attributes& {
     return t.set_dim({p.batch, heads, seq, p.head_dim}).set_stride({seq * heads * p.head_dim, p.head_dim, heads * p.head_dim, 1});
   };
-  auto tensor = [&](fe::graph::Graph& g, std::int64_t id, const char* name, std::int64_t heads, std::int64_t seq) {
+  // A packed batch's ragged offsets: where each sequence starts, in elements, batch + 1 of them.
+  auto ragged = [&p](fe::graph::Graph& g, std::int64_t id, const char* of) {
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(std::string(of) + " ragged offsets")
+                        .set_uid(id)
+                        .set_dim({p.batch + 1, 1, 1, 1})
+                        .set_stride({1, 1, 1, 1})
+                        .set_data_type(fe::DataType_t::INT32));
+  };
+  // Packed: the batch stride gives way to the offsets.
+  auto tensor = [&](fe::graph::Graph& g, std::int64_t id, const char* name, std::int64_t heads, std::int64_t seq,
+                    std::int64_t ragged_id = 0) {
     fe::graph::Tensor_attributes t;
-    return g.tensor(layout(t.set_name(name).set_uid(id), heads, seq));
+    layout(t.set_name(name).set_uid(id), heads, seq);
+    if (p.packed && ragged_id != 0) t.set_ragged_offset(ragged(g, ragged_id, name));
+    return g.tensor(t);
   };
   // The statistics (each query row's log-sum-exp of its scores, FP32): (batch, heads, seq, 1).
   auto stats_layout = [&p](fe::graph::Tensor_attributes& t) -> fe::graph::Tensor_attributes& {
@@ -475,9 +510,9 @@ inline void attention::build_plans() {
   };
   auto describe_forward = [&](fe::graph::Graph& g) {
     types(g);
-    auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q);
-    auto k = p.page_size > 0 ? page_pool(g, uid::k, "K pages") : tensor(g, uid::k, "K", p.kv_heads, p.seq_kv);
-    auto v = p.page_size > 0 ? page_pool(g, uid::v, "V pages") : tensor(g, uid::v, "V", p.kv_heads, p.seq_kv);
+    auto q = tensor(g, uid::q, "Q", p.q_heads, p.seq_q, uid::ragged_q);
+    auto k = p.page_size > 0 ? page_pool(g, uid::k, "K pages") : tensor(g, uid::k, "K", p.kv_heads, p.seq_kv, uid::ragged_k);
+    auto v = p.page_size > 0 ? page_pool(g, uid::v, "V pages") : tensor(g, uid::v, "V", p.kv_heads, p.seq_kv, uid::ragged_v);
     auto attributes =
         fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(backward).set_attn_scale(float(p.applied_scale()));
     if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
@@ -507,6 +542,7 @@ inline void attention::build_plans() {
     }
     auto [o, stats] = g.sdpa(q, k, v, attributes);
     layout(o->set_output(true).set_uid(uid::o), p.q_heads, p.seq_q);
+    if (p.packed) o->set_ragged_offset(ragged(g, uid::ragged_o, "O"));
     if (backward) stats_layout(stats->set_output(true));
   };
   if (!backward) {

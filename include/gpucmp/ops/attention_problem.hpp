@@ -6,10 +6,11 @@
 // or backward (dQ, dK and dV from dO, given the forward's O and softmax statistics), per
 // batch and query head; grouped-query attention shares each K/V head among
 // q_heads / kv_heads query heads. Tensors are stored batch x sequence x heads x head_dim
-// (BSHD: each token's heads side by side, as the QKV projection writes them); for serving, K
-// and V may hold fewer tokens per sequence than the batch is padded to (kv_lengths) and live in
-// a pool of pages reached through page tables (page_size). Host-only: the problem, its FLOPs
-// under a stated convention, bytes, axes and the output bound.
+// (BSHD: each token's heads side by side, as the QKV projection writes them). For serving, the
+// sequences of a batch may hold fewer query and key tokens than it is padded to (q_lengths,
+// kv_lengths), be packed back to back with no padding at all (packed: THD, a ragged batch),
+// and K and V may live in a pool of pages reached through page tables (page_size). Host-only:
+// the problem, its FLOPs under a stated convention, bytes, axes and the output bound.
 #pragma once
 
 #include <gpucmp/cuda/element_type.hpp>
@@ -90,14 +91,23 @@ struct attention_problem {
   attention_mask mask = attention_mask::causal;
   causal_flops flops_convention = causal_flops::half_square;
   attention_pass pass = attention_pass::forward;
-  double scale = 0;
+  double scale = 0;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
   /// Serving: K and V in a pool of pages of page_size tokens, (pages, kv_heads, page_size,
   /// head_dim) each, which every sequence reaches through its own page table (the pages
   /// shuffled, as a cache that has served for a while holds them); 0: K and V contiguous, BSHD.
   std::int64_t page_size = 0;
   /// Serving: the tokens each sequence's K and V hold (a padded batch: at most seq_kv, the rest
   /// masked and never read); empty: seq_kv for every sequence.
-  std::vector<std::int64_t> kv_lengths;  ///< applied to Q K^T; 0: 1 / sqrt(head_dim)
+  std::vector<std::int64_t> kv_lengths;
+  /// Serving: the query tokens each sequence holds (prompts of different lengths: at most
+  /// seq_q; a padded row's O is not written); empty: seq_q for every sequence. A causal mask
+  /// stays top-left aligned (query i sees keys 0..i), which is a prefill's when q_length equals
+  /// kv_length.
+  std::vector<std::int64_t> q_lengths;
+  /// Serving: the batch's tokens packed back to back with no padding (THD, cuDNN's ragged
+  /// offsets): Q and O hold the sum of q_length(), K and V (unless paged) the sum of kv_length();
+  /// seq_q and seq_kv are then the longest sequence a plan is built for.
+  bool packed = false;
 
   /// The scale applied (scale, or 1 / sqrt(head_dim) when it is 0).
   double applied_scale() const noexcept { return scale != 0 ? scale : 1 / std::sqrt(double(head_dim)); }
@@ -130,15 +140,44 @@ struct attention_problem {
                                                                  std::to_string(kv_lengths[b]) + " is outside 1.." +
                                                                  std::to_string(seq_kv));
     }
+    require(q_lengths.empty() || std::int64_t(q_lengths.size()) == batch,
+            "q_lengths has " + std::to_string(q_lengths.size()) + " lengths for a batch of " + std::to_string(batch));
+    for (std::size_t b = 0; b < q_lengths.size(); ++b) {
+      require(q_lengths[b] >= 1 && q_lengths[b] <= seq_q, "q_lengths[" + std::to_string(b) + "] = " +
+                                                               std::to_string(q_lengths[b]) + " is outside 1.." +
+                                                               std::to_string(seq_q));
+    }
     if (serving() && (pass == attention_pass::backward || is_fp8())) {
-      throw unsupported("attention: paged or padded K and V are built for the BF16 and FP16 forward only");
+      throw unsupported("attention: padded, packed or paged batches are built for the BF16 and FP16 forward only");
+    }
+    // cuDNN's ragged offsets and the padding mask's lengths are 32-bit element counts.
+    const double largest = std::max(q_tokens() * double(q_heads), (page_size > 0 ? 0 : kv_tokens()) * double(kv_heads));
+    if (packed && largest * double(head_dim) >= 2147483648.0) {
+      throw unsupported("attention: a packed batch of " + std::to_string(std::int64_t(largest * double(head_dim))) +
+                        " elements a tensor is past the 32-bit ragged offsets");
     }
   }
 
-  /// Whether K and V are paged or padded (cuDNN's padding mask and sequence lengths).
-  bool serving() const noexcept { return page_size > 0 || !kv_lengths.empty(); }
+  /// Whether the batch is padded, packed or paged (cuDNN's padding mask and sequence lengths).
+  bool serving() const noexcept { return page_size > 0 || packed || !kv_lengths.empty() || !q_lengths.empty(); }
   /// The tokens sequence b's K and V hold.
   std::int64_t kv_length(std::int64_t b) const noexcept { return kv_lengths.empty() ? seq_kv : kv_lengths[std::size_t(b)]; }
+  /// The query tokens sequence b holds.
+  std::int64_t q_length(std::int64_t b) const noexcept { return q_lengths.empty() ? seq_q : q_lengths[std::size_t(b)]; }
+  /// Where sequence b's first query token is, in tokens: packed, the lengths before it; else b x seq_q.
+  std::int64_t q_offset(std::int64_t b) const noexcept {
+    if (!packed) return b * seq_q;
+    std::int64_t at = 0;
+    for (std::int64_t i = 0; i < b; ++i) at += q_length(i);
+    return at;
+  }
+  /// Where sequence b's first K and V token is (contiguous K and V), as q_offset() is for Q.
+  std::int64_t kv_offset(std::int64_t b) const noexcept {
+    if (!packed) return b * seq_kv;
+    std::int64_t at = 0;
+    for (std::int64_t i = 0; i < b; ++i) at += kv_length(i);
+    return at;
+  }
   /// Pages a sequence's table holds (paged only).
   std::int64_t pages_per_sequence() const noexcept { return page_size > 0 ? (seq_kv + page_size - 1) / page_size : 0; }
   /// Throws invalid_argument unless `table` is a page table for this paged problem: batch rows
@@ -167,6 +206,21 @@ struct attention_problem {
     for (std::int64_t l : kv_lengths) n += double(l);
     return n;
   }
+  /// Query tokens of the whole batch (the sum of q_length()).
+  double q_tokens() const noexcept {
+    if (q_lengths.empty()) return double(batch) * double(seq_q);
+    double n = 0;
+    for (std::int64_t l : q_lengths) n += double(l);
+    return n;
+  }
+  /// Query (and O) tokens its Q tensor holds: packed, q_tokens(); else batch x seq_q.
+  std::int64_t q_rows() const noexcept { return packed ? std::int64_t(q_tokens()) : batch * seq_q; }
+  /// K (and V) tokens its K tensor holds: paged, the pool's pages; packed, kv_tokens(); else
+  /// batch x seq_kv.
+  std::int64_t kv_rows() const noexcept {
+    if (page_size > 0) return batch * pages_per_sequence() * page_size;
+    return packed ? std::int64_t(kv_tokens()) : batch * seq_kv;
+  }
 
   /// Whether Q, K, V and O are E4M3 with per-tensor scales.
   bool is_fp8() const noexcept { return dtype == numerics::fp8_e4m3; }
@@ -181,45 +235,56 @@ struct attention_problem {
     if (kv_heads != q_heads) s += "+" + std::to_string(kv_heads);
     s += "_d" + std::to_string(head_dim) + "/" + to_string(mask);
     if (page_size > 0) s += "/paged" + std::to_string(page_size);
+    if (!q_lengths.empty()) s += "/q" + std::to_string(std::int64_t(q_tokens())) + "tokens";
     if (!kv_lengths.empty()) s += "/kv" + std::to_string(std::int64_t(kv_tokens())) + "tokens";
+    if (packed) s += "/packed";
     return pass == attention_pass::backward ? s + "/bwd" : s;
   }
 
-  /// Query-key pairs each head of a sequence scores on average, under the FLOP convention:
-  /// seq_q x kv_length, or for a causal mask half of it (half_square) or all of it (full_square).
+  /// Query-key pairs each head scores over the batch, under the FLOP convention: the sum of
+  /// q_length x kv_length, or for a causal mask half of it (half_square) or all of it
+  /// (full_square).
   double counted_pairs() const noexcept {
-    const double square = double(seq_q) * kv_tokens() / double(batch);
+    double square = 0;
+    if (q_lengths.empty()) {
+      square = double(seq_q) * kv_tokens();
+    } else {
+      for (std::int64_t b = 0; b < batch; ++b) square += double(q_length(b)) * double(kv_length(b));
+    }
     return mask == attention_mask::causal && flops_convention == causal_flops::half_square ? square / 2 : square;
   }
 
   /// One call's work. Forward: two GEMMs a head (Q K^T and P V), 2 x 2 x head_dim FLOPs a
   /// counted pair (the softmax not counted, as everyone counts it); Q, K and V read once, O
-  /// written once. Backward: 2.5 times the forward's FLOPs (five GEMMs: Q K^T again, dO V^T,
-  /// dV, dQ and dK; FlashAttention's and cuDNN's convention); Q, K, V, O, dO and the FP32
-  /// statistics read once, dQ, dK and dV written once. Items: query tokens (batch x seq_q).
+  /// written once (a padded batch: its sequences' tokens only). Backward: 2.5 times the
+  /// forward's FLOPs (five GEMMs: Q K^T again, dO V^T, dV, dQ and dK; FlashAttention's and
+  /// cuDNN's convention); Q, K, V, O, dO and the FP32 statistics read once, dQ, dK and dV
+  /// written once. Items: query tokens (q_tokens()).
   gpucmp::work work() const {
     const double bytes = double(element_size());
-    const double q_bytes = double(batch) * double(seq_q) * double(q_heads) * double(head_dim) * bytes;
+    const double q_bytes = q_tokens() * double(q_heads) * double(head_dim) * bytes;
     const double kv_bytes = kv_tokens() * double(kv_heads) * double(head_dim) * bytes;  // what is read
     const bool backward = pass == attention_pass::backward;
     gpucmp::work w;
-    w.flops = (backward ? 10 : 4) * double(batch) * double(q_heads) * counted_pairs() * double(head_dim);
+    w.flops = (backward ? 10 : 4) * double(q_heads) * counted_pairs() * double(head_dim);
     w.bytes_read = backward ? 3 * q_bytes + 2 * kv_bytes + 4 * double(batch) * double(q_heads) * double(seq_q)
                             : q_bytes + 2 * kv_bytes;
     w.bytes_written = backward ? q_bytes + 2 * kv_bytes : q_bytes;
-    w.items = double(batch) * double(seq_q);
+    w.items = q_tokens();
     w.arithmetic = peak_precision(dtype);
     return w;
   }
 
-  /// Its row's axes: pass, batch, sequences, heads, head_dim, mask, recipe, FLOP convention.
+  /// Its row's axes: pass, batch, sequences, heads, head_dim, mask, recipe, FLOP convention,
+  /// and the serving layout (page size, tokens, BSHD or packed THD).
   std::vector<axis> axes() const {
     return {axis::of("pass", to_string(pass)),      axis::of("batch", double(batch)),
             axis::of("seq_q", double(seq_q)),       axis::of("seq_kv", double(seq_kv)),
             axis::of("q_heads", double(q_heads)),   axis::of("kv_heads", double(kv_heads)),
             axis::of("head_dim", double(head_dim)), axis::of("mask", to_string(mask)),
             axis::of("dtype", to_string(dtype)),    axis::of("flops", to_string(flops_convention)),
-            axis::of("page_size", double(page_size)), axis::of("kv_tokens", kv_tokens())};
+            axis::of("page_size", double(page_size)), axis::of("q_tokens", q_tokens()),
+            axis::of("kv_tokens", kv_tokens()),     axis::of("layout", packed ? "thd" : "bshd")};
   }
 
   /// The rounding a correct kernel may show against a double reference from the same stored
