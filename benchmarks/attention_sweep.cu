@@ -6,7 +6,7 @@
 // timed. Names: attention/cudnn/<dtype>/b<batch>_s<seq>_h<q heads>[+<kv heads>]_d<head dim>/
 // <mask>[/bwd]/graph; a backward row times dQ, dK and dV from a forward's O and statistics.
 // Shapes: the transformer building blocks issue's (batch 1 x 8192, 4 x 4096, 16 x 1024 tokens,
-// 32 heads of 128, causal and full, BF16 and FP16; FP8 forward on those three), grouped-query
+// 32 heads of 128, causal and full, BF16 and FP16; FP8 forward and backward on those three), grouped-query
 // attention (Llama-3-8B's 32
 // query heads over 8 KV heads), head sizes 64 and 256 at the same width (4096). Causal FLOPs
 // are counted as half the square (attention_problem::flops_convention; every row's axes say
@@ -95,10 +95,12 @@ const bool registered = [] {
     p.packed = packed;
     register_attention(p);
   }
-  // FP8 forward (Hopper on): the issue's three shapes, causal and full, beside BF16's.
+  // FP8 forward and backward (Hopper on): the issue's three shapes, causal and full, beside BF16's.
   for (gpucmp::attention_mask mask : masks) {
-    for (const shape& s : {shapes[0], shapes[1], shapes[2]}) {
-      register_attention(problem_of(s, gpucmp::numerics::fp8_e4m3, mask, gpucmp::attention_pass::forward));
+    for (gpucmp::attention_pass pass : {gpucmp::attention_pass::forward, gpucmp::attention_pass::backward}) {
+      for (const shape& s : {shapes[0], shapes[1], shapes[2]}) {
+        register_attention(problem_of(s, gpucmp::numerics::fp8_e4m3, mask, pass));
+      }
     }
   }
   return true;

@@ -4,8 +4,9 @@
 // cuDNN's fused attention forward: every plan of BF16, FP16 and FP8, causal and full masks, head
 // sizes 64, 128 and 256, multi-head and grouped-query, sequence lengths that are not tile
 // multiples, verified against the double reference; a corrupted output is caught and located;
-// a search keeps a verified plan; the backward's dQ, dK and dV against the FP64 GPU reference
-// at the same shapes and a long GQA sequence (bad problems: tests/unit/transformer_problems_test.cpp).
+// a search keeps a verified plan; the backward's dQ, dK and dV (BF16, FP16 and FP8) against the
+// FP64 GPU reference at the same shapes and a long GQA sequence; padded, packed and paged
+// serving batches (bad problems: tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
 #include <gpucmp/cuda/device.hpp>
@@ -14,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -126,6 +128,50 @@ TEST_CASE("attention backward: every plan's dQ, dK and dV match the FP64 referen
         }
       }
     }
+  }
+}
+
+TEST_CASE("attention FP8 backward: every plan's dQ, dK and dV match the FP64 reference, descaled",
+          "[gpu][ops][attention][backward][fp8]") {
+  gpucmp::stream s;
+  if (gpucmp::query_current_device().cc_major < 9) {
+    WARN("not run: cuDNN's FP8 attention needs Hopper or later");
+    return;
+  }
+  gpucmp::attention_options options;
+  options.max_plans = 4;
+  for (gpucmp::attention_mask mask : {gpucmp::attention_mask::causal, gpucmp::attention_mask::none}) {
+    for (std::int64_t kv_heads : {8, 2}) {
+      for (std::int64_t seq : {1000, 4096}) {  // 1000: not a multiple of any tile
+        gpucmp::attention_problem p;
+        p.pass = gpucmp::attention_pass::backward;
+        p.dtype = gpucmp::numerics::fp8_e4m3;
+        p.batch = 2;
+        p.q_heads = 8;
+        p.kv_heads = kv_heads;
+        p.seq_q = p.seq_kv = seq;
+        p.mask = mask;
+        gpucmp::attention op(p, options, s.get());
+        const std::size_t positions = gpucmp::attention_sampled_positions(p.seq_q).size();
+        check_every_plan(op, s, std::size_t(2 * positions * 128 * (8 + 8 + 2 * kv_heads)));
+        // The calibrated scales are powers of two, and lift gradients this small clear of E4M3's subnormals.
+        const gpucmp::attention_gradient_scales& g = op.gradient_scales();
+        INFO("scales: dS " << g.ds << ", dQ " << g.dq << ", dK " << g.dk << ", dV " << g.dv);
+        CHECK(g.o == gpucmp::attention_fp8_o_scale);
+        for (double scale : {g.ds, g.dq, g.dk, g.dv}) {
+          CHECK(scale > 1);
+          CHECK(std::exp2(std::round(std::log2(scale))) == scale);
+        }
+      }
+    }
+  }
+  if (gpucmp::query_current_device().cc_major == 9) {  // Hopper's FP8 backward takes head_dim 128 only
+    gpucmp::attention_problem p;
+    p.pass = gpucmp::attention_pass::backward;
+    p.dtype = gpucmp::numerics::fp8_e4m3;
+    p.seq_q = p.seq_kv = 256;
+    p.head_dim = 64;
+    CHECK_THROWS_AS(gpucmp::attention(p, options, s.get()), gpucmp::unsupported);
   }
 }
 

@@ -51,6 +51,29 @@ with tempfile.TemporaryDirectory() as d:
     assert "| gemv/bf16/b1_n4096_k4096 | 3200 | 4000 | 0.80 | 1280 | 2.50 |" in table, table
     assert "| gemv/bf16/b2_n4096_k4096 | 3200 | 3200 | 1.00 | – | – |" in table, table
 
+    # A cold row (L2 flushed before each call) is read against the cold copy, never the graph one.
+    def cold(name, us, counters):
+        return {"name": name + "/cold/iterations:1/manual_time", "real_time": us, "time_unit": "us",
+                "label": "candidate; verified", **counters}
+    doc = gbench([("gemv/bf16/b1_n4096_k4096", 10.0, {"GB/s": 3200.0}),
+                  ("copy/kernel/16000000", 8.0, {"GB/s": 4000.0})])
+    doc["benchmarks"] += [cold("gemv/bf16/b1_n4096_k4096", 16.0, {"GB/s": 2000.0}),
+                          cold("copy/kernel/16000000", 12.8, {"GB/s": 2500.0})]
+    cold_results = write("cold.json", doc)
+    subprocess.run([sys.executable, fraction_script, cold_results, "--prefix", "gemv", "--out-json", out_json], check=True)
+    rows = {r["key"]: r for r in json.load(open(out_json))["rows"]}
+    assert set(rows) == {"gemv/bf16/b1_n4096_k4096", "gemv/bf16/b1_n4096_k4096/cold"}, rows
+    assert rows["gemv/bf16/b1_n4096_k4096/cold"]["copy_key"] == "copy/kernel/16000000/cold", rows
+    assert abs(rows["gemv/bf16/b1_n4096_k4096/cold"]["fraction"] - 0.8) < 1e-9, rows
+    assert rows["gemv/bf16/b1_n4096_k4096"]["copy_key"] == "copy/kernel/16000000", rows
+    # Without a cold copy, a cold row is refused by name rather than read against a graph copy.
+    doc["benchmarks"].pop()
+    no_cold_copy = write("no_cold_copy.json", doc)
+    refused = subprocess.run([sys.executable, fraction_script, no_cold_copy, "--prefix", "gemv"],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "b1_n4096_k4096/cold has no copy row timed in its mode (cold)" in refused.stderr, \
+        refused.stderr
+
     # --match keeps only matching rows of the prefixes.
     subprocess.run([sys.executable, fraction_script, results, "--prefix", "gemv", "--match", "b2_",
                     "--out-json", out_json], check=True)

@@ -68,7 +68,7 @@ TEST_CASE("attention: the sampled positions hold both ends and spread between", 
   CHECK(gpucmp::attention_sampled_positions(1) == std::vector<std::int64_t>{0});
 }
 
-TEST_CASE("attention FP8: one byte an element, forward only, scaled bounds", "[ops][attention]") {
+TEST_CASE("attention FP8: one byte an element, scaled bounds, a backward too", "[ops][attention]") {
   gpucmp::attention_problem p;
   p.batch = 1;
   p.seq_q = p.seq_kv = 2048;
@@ -86,8 +86,25 @@ TEST_CASE("attention FP8: one byte an element, forward only, scaled bounds", "[o
   CHECK(p.p_floor() < 1e-30);  // BF16's subnormals are far below any P a check meets
   p.dtype = gpucmp::numerics::fp8_e4m3;
   p.pass = gpucmp::attention_pass::backward;
-  CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
-  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("FP8 backward is not built"));
+  CHECK_NOTHROW(p.validate());
+  CHECK(p.work().flops == 2.5 * 4 * 32 * 2048.0 * 2048 / 2 * 128);
+  CHECK(p.work().bytes_written == 2048.0 * 32 * 128 + 2 * 2048.0 * 8 * 128);  // one byte an element
+}
+
+TEST_CASE("attention FP8 backward: scales from a measured maximum are powers of two under half of E4M3's range",
+          "[ops][attention]") {
+  CHECK(gpucmp::attention_fp8_scale_for(1) == 128);       // 1 x 128 <= 224 < 1 x 256
+  CHECK(gpucmp::attention_fp8_scale_for(224) == 1);
+  CHECK(gpucmp::attention_fp8_scale_for(225) == 0.5);
+  CHECK(gpucmp::attention_fp8_scale_for(0.003) == 65536);  // small gradients lifted clear of the subnormals
+  CHECK(gpucmp::attention_fp8_scale_for(0) == 1);          // nothing measured
+  CHECK(gpucmp::attention_fp8_scale_for(std::nan("")) == 1);
+  CHECK(gpucmp::attention_fp8_scale_for(1e-30) == std::ldexp(1.0, 30));
+  for (double amax : {1e-6, 0.01, 0.7, 3.0, 100.0, 448.0, 1e5}) {
+    const double scale = gpucmp::attention_fp8_scale_for(amax);
+    CHECK(amax * scale <= 224);
+    CHECK(amax * scale > 112);
+  }
 }
 
 TEST_CASE("attention serving: padded lengths and paged K and V, their bytes, names and bad tables", "[ops][attention]") {

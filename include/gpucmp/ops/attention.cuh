@@ -11,8 +11,9 @@
 // forward's output is checked against a double reference on the CPU over sampled query
 // positions of the first and last batch, every head. A backward is prepared by one forward
 // that also writes the softmax statistics (its O checked the same way); its dQ, dK and dV are
-// checked against the FP64 GPU reference of ops/attention_reference.cuh. cuDNN's version goes
-// in every row (libraries()).
+// checked against the FP64 GPU reference of ops/attention_reference.cuh. An FP8 backward's
+// scales for dS and the gradients come from the maxima of two calibration calls (delayed
+// scaling). cuDNN's version goes in every row (libraries()).
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -35,7 +36,6 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <type_traits>
 #include <vector>
 
 namespace gpucmp {
@@ -52,12 +52,15 @@ struct attention_options {
 };
 
 namespace detail {
-/// The uids of an attention graph's tensors: FP8's scales in the order of
-/// attention::fp8_scale_values(), then its two maxima.
+/// The uids of an attention graph's tensors. FP8's scales and maxima: a forward's (10 to 17)
+/// and a backward's (26 to 36), each run in the order of attention::fp8_scale_values().
 namespace attention_uid {
 constexpr std::int64_t q = 1, k = 2, v = 3, o = 4, stats = 5, dout = 6, dq = 7, dk = 8, dv = 9;
 constexpr std::int64_t descale_q = 10, descale_k = 11, descale_v = 12, descale_s = 13, scale_s = 14, scale_o = 15;
 constexpr std::int64_t amax_s = 16, amax_o = 17;
+constexpr std::int64_t descale_o = 26, descale_do = 27, descale_dp = 28, scale_dq = 29, scale_dk = 30, scale_dv = 31,
+                       scale_dp = 32;
+constexpr std::int64_t amax_dq = 33, amax_dk = 34, amax_dv = 35, amax_dp = 36;
 constexpr std::int64_t seq_len_q = 18, seq_len_kv = 19, page_table_k = 20, page_table_v = 21;
 constexpr std::int64_t ragged_q = 22, ragged_k = 23, ragged_v = 24, ragged_o = 25;
 }  // namespace attention_uid
@@ -105,10 +108,8 @@ class attention {
     }
     if (p.serving()) upload_serving_tables(stream);
     if (p.is_fp8()) {
-      const std::vector<float> scales = fp8_scale_values();
-      m_scales = device_buffer<float>(scales.size() + 2, initial_fill::poison());  // the scales, then the maxima
-      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_scales.data(), scales.data(), scales.size() * sizeof(float),
-                                        cudaMemcpyHostToDevice, stream));
+      m_scales = device_buffer<float>(fp8_slots, initial_fill::poison());
+      upload_fp8_scales(stream);
     }
     detail::visit_attention_storage(p.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -128,6 +129,7 @@ class attention {
     if (workspace > 0) m_workspace = device_buffer<std::uint8_t>(workspace, initial_fill::uninitialized());
     m_pack = variant_pack();  // once: the buffers never move, and a call should not rebuild it
     if (backward) run_forward(stream);
+    if (backward && p.is_fp8()) calibrate_fp8_gradients(stream);
   }
 
   /// Device bytes it allocates for `p` before its workspace (the largest plan's, at most
@@ -219,19 +221,21 @@ class attention {
     return detail::visit_attention_storage(m_problem.dtype, [&](auto zero) {
       using T = decltype(zero);
       verification v = check<T>();
-      if constexpr (!std::is_same_v<T, __nv_fp8_e4m3>) {  // FP8 is forward only
-        if (m_problem.pass == attention_pass::backward && v.passed()) {
-          const attention_gradients_view t{m_q.data(),  m_k.data(),  m_v.data(),  m_o.data(),
-                                           m_do.data(), m_dq.data(), m_dk.data(), m_dv.data()};
-          verification g = check_attention_gradients<T>(m_problem, t, nullptr);
-          g.method = "O: " + v.method + "; " + g.method;
-          g.checked += v.checked;
-          return g;
-        }
+      if (m_problem.pass == attention_pass::backward && v.passed()) {
+        const attention_gradients_view t{m_q.data(),  m_k.data(),  m_v.data(),  m_o.data(),
+                                         m_do.data(), m_dq.data(), m_dk.data(), m_dv.data()};
+        verification g = check_attention_gradients<T>(m_problem, t, nullptr, m_gradient_scales);
+        g.method = "O: " + v.method + "; " + g.method;
+        g.checked += v.checked;
+        return g;
       }
       return v;
     });
   }
+
+  /// What an FP8 backward multiplies O, dS and its gradients by before rounding them (all 1
+  /// otherwise): O's fixed scale, the others from the calibration calls.
+  const attention_gradient_scales& gradient_scales() const noexcept { return m_gradient_scales; }
 
   /// The query positions a check of O compares in sequence b (attention_sampled_positions() of
   /// its q_length()).
@@ -315,10 +319,69 @@ class attention {
     }
   }
 
-  /// FP8's scales, in uid order: Q, K and V descaled by 1 (stored as drawn), P and O scaled by
-  /// attention_fp8_p_scale and attention_fp8_o_scale, P descaled by the inverse.
-  static std::vector<float> fp8_scale_values() {
-    return {1.0f, 1.0f, 1.0f, float(1 / attention_fp8_p_scale), float(attention_fp8_p_scale), float(attention_fp8_o_scale)};
+  /// m_scales' slots: a forward's scales and maxima (uids 10 to 17), then a backward's (26 to 36).
+  static constexpr std::size_t fp8_forward_slots = 8, fp8_slots = fp8_forward_slots + 11;
+  static std::size_t fp8_slot(std::int64_t uid) noexcept {
+    namespace id = detail::attention_uid;
+    return uid <= id::amax_o ? std::size_t(uid - id::descale_q) : fp8_forward_slots + std::size_t(uid - id::descale_o);
+  }
+  /// The uids of the FP8 scales and maxima the pass's graph binds.
+  std::vector<std::int64_t> fp8_uids(attention_pass pass) const {
+    namespace id = detail::attention_uid;
+    std::vector<std::int64_t> uids;
+    if (pass == attention_pass::forward) {
+      for (std::int64_t u = id::descale_q; u <= id::amax_o; ++u) uids.push_back(u);
+    } else {  // Q, K, V and S's, then the backward's own
+      for (std::int64_t u = id::descale_q; u <= id::scale_s; ++u) uids.push_back(u);
+      for (std::int64_t u = id::descale_o; u <= id::amax_dp; ++u) uids.push_back(u);
+    }
+    return uids;
+  }
+  /// FP8's scales by uid: Q, K, V and dO descaled by 1 (stored as drawn), P and O scaled by
+  /// attention_fp8_p_scale and attention_fp8_o_scale and descaled by the inverses; dS and the
+  /// gradients as m_gradient_scales holds them (1 until calibrated).
+  std::vector<float> fp8_scale_values() const {
+    namespace id = detail::attention_uid;
+    std::vector<float> slots(fp8_slots, 0.0f);  // the maxima are written by the calls
+    const attention_gradient_scales& g = m_gradient_scales;
+    for (const auto& [uid, value] : {std::pair<std::int64_t, double>{id::descale_q, 1}, {id::descale_k, 1},
+                                     {id::descale_v, 1}, {id::descale_s, 1 / attention_fp8_p_scale},
+                                     {id::scale_s, attention_fp8_p_scale}, {id::scale_o, attention_fp8_o_scale},
+                                     {id::descale_o, 1 / attention_fp8_o_scale}, {id::descale_do, 1},
+                                     {id::descale_dp, 1 / g.ds}, {id::scale_dq, g.dq}, {id::scale_dk, g.dk},
+                                     {id::scale_dv, g.dv}, {id::scale_dp, g.ds}}) {
+      slots[fp8_slot(uid)] = float(value);
+    }
+    return slots;
+  }
+  void upload_fp8_scales(cudaStream_t stream) {
+    const std::vector<float> values = fp8_scale_values();
+    GPUCMP_CUDA_CHECK(
+        cudaMemcpyAsync(m_scales.data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  /// The largest magnitude the last call gave the tensor of maximum `uid`.
+  float fp8_maximum(std::int64_t uid) const {
+    float amax = 0;
+    GPUCMP_CUDA_CHECK(cudaMemcpy(&amax, m_scales.data() + fp8_slot(uid), sizeof amax, cudaMemcpyDeviceToHost));
+    return amax;
+  }
+  /// An FP8 backward's scales for dS, then for dQ, dK and dV, each from the maximum of a call
+  /// (attention_fp8_scale_for()): dS first, since the gradients' maxima depend on how well dS
+  /// was kept. O's scale is the forward's.
+  void calibrate_fp8_gradients(cudaStream_t stream) {
+    namespace id = detail::attention_uid;
+    m_gradient_scales.o = attention_fp8_o_scale;
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    m_gradient_scales.ds = attention_fp8_scale_for(fp8_maximum(id::amax_dp));
+    upload_fp8_scales(stream);
+    (*this)(stream);
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    m_gradient_scales.dq = attention_fp8_scale_for(fp8_maximum(id::amax_dq));
+    m_gradient_scales.dk = attention_fp8_scale_for(fp8_maximum(id::amax_dk));
+    m_gradient_scales.dv = attention_fp8_scale_for(fp8_maximum(id::amax_dv));
+    upload_fp8_scales(stream);
   }
   std::size_t stats_elements() const noexcept { return std::size_t(m_problem.batch * m_problem.q_heads * m_problem.seq_q); }
 
@@ -350,7 +413,7 @@ class attention {
       }
     }
     if (m_problem.is_fp8()) {
-      for (std::int64_t id = uid::descale_q; id <= uid::amax_o; ++id) pack.insert({id, m_scales.data() + (id - uid::descale_q)});
+      for (std::int64_t id : fp8_uids(m_problem.pass)) pack.insert({id, m_scales.data() + fp8_slot(id)});
     }
     if (m_problem.pass == attention_pass::backward) {
       for (const auto& bound : {std::pair<std::int64_t, void*>{uid::stats, m_stats.data()},
@@ -366,8 +429,11 @@ class attention {
   void run_forward(cudaStream_t stream) {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     namespace uid = detail::attention_uid;
-    const cudnn_variant_pack pack{
+    cudnn_variant_pack pack{
         {uid::q, m_q.data()}, {uid::k, m_k.data()}, {uid::v, m_v.data()}, {uid::o, m_o.data()}, {uid::stats, m_stats.data()}};
+    if (m_problem.is_fp8()) {
+      for (std::int64_t id : fp8_uids(attention_pass::forward)) pack.insert({id, m_scales.data() + fp8_slot(id)});
+    }
     m_forward->execute(m_handle.get(), 0, pack, m_workspace.data());
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -438,7 +504,8 @@ class attention {
   cudnn_variant_pack m_pack;                     // the timed pass's tensors by uid (variant_pack())
   device_buffer<std::uint8_t> m_q, m_k, m_v, m_o, m_workspace;
   device_buffer<std::uint8_t> m_do, m_dq, m_dk, m_dv, m_stats;  // a backward's
-  device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_scale_values())
+  device_buffer<float> m_scales;                                 // FP8's scales and maxima (fp8_slot())
+  attention_gradient_scales m_gradient_scales;                   // a backward's (FP8: calibrated)
   device_buffer<std::int32_t> m_serving;  // serving: query lengths, key lengths, the page table, ragged offsets
   std::vector<std::int32_t> m_page_table;  // its host copy, for the check
   std::size_t m_ragged_at = 0;             // where m_serving's ragged offsets start
@@ -534,10 +601,10 @@ inline void attention::build_plans() {
       auto [o, stats, amax_s, amax_o] = g.sdpa_fp8(
           q, k, v, input(uid::descale_q, "descale_Q"), input(uid::descale_k, "descale_K"), input(uid::descale_v, "descale_V"),
           input(uid::descale_s, "descale_S"), input(uid::scale_s, "scale_S"), input(uid::scale_o, "scale_O"), attributes);
-      (void)stats;
       layout(o->set_output(true).set_uid(uid::o), p.q_heads, p.seq_q);
       scalar(amax_s->set_output(true), uid::amax_s);
       scalar(amax_o->set_output(true), uid::amax_o);
+      if (backward) stats_layout(stats->set_output(true));
       return;
     }
     auto [o, stats] = g.sdpa(q, k, v, attributes);
@@ -561,6 +628,29 @@ inline void attention::build_plans() {
     auto dout = tensor(g, uid::dout, "dO", p.q_heads, p.seq_q);
     fe::graph::Tensor_attributes stats_attributes;
     auto stats = g.tensor(stats_layout(stats_attributes.set_name("stats")));
+    if (p.is_fp8()) {
+      auto input = [&](std::int64_t id, const char* name) {
+        fe::graph::Tensor_attributes t;
+        return g.tensor(scalar(t.set_name(name), id));
+      };
+      auto attributes =
+          fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward").set_attn_scale(float(p.applied_scale()));
+      if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
+      auto [dq, dk, dv, amax_dq, amax_dk, amax_dv, amax_dp] = g.sdpa_fp8_backward(
+          q, k, v, o, dout, stats, input(uid::descale_q, "descale_Q"), input(uid::descale_k, "descale_K"),
+          input(uid::descale_v, "descale_V"), input(uid::descale_o, "descale_O"), input(uid::descale_do, "descale_dO"),
+          input(uid::descale_s, "descale_S"), input(uid::descale_dp, "descale_dP"), input(uid::scale_s, "scale_S"),
+          input(uid::scale_dq, "scale_dQ"), input(uid::scale_dk, "scale_dK"), input(uid::scale_dv, "scale_dV"),
+          input(uid::scale_dp, "scale_dP"), attributes);
+      layout(dq->set_output(true).set_uid(uid::dq), p.q_heads, p.seq_q);
+      layout(dk->set_output(true).set_uid(uid::dk), p.kv_heads, p.seq_kv);
+      layout(dv->set_output(true).set_uid(uid::dv), p.kv_heads, p.seq_kv);
+      for (const auto& [amax, id] : {std::pair{amax_dq, uid::amax_dq}, std::pair{amax_dk, uid::amax_dk},
+                                     std::pair{amax_dv, uid::amax_dv}, std::pair{amax_dp, uid::amax_dp}}) {
+        scalar(amax->set_output(true), id);
+      }
+      return;
+    }
     auto attributes = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(float(p.applied_scale()));
     if (p.mask == attention_mask::causal) attributes.set_causal_mask(true);
     auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dout, stats, attributes);

@@ -29,15 +29,27 @@
 namespace gpucmp {
 
 /// The recipes attention runs in: FP16 or BF16 Q, K, V and O, FP32 softmax and accumulation;
-/// and, forward only (Hopper and later), E4M3 Q, K, V and O with FP32 per-tensor scales, P
-/// quantized to E4M3 before P V (cuDNN's FP8 attention; O is E4M3 here, unlike the GEMM recipe's
-/// BF16 output).
+/// and (Hopper and later) E4M3 Q, K, V and O with FP32 per-tensor scales, P quantized to E4M3
+/// before P V (cuDNN's FP8 attention; O is E4M3 here, unlike the GEMM recipe's BF16 output). An
+/// FP8 backward also takes dO and writes dQ, dK and dV in E4M3, and rounds dS to E4M3 before
+/// the dQ and dK GEMMs (cuDNN's Hopper kernels take head_dim 128 only).
 inline constexpr numerics attention_numerics[] = {numerics::fp16, numerics::bf16, numerics::fp8_e4m3};
 
 /// The per-tensor scales of FP8 attention: P (at most 1) and O (at most max |V| = 1, V being
 /// uniform in [-1, 1)) times 256 stay under E4M3's 448 and lift the small values clear of its
-/// subnormals; powers of two, so descaling is exact.
+/// subnormals; powers of two, so descaling is exact. A backward's dS, dQ, dK and dV have no
+/// such bound: their scales come from the maxima of calibration calls (attention_fp8_scale_for()).
 inline constexpr double attention_fp8_p_scale = 256, attention_fp8_o_scale = 256;
+
+/// The power of two that puts `amax`, the largest magnitude a tensor took in an earlier call,
+/// at most at half of E4M3's 448 (delayed scaling, as Transformer Engine does it: room for the
+/// next call's values to grow); 1 when nothing was measured (0 or not finite), and kept within
+/// 2^-30..2^30.
+inline double attention_fp8_scale_for(double amax) noexcept {
+  if (!(amax > 0) || !std::isfinite(amax)) return 1;
+  const int exponent = int(std::floor(std::log2(224 / amax)));
+  return std::ldexp(1.0, std::clamp(exponent, -30, 30));
+}
 
 /// Which key positions each query sees.
 enum class attention_mask {
@@ -129,9 +141,6 @@ struct attention_problem {
                         " is not supported (cuDNN's fused attention takes multiples of 8 up to 256)");
     }
     require_numerics(dtype, attention_numerics, "attention");
-    if (is_fp8() && pass == attention_pass::backward) {
-      throw unsupported("attention: the FP8 backward is not built (FP8 attention is forward only here)");
-    }
     require(page_size >= 0, "page_size must not be negative (0: K and V contiguous)");
     require(kv_lengths.empty() || std::int64_t(kv_lengths.size()) == batch,
             "kv_lengths has " + std::to_string(kv_lengths.size()) + " lengths for a batch of " + std::to_string(batch));
@@ -294,7 +303,8 @@ struct attention_problem {
   /// their number as terms. FP32 scores and exponentials add a few FP32 units, inside the
   /// allowance.
   /// FP8: O and P are E4M3, each scaled by its per-tensor scale before rounding, so their
-  /// subnormal steps shrink by the scale (O's is in output_abs; P's in p_floor()).
+  /// subnormal steps shrink by the scale (O's is in output_abs; P's in p_floor()); a backward's
+  /// gradients and dS are floored at their own scales (check_attention_gradients()).
   tolerance output_tolerance() const noexcept {
     tolerance tol;
     const element_type stored = types_of(dtype).input;  // Q, K, V, O and the gradients

@@ -15,7 +15,9 @@
 // where P_ij = exp(scale Q_i.K_j - lse_i) and dS_ij = P_ij (dO_i.V_j - D_i). Each output also
 // gets the root of its squared terms (the rounding model's scale: the kernel rounds P and dS
 // to the input type before its GEMMs) with a subnormal floor and, for dS, FP32's rounding of
-// dP - D (which cancels exactly where a query sees one key), and the number of terms.
+// dP - D (which cancels exactly where a query sees one key), and the number of terms. FP8: the
+// stored O and the gradients are descaled by the scales they were rounded at, and the floors
+// of P and dS are their scales'.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -38,10 +40,13 @@ namespace detail {
 /// BSHD geometry of one attention problem's tensors, for the reference kernels.
 struct attention_geometry {
   std::int64_t seq_q, seq_kv, q_heads, kv_heads, head_dim;
-  bool causal;         ///< top-left: query i sees keys 0..i
-  double scale;        ///< applied to Q K^T
-  double floor_ratio;  ///< half the input type's smallest subnormal over its unit roundoff
-  double cancel_ratio;  ///< FP32's unit roundoff over the input type's: dS's cancellation, in P's units
+  bool causal;               ///< top-left: query i sees keys 0..i
+  double scale;              ///< applied to Q K^T
+  double floor_ratio = 0;    ///< P's rounding floor: half the smallest subnormal at P's scale, over the unit roundoff
+  double ds_floor_ratio = 0;  ///< dS's, the same at dS's scale
+  double cancel_ratio = 0;   ///< FP32's unit roundoff over the input type's: dS's cancellation, in P's units
+  double o_descale = 1;      ///< what the stored O is multiplied by (FP8: 1 / its scale)
+  double dq_descale = 1, dk_descale = 1, dv_descale = 1;  ///< the same for the stored gradients
 
   __host__ __device__ std::int64_t q_at(std::int64_t b, std::int64_t i, std::int64_t h) const {
     return ((b * seq_q + i) * q_heads + h) * head_dim;
@@ -113,7 +118,7 @@ __global__ void attention_row_statistics(attention_geometry g, const T* q, const
     }
     double d = 0, magnitude = 0;
     for (std::int64_t c = 0; c < g.head_dim; ++c) {
-      const double product = to_double(dout[g.q_at(b, i, h) + c]) * to_double(o[g.q_at(b, i, h) + c]);
+      const double product = to_double(dout[g.q_at(b, i, h) + c]) * to_double(o[g.q_at(b, i, h) + c]) * g.o_descale;
       d += product;
       magnitude += fabs(product);
     }
@@ -168,7 +173,7 @@ __global__ void attention_dq_reference(attention_geometry g, const T* q, const T
       for (std::int64_t t = 0; t < tile; ++t) {
         const double x = g.scale * to_double(k[g.kv_at(b, j0 + t, kvh) + c]);
         sum += ds[t] * x;
-        const double magnitude = fabs(x) * (fabs(ds[t]) + g.floor_ratio + ds_err[t]);
+        const double magnitude = fabs(x) * (fabs(ds[t]) + g.ds_floor_ratio + ds_err[t]);
         squares += magnitude * magnitude;
       }
     }
@@ -179,7 +184,7 @@ __global__ void attention_dq_reference(attention_geometry g, const T* q, const T
     out.reference[e] = sum;
     out.l2[e] = sqrt(squares);
     out.terms[e] = double(seen);
-    out.got[e] = to_double(dq[g.q_at(b, i, h) + c]);
+    out.got[e] = to_double(dq[g.q_at(b, i, h) + c]) * g.dq_descale;
   }
 }
 
@@ -225,7 +230,7 @@ __global__ void attention_dkv_reference(attention_geometry g, const T* q, const 
           const double y = to_double(dout[g.q_at(b, i0 + t, h) + c]);
           dk_sum += ds[t] * x;
           dv_sum += pt[t] * y;
-          const double mk = fabs(x) * (fabs(ds[t]) + g.floor_ratio + ds_err[t]), mv = fabs(y) * (pt[t] + g.floor_ratio);
+          const double mk = fabs(x) * (fabs(ds[t]) + g.ds_floor_ratio + ds_err[t]), mv = fabs(y) * (pt[t] + g.floor_ratio);
           dk_squares += mk * mk;
           dv_squares += mv * mv;
         }
@@ -239,11 +244,11 @@ __global__ void attention_dkv_reference(attention_geometry g, const T* q, const 
     out.reference[e] = dk_sum;
     out.l2[e] = sqrt(dk_squares);
     out.terms[e] = terms;
-    out.got[e] = to_double(dk[g.kv_at(b, j, kvh) + c]);
+    out.got[e] = to_double(dk[g.kv_at(b, j, kvh) + c]) * g.dk_descale;
     out.reference[n + e] = dv_sum;
     out.l2[n + e] = sqrt(dv_squares);
     out.terms[n + e] = terms;
-    out.got[n + e] = to_double(dv[g.kv_at(b, j, kvh) + c]);
+    out.got[n + e] = to_double(dv[g.kv_at(b, j, kvh) + c]) * g.dv_descale;
   }
 }
 
@@ -254,18 +259,32 @@ struct attention_gradients_view {
   const void *q, *k, *v, *o, *dout, *dq, *dk, *dv;
 };
 
+/// What an FP8 backward multiplied O, dS and the gradients by before rounding them to E4M3
+/// (1 for BF16 and FP16).
+struct attention_gradient_scales {
+  double o = 1, ds = 1, dq = 1, dk = 1, dv = 1;
+};
+
 /// Checks dQ, dK and dV of `p` (a backward) as they are now in `t` against the FP64 GPU
 /// reference (this header's opening comment): dQ at attention_sampled_positions(seq_q) and dK,
 /// dV at attention_sampled_positions(seq_kv), of the first and last batch, every head, each
-/// within p.output_tolerance() of its terms. T: the stored element type.
+/// within p.output_tolerance() of its terms, its absolute floor that of its own scale. T: the
+/// stored element type.
 template <class T>
 verification check_attention_gradients(const attention_problem& p, const attention_gradients_view& t,
-                                       cudaStream_t stream) {
+                                       cudaStream_t stream, const attention_gradient_scales& scales = {}) {
   const tolerance tol = p.output_tolerance();
-  detail::attention_geometry g{
-      p.seq_q, p.seq_kv, p.q_heads, p.kv_heads, p.head_dim, p.mask == attention_mask::causal, p.applied_scale(), 0, 0};
+  detail::attention_geometry g{p.seq_q,    p.seq_kv, p.q_heads, p.kv_heads, p.head_dim, p.mask == attention_mask::causal,
+                               p.applied_scale()};
+  const element_type stored = types_of(p.dtype).input;
+  const double half_subnormal = element_info_of(stored).smallest_subnormal / 2;
   g.floor_ratio = p.p_floor();
+  g.ds_floor_ratio = half_subnormal / scales.ds / tol.input_eps;
   g.cancel_ratio = unit_roundoff(element_type::fp32) / tol.input_eps;
+  g.o_descale = 1 / scales.o;
+  g.dq_descale = 1 / scales.dq;
+  g.dk_descale = 1 / scales.dk;
+  g.dv_descale = 1 / scales.dv;
   std::vector<std::int64_t> batches{0};
   if (p.batch > 1) batches.push_back(p.batch - 1);
   const std::vector<std::int64_t> queries = attention_sampled_positions(p.seq_q),
@@ -313,8 +332,14 @@ verification check_attention_gradients(const attention_problem& p, const attenti
   ver.method = "FP64 GPU reference: dQ at " + std::to_string(queries.size()) + " query positions, dK and dV at " +
                std::to_string(keys.size()) + " key positions, of " + std::to_string(batches.size()) +
                " batch(es), every head; D from the stored O";
+  // Each gradient's own rounding floor: half a subnormal at the scale it was stored at.
+  tolerance dq_tol = tol, dk_tol = tol, dv_tol = tol;
+  dq_tol.output_abs = half_subnormal / scales.dq;
+  dk_tol.output_abs = half_subnormal / scales.dk;
+  dv_tol.output_abs = half_subnormal / scales.dv;
   for (std::size_t e = 0; e < total; ++e) {
-    ver.add_at(got_h[e], ref_h[e], tol.bound(ref_h[e], l2_h[e], terms_h[e]), [&] {
+    const tolerance& own = e < dq_n ? dq_tol : e < dq_n + dkv_n ? dk_tol : dv_tol;
+    ver.add_at(got_h[e], ref_h[e], own.bound(ref_h[e], l2_h[e], terms_h[e]), [&] {
       const bool is_dq = e < dq_n;
       const std::size_t local = is_dq ? e : (e - dq_n) % dkv_n;
       const std::int64_t heads = is_dq ? p.q_heads : p.kv_heads;
