@@ -9,10 +9,12 @@ usage: bandwidth-fraction.py RESULTS.json [--out-json FILE] [--out-md FILE] [--p
 RESULTS.json is a gpucmp Google Benchmark output (benchmarks/transformer_ops writes one)
 holding both the operations' rows and verified copy-kernel rows (copy/kernel/<bytes>). Each
 operation row (names starting with a --prefix: rmsnorm, rope and swiglu by default) is read
-against the copy row whose bytes moved (read + written) are closest to its own, so a row and
-its copy stream the same amount of memory: fraction = row GB/s / copy GB/s. Writes a JSON of
+against the copy row of the same timing mode whose bytes moved (read + written) are closest to
+its own, so a row and its copy stream the same amount of memory the same way (a cold row's
+copy starts from a flushed L2 too): fraction = row GB/s / copy GB/s. Writes a JSON of
 {"rows": [{"key", "gbps", "copy_key", "copy_gbps", "fraction", "algorithm"}]} (key: the row's
-name without the mode and Google Benchmark's suffixes) and a Markdown table. With --peer
+name without Google Benchmark's suffixes, and without its mode when that is graph) and a
+Markdown table. With --peer
 (another implementation's {"rows": [{"key", "seconds"}]} on the same rows, from the same run:
 scripts/peers/torch_gemv.py), each row also gets the peer's GB/s over the same bytes and
 ratio = the peer's time / gpucmp's (> 1: gpucmp faster).
@@ -24,9 +26,16 @@ import sys
 
 
 def row_key(name):
-    """'rmsnorm/bf16/8192x4096/graph/iterations:1/manual_time' -> 'rmsnorm/bf16/8192x4096'."""
+    """'rmsnorm/bf16/8192x4096/graph/iterations:1/manual_time' -> 'rmsnorm/bf16/8192x4096';
+    another mode stays: 'gemv/bf16/b1_n4096_k4096/cold/...' -> 'gemv/bf16/b1_n4096_k4096/cold'."""
     name = re.sub(r"/(iterations|repeats|manual_time|real_time|min_time|threads).*$", "", name)
-    return re.sub(r"/(cold|hot|graph|kernel)$", "", name)
+    return re.sub(r"/graph$", "", name)
+
+
+def mode_of(key):
+    """The timing mode a row_key() ends with: cold, hot or kernel, or graph when it names none."""
+    found = re.search(r"/(cold|hot|kernel)$", key)
+    return found.group(1) if found else "graph"
 
 
 def moved_bytes(row):
@@ -52,6 +61,7 @@ def main():
         sys.exit(f"bandwidth-fraction: cannot read {args.results}: {e}")
     measured = [b for b in doc.get("benchmarks", []) if "GB/s" in b and b.get("error_occurred") is not True]
     copies = [b for b in measured if row_key(b["name"]).startswith("copy/kernel/")]
+    modes = {mode_of(row_key(c["name"])) for c in copies}
     peer = {}
     if args.peer:
         try:
@@ -68,7 +78,10 @@ def main():
         if not key.startswith(prefixes) or (args.match and not re.search(args.match, key)):
             continue
         moved = moved_bytes(b)
-        copy = min(copies, key=lambda c: abs(moved_bytes(c) - moved))
+        if mode_of(key) not in modes:
+            sys.exit(f"bandwidth-fraction: {key} has no copy row timed in its mode ({mode_of(key)})")
+        same_mode = [c for c in copies if mode_of(row_key(c["name"])) == mode_of(key)]
+        copy = min(same_mode, key=lambda c: abs(moved_bytes(c) - moved))
         row = {"key": key, "gbps": b["GB/s"], "moved_bytes": moved, "copy_key": row_key(copy["name"]),
                "copy_gbps": copy["GB/s"], "fraction": b["GB/s"] / copy["GB/s"],
                "algorithm": b.get("label", "").split(";")[0]}

@@ -110,6 +110,28 @@ def time_graph(fn, calls, repetitions, min_seconds=0.1, warmup_seconds=0.02, coo
     return statistics.median(per_call)
 
 
+def time_cold(fn, repetitions, min_seconds=0.1, flush_bytes=256 << 20):
+    """Median seconds of one fn() call with L2 flushed before it, as gpucmp's cold mode times it:
+    each sample writes `flush_bytes` (more than any GPU's L2), then records the start event, the
+    call and the stop event; the flush is still running when the call is queued, so the launch
+    latency is not timed. Samples until at least `repetitions` are taken and `min_seconds` of
+    GPU time measured."""
+    flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        fn()
+    seconds = []
+    while len(seconds) < repetitions or sum(seconds) < min_seconds:
+        flush.fill_(len(seconds) & 0xFF)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        seconds.append(start.elapsed_time(stop) * 1e-3)
+    del flush
+    return statistics.median(seconds)
+
+
 def uniform(shape, dtype):
     return (torch.rand(shape, device="cuda", dtype=torch.float32) * 2 - 1).to(dtype)
 
