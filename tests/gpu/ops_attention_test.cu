@@ -9,6 +9,7 @@
 // serving batches (bad problems: tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
+#include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/ops/attention.cuh>
@@ -102,6 +103,59 @@ TEST_CASE("attention: a corrupted output is caught and located; a search keeps a
   const gpucmp::verification v = op.check_output();
   CHECK(v.failed == 1);
   CHECK(v.worst_where == "batch 0, position 0, head 3, element 5");
+}
+
+TEST_CASE("attention run_on: the chosen plan on the caller's tensors, forward and backward", "[gpu][ops][attention]") {
+  gpucmp::stream s;
+  gpucmp::attention_problem p;
+  p.batch = 2;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.seq_q = p.seq_kv = 333;
+  const std::size_t q_bytes = std::size_t(2 * 333 * 8 * 128) * 2, kv_bytes = std::size_t(2 * 333 * 2 * 128) * 2;
+  auto buffer = [](std::size_t bytes) { return gpucmp::device_buffer<unsigned char>(bytes, gpucmp::initial_fill::poison()); };
+  auto copy = [](void* to, const void* from, std::size_t bytes) {
+    REQUIRE(cudaMemcpy(to, from, bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  };
+  {  // Forward: the caller's Q, K, V and O; O lands in the caller's, and is right.
+    gpucmp::attention op(p, {}, s.get());
+    REQUIRE(op.verify(s.get()).passed());
+    auto q = buffer(q_bytes), k = buffer(kv_bytes), v = buffer(kv_bytes), o = buffer(q_bytes);
+    const gpucmp::attention_tensors own = op.tensors();
+    copy(q.data(), own.q, q_bytes);
+    copy(k.data(), own.k, kv_bytes);
+    copy(v.data(), own.v, kv_bytes);
+    REQUIRE(cudaMemset(op.output(), 0xFF, q_bytes) == cudaSuccess);
+    op.run_on({q.data(), k.data(), v.data(), o.data()}, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    CHECK_FALSE(op.check_output().passed());  // its own O untouched
+    copy(op.output(), o.data(), q_bytes);
+    CHECK(op.check_output().passed());
+    REQUIRE(cudaMemset(v.data(), 0, kv_bytes) == cudaSuccess);  // the caller's V, not its own, is read
+    op.run_on({q.data(), k.data(), v.data(), o.data()}, s.get());
+    copy(op.output(), o.data(), q_bytes);
+    CHECK_FALSE(op.check_output().passed());
+    CHECK_THROWS_WITH(op.run_on({q.data(), nullptr, v.data(), o.data()}, s.get()), GPUCMP_CONTAINS("needs tensor 'k'"));
+  }
+  {  // Backward: its own inputs, the caller's dQ, dK and dV.
+    p.pass = gpucmp::attention_pass::backward;
+    gpucmp::attention op(p, {}, s.get());
+    REQUIRE(op.verify(s.get()).passed());
+    gpucmp::attention_tensors t = op.tensors();
+    auto dq = buffer(q_bytes), dk = buffer(kv_bytes), dv = buffer(kv_bytes);
+    t.dq = dq.data();
+    t.dk = dk.data();
+    t.dv = dv.data();
+    for (const char* g : {"dq", "dk", "dv"}) REQUIRE(cudaMemset(op.gradient(g), 0xFF, g[1] == 'q' ? q_bytes : kv_bytes) == cudaSuccess);
+    op.run_on(t, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    copy(op.gradient("dq"), dq.data(), q_bytes);
+    copy(op.gradient("dk"), dk.data(), kv_bytes);
+    copy(op.gradient("dv"), dv.data(), kv_bytes);
+    CHECK(op.check_output().passed());
+    t.stats = nullptr;
+    CHECK_THROWS_WITH(op.run_on(t, s.get()), GPUCMP_CONTAINS("needs tensor 'stats'"));
+  }
 }
 
 TEST_CASE("attention backward: every plan's dQ, dK and dV match the FP64 reference", "[gpu][ops][attention][backward]") {

@@ -3,10 +3,12 @@
 //
 // cuBLASLt GEMMs: every precision this GPU supports is verified against the FP64 references
 // (CPU for small problems, GPU for large ones), transposes, leading dimensions and batches
-// included; a corrupted output is caught by both references; bad input gets typed errors.
+// included; a corrupted output is caught by both references; run_on takes the caller's
+// operands; bad input gets typed errors.
 #include "catch.hpp"
 #include "search_pace.hpp"
 
+#include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/ops/gemm.cuh>
 #include <gpucmp/cuda/stream.hpp>
@@ -338,6 +340,44 @@ TEST_CASE("the closest long candidates duel in sustained spells, and cuBLASLt's 
     }
   }
   CHECK(g.verify(s.get()).passed());
+}
+
+TEST_CASE("run_on runs the chosen algorithm on the caller's operands, staged or not", "[gpu][ops][gemm]") {
+  gpucmp::stream s;
+  for (gpucmp::operand_staging staging : {gpucmp::operand_staging::off, gpucmp::operand_staging::only}) {
+    gpucmp::gemm_problem p;  // M = 5124 is misaligned: "only" stages A and C
+    p.m = 5124;
+    p.n = 512;
+    p.k = 256;
+    p.transpose_a = true;
+    p.dtype = gpucmp::numerics::fp16;
+    gpucmp::gemm_options options;
+    options.staging = staging;
+    gpucmp::gemm g(p, gpucmp_test::paced(options), s.get());
+    gpucmp::choose_algorithm(g);
+    INFO(g.algorithm().describe());
+    CHECK(g.algorithm().staged.empty() == (staging == gpucmp::operand_staging::off));
+    REQUIRE(g.verify(s.get()).passed());
+    // The caller's copies of A and B, and its own D: the result lands there, not in g.d().
+    const std::size_t a_bytes = std::size_t(p.m * p.k) * 2, b_bytes = std::size_t(p.k * p.n) * 2,
+                      d_bytes = std::size_t(p.m * p.n) * 2;
+    gpucmp::device_buffer<unsigned char> a(a_bytes, gpucmp::initial_fill::uninitialized()),
+        b(b_bytes, gpucmp::initial_fill::uninitialized()), d(d_bytes, gpucmp::initial_fill::poison());
+    REQUIRE(cudaMemcpy(a.data(), g.a(), a_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(b.data(), g.b(), b_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    REQUIRE(cudaMemset(g.d(), 0xFF, d_bytes) == cudaSuccess);  // NaN: the check fails unless D is copied back
+    g.run_on(a.data(), b.data(), d.data(), s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    CHECK_FALSE(g.check_output(s.get()).passed());  // its own D untouched
+    REQUIRE(cudaMemcpy(g.d(), d.data(), d_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    CHECK(g.check_output(s.get()).passed());
+    // A different A through run_on gives a product the operation's own A does not.
+    REQUIRE(cudaMemset(a.data(), 0, a_bytes) == cudaSuccess);
+    g.run_on(a.data(), b.data(), d.data(), s.get());
+    REQUIRE(cudaMemcpy(g.d(), d.data(), d_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    CHECK_FALSE(g.check_output(s.get()).passed());
+    CHECK_THROWS_AS(g.run_on(nullptr, b.data(), d.data(), s.get()), gpucmp::invalid_argument);
+  }
 }
 
 TEST_CASE("bad GEMMs get typed errors that say what is wrong", "[gpu][ops][gemm]") {

@@ -51,6 +51,21 @@ struct attention_options {
   std::vector<std::int32_t> page_table;
 };
 
+/// The caller's tensors for attention::run_on(), laid out as the problem says (BSHD, packed
+/// THD, or K and V as a page pool) in its element type. A backward also reads dO and the
+/// forward's statistics (FP32, batch x q_heads x seq_q) and writes dQ, dK and dV.
+struct attention_tensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;  ///< a forward's output; a backward's input
+  const void* dout = nullptr;
+  const float* stats = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+
 namespace detail {
 /// The uids of an attention graph's tensors. FP8's scales and maxima: a forward's (10 to 17)
 /// and a backward's (26 to 36), each run in the order of attention::fp8_scale_values().
@@ -149,6 +164,27 @@ class attention {
     m_graph->execute(m_handle.get(), m_selected, m_pack, m_workspace.data());
   }
 
+  /// Enqueues one call of the selected plan on the caller's tensors instead of its own: how a
+  /// model runs attention searched and verified on this operation's tensors. The sequence
+  /// lengths, page table and FP8 scales stay the operation's. Throws invalid_argument naming a
+  /// tensor the pass needs and `t` lacks.
+  void run_on(const attention_tensors& t, cudaStream_t stream) {
+    namespace uid = detail::attention_uid;
+    const bool backward = m_problem.pass == attention_pass::backward;
+    std::vector<std::pair<std::int64_t, const void*>> bound{{uid::q, t.q}, {uid::k, t.k}, {uid::v, t.v}, {uid::o, t.o}};
+    if (backward) {
+      bound.insert(bound.end(), {{uid::dout, t.dout}, {uid::stats, t.stats}, {uid::dq, t.dq}, {uid::dk, t.dk}, {uid::dv, t.dv}});
+    }
+    const char* names[] = {"", "q", "k", "v", "o", "stats", "dout", "dq", "dk", "dv"};
+    cudnn_variant_pack pack = m_pack;
+    for (const auto& [id, pointer] : bound) {
+      if (pointer == nullptr) throw invalid_argument(name() + ": run_on needs tensor '" + names[id] + "'");
+      pack[id] = const_cast<void*>(pointer);  // the frontend's map holds one pointer type; inputs are only read
+    }
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    m_graph->execute(m_handle.get(), m_selected, pack, m_workspace.data());
+  }
+
   /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal" ("/bwd" appended for a backward).
   std::string name() const { return "attention/cudnn/" + m_problem.name(); }
   gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
@@ -191,6 +227,19 @@ class attention {
   const attention_problem& problem() const noexcept { return m_problem; }  ///< what it computes
   /// O, BSHD (a backward's: the forward's that it reads).
   void* output() noexcept { return m_o.data(); }
+  /// Its own tensors, as run_on() takes them (a forward's backward members null): for
+  /// embedders that fill or read their own data, or bind some of their own beside these.
+  attention_tensors tensors() noexcept {
+    attention_tensors t{m_q.data(), m_k.data(), m_v.data(), m_o.data()};
+    if (m_problem.pass == attention_pass::backward) {
+      t.dout = m_do.data();
+      t.stats = reinterpret_cast<const float*>(m_stats.data());
+      t.dq = m_dq.data();
+      t.dk = m_dk.data();
+      t.dv = m_dv.data();
+    }
+    return t;
+  }
   /// A backward's gradient `which` ("dq", "dk" or "dv"), BSHD; throws invalid_argument for a
   /// forward or another name.
   void* gradient(const std::string& which) {

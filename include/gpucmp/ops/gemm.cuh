@@ -190,7 +190,16 @@ class gemm {
   }
 
   /// Enqueues the GEMM on `stream` with the selected algorithm (and its staging copies, if any).
-  void operator()(cudaStream_t stream) { launch(m_algo, m_run_staged, stream); }
+  void operator()(cudaStream_t stream) { launch(m_algo, m_run_staged, m_a.data(), m_b.data(), m_c.data(), stream); }
+
+  /// Enqueues the GEMM with the selected algorithm on the caller's A, B and D instead of its
+  /// own: how a model runs a GEMM searched and verified on this operation's operands. They are
+  /// laid out as the problem says (its transposes, leading dimensions and element types); the
+  /// FP8 scales stay the operation's. Throws invalid_argument for a null pointer.
+  void run_on(const void* a, const void* b, void* d, cudaStream_t stream) {
+    if (a == nullptr || b == nullptr || d == nullptr) throw invalid_argument(name() + ": run_on needs A, B and D");
+    launch(m_algo, m_run_staged, a, b, d, stream);
+  }
 
   /// Runs the GEMM once on a poisoned output and compares it with a double reference.
   verification verify(cudaStream_t stream) {
@@ -375,33 +384,35 @@ class gemm {
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
   }
 
-  void launch(const cublasLtMatmulAlgo_t& algo, bool staged, cudaStream_t stream) {
+  void launch(const cublasLtMatmulAlgo_t& algo, bool staged, const void* a_in, const void* b_in, void* d_out,
+              cudaStream_t stream) {
     if (!staged) {
-      GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, m_a.data(), m_layout_a.get(), m_b.data(),
-                                         m_layout_b.get(), m_beta, m_c.data(), m_layout_c.get(), m_c.data(),
-                                         m_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
+      GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, a_in, m_layout_a.get(), b_in,
+                                         m_layout_b.get(), m_beta, d_out, m_layout_c.get(), d_out, m_layout_c.get(), &algo,
+                                         m_workspace.data(), m_workspace.bytes(), stream));
       return;
     }
     const gemm_problem& p = m_problem;
     const gemm_staging_plan& plan = m_staging;
     const std::size_t in = input_bytes(p.dtype), out = output_bytes(p.dtype);
-    // Only the problem's part is copied: the padding of a staged operand stays as zeroed.
+    // Only the problem's part is copied: the padding of a staged operand stays as zeroed. A
+    // copy's source is only read (matrix_place holds one pointer type for both ends).
     if (plan.a) {
       copy_matrix_columns({m_staged_a.data(), plan.lda, plan.lda * staged_a_cols()},
-                          {m_a.data(), p.lda_or_tight(), p.lda_or_tight() * a_cols()}, p.a_rows(), a_cols(), p.batch, in, stream);
+                          {const_cast<void*>(a_in), p.lda_or_tight(), p.lda_or_tight() * a_cols()}, p.a_rows(), a_cols(), p.batch, in, stream);
     }
     if (plan.b) {
       copy_matrix_columns({m_staged_b.data(), plan.ldb, plan.ldb * staged_b_cols()},
-                          {m_b.data(), p.ldb_or_tight(), p.ldb_or_tight() * b_cols()}, p.b_rows(), b_cols(), p.batch, in, stream);
+                          {const_cast<void*>(b_in), p.ldb_or_tight(), p.ldb_or_tight() * b_cols()}, p.b_rows(), b_cols(), p.batch, in, stream);
     }
-    void* a = plan.a ? m_staged_a.data() : m_a.data();
-    void* b = plan.b ? m_staged_b.data() : m_b.data();
-    void* c = plan.c ? m_staged_c.data() : m_c.data();
+    const void* a = plan.a ? m_staged_a.data() : a_in;
+    const void* b = plan.b ? m_staged_b.data() : b_in;
+    void* c = plan.c ? m_staged_c.data() : d_out;
     GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle.get(), m_desc.get(), m_alpha, a, m_staged_layout_a.get(), b,
                                        m_staged_layout_b.get(), m_beta, c, m_staged_layout_c.get(), c,
                                        m_staged_layout_c.get(), &algo, m_workspace.data(), m_workspace.bytes(), stream));
     if (plan.c) {
-      copy_matrix_columns({m_c.data(), p.ldc_or_tight(), p.ldc_or_tight() * p.n},
+      copy_matrix_columns({d_out, p.ldc_or_tight(), p.ldc_or_tight() * p.n},
                           {m_staged_c.data(), plan.ldc, plan.ldc * plan.n}, p.m, p.n, p.batch, out, stream);
     }
   }
