@@ -6,9 +6,10 @@
 // against the FP64 reference (gpucmp's kernel always passes; cuBLASLt split-K variants that
 // return wrong sums are rejected, and the search keeps a verified candidate); a corrupted output is caught and located; a search keeps a verified candidate and
 // at 64 tokens only cuBLASLt's remain; E4M3 weights run on gpucmp's kernel alone (host checks:
-// tests/unit/transformer_problems_test.cpp).
+// tests/unit/transformer_problems_test.cpp); run_on takes the caller's W, x and y.
 #include "catch.hpp"
 
+#include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/ops/gemv.cuh>
 
@@ -117,4 +118,44 @@ TEST_CASE("gemv: E4M3 weights with a per-tensor scale match the FP64 reference",
   // 64 tokens: over the kernel's batch, and no cuBLASLt GEMM for E4M3 weights.
   p.batch = 64;
   CHECK_THROWS_AS(gpucmp::gemv(p, {}, s.get()), gpucmp::unsupported);
+}
+
+TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu][ops][gemv]") {
+  gpucmp::stream s;
+  for (bool fp8 : {false, true}) {
+    gpucmp::gemv_problem p{1, 1000, 1032, gpucmp::numerics::bf16};
+    p.fp8_weights = fp8;
+    gpucmp::gemv op(p, {}, s.get());
+    // gpucmp's kernel (the last candidate) and, for 16-bit weights, cuBLASLt's first.
+    std::vector<std::size_t> picks{op.candidate_count() - 1};
+    if (!fp8) picks.push_back(0);
+    for (std::size_t pick : picks) {
+      op.select(pick, s.get());
+      INFO(op.describe_candidate(pick));
+      REQUIRE(op.verify(s.get()).passed());
+      const std::size_t w_bytes = std::size_t(1000 * 1032) * (fp8 ? 1 : 2), x_bytes = 1032 * 2, y_bytes = 1000 * 2;
+      gpucmp::device_buffer<unsigned char> w(w_bytes, gpucmp::initial_fill::uninitialized()),
+          x(x_bytes, gpucmp::initial_fill::uninitialized()), y(y_bytes, gpucmp::initial_fill::poison());
+      REQUIRE(cudaMemcpy(w.data(), op.weights(), w_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      REQUIRE(cudaMemcpy(x.data(), op.input(), x_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      REQUIRE(cudaMemset(op.output(), 0xFF, y_bytes) == cudaSuccess);
+      op.run_on(w.data(), x.data(), y.data(), s.get(), op.weight_scale());
+      REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+      CHECK_FALSE(op.check_output(s.get()).passed());  // its own y untouched
+      REQUIRE(cudaMemcpy(op.output(), y.data(), y_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      CHECK(op.check_output(s.get()).passed());
+      if (fp8) {  // the caller's scale is the one applied
+        op.run_on(w.data(), x.data(), y.data(), s.get(), op.weight_scale() / 2);
+        REQUIRE(cudaMemcpy(op.output(), y.data(), y_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+        CHECK_FALSE(op.check_output(s.get()).passed());
+      } else {
+        CHECK_THROWS_AS(op.run_on(w.data(), x.data(), y.data(), s.get(), 0.5f), gpucmp::invalid_argument);
+      }
+      REQUIRE(cudaMemset(x.data(), 0, x_bytes) == cudaSuccess);  // the caller's x, not its own, is read
+      op.run_on(w.data(), x.data(), y.data(), s.get(), op.weight_scale());
+      REQUIRE(cudaMemcpy(op.output(), y.data(), y_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+      CHECK_FALSE(op.check_output(s.get()).passed());
+      CHECK_THROWS_AS(op.run_on(nullptr, x.data(), y.data(), s.get()), gpucmp::invalid_argument);
+    }
+  }
 }

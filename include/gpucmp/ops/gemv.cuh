@@ -27,6 +27,7 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -235,24 +236,22 @@ class gemv {
   }
 
   /// Enqueues one call of the selected candidate.
-  void operator()(cudaStream_t stream) {
-    if (m_selected < m_from_cublaslt) {
-      (*m_gemm)(stream);
-      return;
+  void operator()(cudaStream_t stream) { launch(w_data(), x_data(), output(), m_scale, stream); }
+
+  /// Enqueues the selected candidate on the caller's W (n x k, row-major), x and y (batch rows)
+  /// instead of its own: how a decoder runs a GEMV searched and verified on this operation's
+  /// tensors. `weight_scale` is the caller's per-tensor scale of E4M3 weights (16-bit weights
+  /// take none: 1). Throws invalid_argument for a null pointer or a scale 16-bit weights cannot
+  /// take.
+  void run_on(const void* w, const void* x, void* y, cudaStream_t stream, float weight_scale = 1.0f) {
+    if (w == nullptr || x == nullptr || y == nullptr) throw invalid_argument(name() + ": run_on needs W, x and y");
+    if (!m_problem.fp8_weights && weight_scale != 1.0f) {
+      throw invalid_argument(name() + ": 16-bit weights take no scale (got " + std::to_string(weight_scale) + ")");
     }
-    const int split = m_splits[m_selected - m_from_cublaslt];
-    detail::visit_gemv_activations(m_problem.dtype, [&](auto zero) {
-      using T = decltype(zero);
-      const T* x = static_cast<const T*>(x_data());
-      T* y = static_cast<T*>(output());
-      if (m_problem.fp8_weights) {
-        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const __nv_fp8_e4m3*>(w_data()), m_scale, x, y,
-                               m_problem.n, m_problem.k, split, stream);
-      } else {
-        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(w_data()), 1.0f, x, y, m_problem.n,
-                               m_problem.k, split, stream);
-      }
-    });
+    if (!std::isfinite(weight_scale) || weight_scale == 0) {
+      throw invalid_argument(name() + ": the weight scale must be finite and nonzero");
+    }
+    launch(w, x, y, weight_scale, stream);
   }
 
   /// Poisons y, runs once and checks it against the FP64 reference.
@@ -323,6 +322,12 @@ class gemv {
   const gemv_problem& problem() const noexcept { return m_problem; }  ///< what it computes
   /// y, batch rows of n (column-major n x batch, as a GEMM's D).
   void* output() noexcept { return m_gemm ? m_gemm->d() : m_y.data(); }
+  /// W, n rows of k (E4M3 weights: stored as drawn, their scale weight_scale()).
+  void* weights() noexcept { return w_data(); }
+  /// x, batch rows of k.
+  void* input() noexcept { return x_data(); }
+  /// E4M3 weights' per-tensor scale (1 for 16-bit weights).
+  float weight_scale() const noexcept { return m_problem.fp8_weights ? m_scale : 1.0f; }
 
  private:
   static gemm_options gemm_settings(const gemv_options& o) {
@@ -355,6 +360,26 @@ class gemv {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
+  void launch(const void* w, const void* x_in, void* y_out, float scale, cudaStream_t stream) {
+    if (m_selected < m_from_cublaslt) {
+      m_gemm->run_on(w, x_in, y_out, stream);
+      return;
+    }
+    const int split = m_splits[m_selected - m_from_cublaslt];
+    detail::visit_gemv_activations(m_problem.dtype, [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = static_cast<const T*>(x_in);
+      T* y = static_cast<T*>(y_out);
+      if (m_problem.fp8_weights) {
+        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const __nv_fp8_e4m3*>(w), scale, x, y, m_problem.n,
+                               m_problem.k, split, stream);
+      } else {
+        detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(w), 1.0f, x, y, m_problem.n, m_problem.k,
+                               split, stream);
+      }
+    });
+  }
+
   void* w_data() noexcept { return m_gemm ? m_gemm->a() : static_cast<void*>(m_w8.data()); }
   void* x_data() noexcept { return m_gemm ? m_gemm->b() : static_cast<void*>(m_x.data()); }
   std::size_t y_bytes() const noexcept {
@@ -366,7 +391,7 @@ class gemv {
   // 16-bit weights: W (A, k x n column-major), x (B), y (D), cuBLASLt's candidates and the reference.
   std::optional<gemm> m_gemm;
   device_buffer<std::uint8_t> m_w8, m_x, m_y;  // E4M3 weights: W, x and y
-  float m_scale = 0.5f;                         // E4M3 weights: W's per-tensor scale
+  float m_scale = 0.5f;                         // E4M3 weights: W's per-tensor scale (unused for 16-bit weights)
   std::size_t m_from_cublaslt = 0;
   std::vector<int> m_splits;  // the kernel's candidates: warps a row
   std::size_t m_selected = 0;
