@@ -64,6 +64,9 @@ struct attention_tensors {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
+  /// Serving problems: the caller's sequence lengths, batch query lengths then batch key
+  /// lengths (a decode step's grow with every token); null: the problem's.
+  const std::int32_t* seq_lengths = nullptr;
 };
 
 namespace detail {
@@ -165,9 +168,11 @@ class attention {
   }
 
   /// Enqueues one call of the selected plan on the caller's tensors instead of its own: how a
-  /// model runs attention searched and verified on this operation's tensors. The sequence
-  /// lengths, page table and FP8 scales stay the operation's. Throws invalid_argument naming a
-  /// tensor the pass needs and `t` lacks.
+  /// model runs attention searched and verified on this operation's tensors. The page table
+  /// and FP8 scales stay the operation's; the sequence lengths are the caller's where `t` has
+  /// them (each at most the problem's seq_q and seq_kv: cuDNN reads no further). Throws
+  /// invalid_argument naming a tensor the pass needs and `t` lacks, or lengths the problem does
+  /// not take.
   void run_on(const attention_tensors& t, cudaStream_t stream) {
     namespace uid = detail::attention_uid;
     const bool backward = m_problem.pass == attention_pass::backward;
@@ -180,6 +185,13 @@ class attention {
     for (const auto& [id, pointer] : bound) {
       if (pointer == nullptr) throw invalid_argument(name() + ": run_on needs tensor '" + names[id] + "'");
       pack[id] = const_cast<void*>(pointer);  // the frontend's map holds one pointer type; inputs are only read
+    }
+    if (t.seq_lengths != nullptr) {
+      if (!m_problem.serving() || m_problem.packed) {
+        throw invalid_argument(name() + ": run_on takes sequence lengths for padded or paged problems only (a packed one's offsets follow its own)");
+      }
+      pack[uid::seq_len_q] = const_cast<std::int32_t*>(t.seq_lengths);
+      pack[uid::seq_len_kv] = const_cast<std::int32_t*>(t.seq_lengths + m_problem.batch);
     }
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     m_graph->execute(m_handle.get(), m_selected, pack, m_workspace.data());

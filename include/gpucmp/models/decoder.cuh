@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A Llama-style decoder on the GPU (models/decoder_config.hpp's geometry): prefill of a batch
+// of prompts and decode steps of one token a sequence, against a contiguous KV cache, in BF16
+// or FP16. Each step runs gpucmp's verified operations on the model's own tensors: the linear
+// layers through gemv (cuBLASLt's algorithms, split-K variants and gpucmp's GEMV kernel, one
+// verified search a shape), attention through cuDNN's SDPA (the cache as a padded batch: a
+// prefill causal over its prompt, a decode step over each sequence's cached tokens), RMSNorm
+// with the residual add fused, RoPE in place on the fused QKV rows and SwiGLU. Q, K and V come
+// out of one fused QKV GEMM, gate and up out of one fused GEMM, as serving engines run them.
+// Weights are random (seeded) or loaded from a Hugging Face checkpoint (decoder_weights.hpp).
+// What a step shape needs (its operations searched and verified, its activations) is built
+// the first time that shape runs, outside any timing.
+#pragma once
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/models/decoder_config.hpp>
+#include <gpucmp/models/decoder_kernels.cuh>
+#include <gpucmp/models/decoder_weights.hpp>
+#include <gpucmp/ops/attention.cuh>
+#include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/gemv.cuh>
+#include <gpucmp/ops/operation.hpp>
+#include <gpucmp/ops/rmsnorm.cuh>
+#include <gpucmp/ops/rope.cuh>
+#include <gpucmp/ops/swiglu.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace gpucmp {
+
+/// How a decoder is built.
+struct decoder_options {
+  numerics dtype = numerics::bf16;   ///< weights, activations and the KV cache: bf16 or fp16
+  std::int64_t max_batch = 1;        ///< sequences a step may hold
+  std::int64_t max_context = 2048;   ///< tokens a sequence's KV cache holds
+  std::uint64_t seed = 1;            ///< the random weights'
+  algorithm_choice choice = algorithm_choice::search;  ///< how each operation's algorithm is chosen
+};
+
+/// A Llama-style decoder's inference on the current device.
+class decoder {
+ public:
+  /// Validates `c` and `o` (invalid_argument; unsupported for another dtype), checks the
+  /// weights and the KV cache fit in free memory (out_of_memory), allocates them and fills the
+  /// weights with seeded random values: linear layers uniform in +-1/sqrt(fan-in), norms in
+  /// [0.5, 1.5), the embedding in [-1, 1).
+  decoder(const decoder_config& c, const decoder_options& o = {}, cudaStream_t stream = nullptr)
+      : m_config((c.validate(), c)), m_options(o) {
+    if (o.dtype != numerics::bf16 && o.dtype != numerics::fp16) {
+      throw unsupported(std::string("decoder: ") + to_string(o.dtype) + " is not built (bf16 or fp16)");
+    }
+    if (o.max_batch < 1 || o.max_context < 1) throw invalid_argument("decoder: max_batch and max_context must be positive");
+    if (o.max_context > c.max_positions) {
+      throw invalid_argument("decoder " + c.name + ": max_context " + std::to_string(o.max_context) +
+                             " is past the model's " + std::to_string(c.max_positions) + " positions");
+    }
+    if ((c.hidden_size * element_size()) % 16 != 0 || (c.head_dim * element_size()) % 16 != 0) {
+      throw unsupported("decoder " + c.name + ": hidden_size and head_dim must be whole 16-byte vectors");
+    }
+    const double needed = weight_bytes() + cache_bytes();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, "decoder " + c.name);
+    allocate_weights(stream);
+    const std::size_t cache = std::size_t(o.max_batch * o.max_context * c.kv_heads * c.head_dim) * element_size();
+    for (std::int64_t l = 0; l < c.layers; ++l) {
+      m_k_cache.emplace_back(cache, initial_fill::poison());
+      m_v_cache.emplace_back(cache, initial_fill::poison());
+    }
+    rope_problem table_rows = rope_of(1);
+    const std::vector<float2> table = rope_table(table_rows);
+    m_rope_table = device_buffer<float>(2 * table.size(), initial_fill::uninitialized());  // (cos, sin) pairs
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_rope_table.data(), table.data(), m_rope_table.bytes(), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  /// Replaces the weights with `checkpoint`'s, after checking it holds exactly what the
+  /// configuration needs (weight_error naming the file and the tensor); F32, F16 and BF16
+  /// values are rounded to the decoder's type.
+  void load(const decoder_checkpoint& checkpoint, cudaStream_t stream = nullptr) {
+    checkpoint.validate(m_config);
+    for (const decoder_tensor& t : decoder_checkpoint_tensors(m_config)) {
+      const std::vector<float> values = checkpoint.read_float(t.name, t.shape);
+      visit_storage([&](auto zero) {
+        using T = decltype(zero);
+        std::vector<T> stored(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) stored[i] = from_double<T>(double(values[i]));
+        GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_tensors.at(t.name), stored.data(), stored.size() * sizeof(T),
+                                          cudaMemcpyHostToDevice, stream));
+        GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `stored` goes at the end of this scope
+      });
+    }
+  }
+
+  /// Runs the prompts `tokens` (batch x prompt ids, row-major, each in [0, vocab)): writes the
+  /// KV cache's positions 0 to prompt - 1 of sequences 0 to batch - 1 and each sequence's
+  /// logits after its last token (logits()). Throws invalid_argument for a bad id or a batch or
+  /// prompt past the options.
+  void prefill(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t prompt, cudaStream_t stream = nullptr) {
+    check_shape(batch, prompt, 0);
+    step_plan& plan = plan_for(batch, prompt, false, stream);
+    upload_tokens(plan, tokens, batch * prompt, stream);
+    run(plan, 0, stream);
+  }
+
+  /// One decode step: token `tokens[b]` of each sequence b at position `context` (each
+  /// sequence holding `context` cached tokens), appended to the cache; logits() become the
+  /// next token's. Throws invalid_argument for a bad id or a full cache.
+  void decode(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t context, cudaStream_t stream = nullptr) {
+    check_shape(batch, 1, context);
+    step_plan& plan = plan_for(batch, 1, true, stream);
+    upload_tokens(plan, tokens, batch, stream);
+    run(plan, context, stream);
+  }
+
+  /// Prepares the step of `batch` sequences of `tokens` new tokens each (a prefill, or a decode
+  /// step with tokens = 1): its operations searched and verified and its activations
+  /// allocated, so that a timed step builds nothing.
+  void prepare(std::int64_t batch, std::int64_t tokens, bool decode_step, cudaStream_t stream = nullptr) {
+    check_shape(batch, tokens, 0);
+    (void)plan_for(batch, tokens, decode_step, stream);
+  }
+
+  /// The logits of the last step, batch x vocab_size in the decoder's type (row-major).
+  const void* logits() const {
+    if (m_last == nullptr) throw invalid_argument("decoder: no step has run, so there are no logits");
+    return m_last->logits.data();
+  }
+  /// The device copy of checkpoint tensor `name` (Hugging Face's name), in the decoder's type;
+  /// Q, K and V (gate and up) are parts of one fused matrix. Throws invalid_argument otherwise.
+  const void* tensor(const std::string& name) const {
+    const auto at = m_tensors.find(name);
+    if (at == m_tensors.end()) throw invalid_argument("decoder " + m_config.name + ": no tensor '" + name + "'");
+    return at->second;
+  }
+  const decoder_config& config() const noexcept { return m_config; }  ///< its geometry
+  const decoder_options& options() const noexcept { return m_options; }  ///< how it was built
+  std::size_t element_size() const noexcept { return element_bytes(types_of(m_options.dtype).output); }
+  /// Bytes of its weights (the LM head once when tied).
+  double weight_bytes() const noexcept { return double(m_config.parameters()) * double(element_size()); }
+  /// Bytes of its KV cache: K and V of every layer, max_batch x max_context tokens.
+  double cache_bytes() const noexcept {
+    return 2.0 * double(m_config.layers) * double(m_options.max_batch) * double(m_options.max_context) *
+           double(m_config.kv_heads * m_config.head_dim) * double(element_size());
+  }
+  /// The algorithms a prepared step runs: "qkv: cuBLASLt ..." a line per operation.
+  std::vector<std::string> algorithms(std::int64_t batch, std::int64_t tokens, bool decode_step) const {
+    const auto at = m_plans.find({batch, tokens, decode_step});
+    if (at == m_plans.end()) throw invalid_argument("decoder: that step was never prepared");
+    const step_plan& p = *at->second;
+    std::vector<std::string> out;
+    for (const auto& [label, op] : {std::pair<const char*, const std::optional<gemv>*>{"qkv", &p.qkv}, {"o", &p.o},
+                                    {"gate_up", &p.gate_up}, {"down", &p.down}, {"lm_head", &p.lm_head}}) {
+      out.push_back(std::string(label) + ": " + (*op)->algorithm().describe());
+    }
+    out.push_back("attention: " + p.attend->algorithm().describe());
+    return out;
+  }
+
+ private:
+  // A layer's weights: Q, K and V fused into one matrix (rows q, then k, then v), gate and up
+  // into one (rows gate, then up), as the step's GEMMs read them.
+  struct layer_weights {
+    device_buffer<std::uint8_t> norm1, qkv, o, norm2, gate_up, down;
+  };
+
+  // Everything one step shape runs with.
+  struct step_plan {
+    std::int64_t batch = 0, per_sequence = 0;  // sequences, new tokens each
+    bool decode = false;
+    std::optional<gemv> qkv, o, gate_up, down, lm_head;
+    std::optional<gpucmp::attention> attend;
+    rmsnorm_problem norm, fused_norm;
+    launch_shape norm_shape, fused_norm_shape, rope_shape, swiglu_shape;
+    rope_problem rope;
+    swiglu_problem swiglu;
+    device_buffer<std::uint8_t> residual, normed, qkv_rows, q, attended, branch, gate_up_rows, act, last, logits;
+    device_buffer<std::int32_t> tokens, positions, lengths;
+  };
+
+  // Calls f(T{}) with the element type it stores (bf16 or fp16).
+  template <class F>
+  void visit_storage(F&& f) const {
+    if (m_options.dtype == numerics::fp16) {
+      f(__half{});
+    } else {
+      f(__nv_bfloat16{});
+    }
+  }
+
+  std::int64_t tokens_of(const step_plan& p) const noexcept { return p.batch * p.per_sequence; }
+  std::int64_t qkv_row() const noexcept { return (m_config.heads + 2 * m_config.kv_heads) * m_config.head_dim; }
+
+  rope_problem rope_of(std::int64_t tokens) const {
+    rope_problem r;
+    r.tokens = tokens;
+    r.q_heads = m_config.heads;
+    r.kv_heads = m_config.kv_heads;
+    r.head_dim = m_config.head_dim;
+    r.dtype = m_options.dtype;
+    r.theta = m_config.rope_theta;
+    r.scaling = m_config.rope;
+    r.max_positions = m_options.max_context;
+    return r;
+  }
+
+  void check_shape(std::int64_t batch, std::int64_t tokens, std::int64_t context) const {
+    if (batch < 1 || batch > m_options.max_batch) {
+      throw invalid_argument("decoder: batch " + std::to_string(batch) + " is outside 1.." + std::to_string(m_options.max_batch));
+    }
+    if (tokens < 1 || context < 0 || context + tokens > m_options.max_context) {
+      throw invalid_argument("decoder: " + std::to_string(tokens) + " new tokens after " + std::to_string(context) +
+                             " cached do not fit a cache of " + std::to_string(m_options.max_context));
+    }
+  }
+
+  void upload_tokens(step_plan& plan, const std::vector<std::int32_t>& tokens, std::int64_t count, cudaStream_t stream) {
+    if (std::int64_t(tokens.size()) != count) {
+      throw invalid_argument("decoder: " + std::to_string(tokens.size()) + " token ids for a step of " + std::to_string(count));
+    }
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] < 0 || tokens[i] >= m_config.vocab_size) {
+        throw invalid_argument("decoder: token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
+                               ", outside the vocabulary of " + std::to_string(m_config.vocab_size));
+      }
+    }
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(plan.tokens.data(), tokens.data(), tokens.size() * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vector may go
+  }
+
+  void allocate_weights(cudaStream_t stream) {
+    const decoder_config& c = m_config;
+    const std::size_t e = element_size();
+    const std::int64_t h = c.hidden_size, q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim, m = c.intermediate_size;
+    std::uint64_t seed = m_options.seed * 1000003;
+    auto filled = [&](std::int64_t elements, double low, double high) {
+      device_buffer<std::uint8_t> b(std::size_t(elements) * e, initial_fill::uninitialized());
+      visit_storage([&](auto zero) {
+        using T = decltype(zero);
+        fill_uniform(reinterpret_cast<T*>(b.data()), std::size_t(elements), ++seed, low, high, stream);
+      });
+      return b;
+    };
+    auto linear = [&](std::int64_t out, std::int64_t in) {
+      const double a = 1 / std::sqrt(double(in));
+      return filled(out * in, -a, a);
+    };
+    m_embedding = filled(c.vocab_size * h, -1, 1);
+    m_tensors["model.embed_tokens.weight"] = m_embedding.data();
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+      layer_weights w{filled(h, 0.5, 1.5), linear(q + 2 * kv, h), linear(h, q), filled(h, 0.5, 1.5), linear(2 * m, h), linear(h, m)};
+      const std::string l = "model.layers." + std::to_string(i) + ".";
+      m_tensors[l + "input_layernorm.weight"] = w.norm1.data();
+      m_tensors[l + "self_attn.q_proj.weight"] = w.qkv.data();
+      m_tensors[l + "self_attn.k_proj.weight"] = w.qkv.data() + std::size_t(q * h) * e;
+      m_tensors[l + "self_attn.v_proj.weight"] = w.qkv.data() + std::size_t((q + kv) * h) * e;
+      m_tensors[l + "self_attn.o_proj.weight"] = w.o.data();
+      m_tensors[l + "post_attention_layernorm.weight"] = w.norm2.data();
+      m_tensors[l + "mlp.gate_proj.weight"] = w.gate_up.data();
+      m_tensors[l + "mlp.up_proj.weight"] = w.gate_up.data() + std::size_t(m * h) * e;
+      m_tensors[l + "mlp.down_proj.weight"] = w.down.data();
+      m_layers.push_back(std::move(w));
+    }
+    m_final_norm = filled(h, 0.5, 1.5);
+    m_tensors["model.norm.weight"] = m_final_norm.data();
+    if (!c.tied_embeddings) {
+      m_lm_head = linear(c.vocab_size, h);
+      m_tensors["lm_head.weight"] = m_lm_head.data();
+    }
+  }
+  const void* lm_head_weights() const noexcept {
+    return m_config.tied_embeddings ? m_embedding.data() : m_lm_head.data();
+  }
+
+  // Builds (once) what a step of `batch` x `tokens` new tokens runs: each linear layer's gemv
+  // and the attention searched and verified on their own tensors, the elementwise kernels'
+  // first launch shapes, the activations.
+  step_plan& plan_for(std::int64_t batch, std::int64_t tokens, bool decode_step, cudaStream_t stream) {
+    const auto key = std::make_tuple(batch, tokens, decode_step);
+    auto& slot = m_plans[key];
+    if (slot) return *slot;
+    auto plan = std::make_unique<step_plan>();
+    step_plan& p = *plan;
+    const decoder_config& c = m_config;
+    const std::int64_t t = batch * tokens, h = c.hidden_size, m = c.intermediate_size;
+    const std::int64_t q = c.heads * c.head_dim, e = std::int64_t(element_size());
+    p.batch = batch;
+    p.per_sequence = tokens;
+    p.decode = decode_step;
+    gemv_options linear_options;
+    linear_options.choice = m_options.choice;
+    auto linear = [&](std::optional<gemv>& op, std::int64_t rows, std::int64_t out, std::int64_t in) {
+      op.emplace(gemv_problem{rows, out, in, m_options.dtype}, linear_options, stream);
+      prepare_verified(*op);
+    };
+    linear(p.qkv, t, qkv_row(), h);
+    linear(p.o, t, h, q);
+    linear(p.gate_up, t, 2 * m, h);
+    linear(p.down, t, h, m);
+    linear(p.lm_head, batch, c.vocab_size, h);
+    attention_problem a;
+    a.batch = batch;
+    a.q_heads = c.heads;
+    a.kv_heads = c.kv_heads;
+    a.head_dim = c.head_dim;
+    a.seq_q = tokens;
+    a.seq_kv = m_options.max_context;  // the cache, a padded batch
+    a.dtype = m_options.dtype;
+    a.mask = decode_step ? attention_mask::none : attention_mask::causal;
+    a.kv_lengths.assign(std::size_t(batch), decode_step ? m_options.max_context : tokens);
+    attention_options attention_settings;
+    attention_settings.choice = m_options.choice;
+    p.attend.emplace(a, attention_settings, stream);
+    prepare_verified(*p.attend);
+    p.norm = rmsnorm_problem{t, h, m_options.dtype, c.norm_eps, false};
+    p.fused_norm = rmsnorm_problem{t, h, m_options.dtype, c.norm_eps, true};
+    p.norm_shape = rmsnorm_shapes(p.norm).at(0);
+    p.fused_norm_shape = rmsnorm_shapes(p.fused_norm).at(0);
+    p.rope = rope_of(t);
+    p.rope_shape = rope_shapes(p.rope).at(0);
+    p.swiglu = swiglu_problem{t, m, m_options.dtype};
+    p.swiglu_shape = swiglu_shapes(p.swiglu).at(0);
+    auto rows = [&](std::int64_t count, std::int64_t width) {
+      return device_buffer<std::uint8_t>(std::size_t(count * width * e), initial_fill::poison());
+    };
+    p.residual = rows(t, h);
+    p.normed = rows(t, h);
+    p.qkv_rows = rows(t, qkv_row());
+    p.q = rows(t, q);
+    p.attended = rows(t, q);
+    p.branch = rows(t, h);
+    p.gate_up_rows = rows(t, 2 * m);
+    p.act = rows(t, m);
+    p.last = rows(batch, h);
+    p.logits = rows(batch, c.vocab_size);
+    p.tokens = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
+    p.positions = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
+    p.lengths = device_buffer<std::int32_t>(std::size_t(2 * batch), initial_fill::poison());
+    slot = std::move(plan);
+    return *slot;
+  }
+
+  // One step: `start` is the position of each sequence's first new token.
+  void run(step_plan& p, std::int64_t start, cudaStream_t stream) {
+    const decoder_config& c = m_config;
+    const std::int64_t t = tokens_of(p), h = c.hidden_size, e = std::int64_t(element_size());
+    const qkv_split split{c.heads * c.head_dim * e, c.kv_heads * c.head_dim * e, m_options.max_context};
+    embed_tokens(p.residual.data(), m_embedding.data(), p.tokens.data(), t, h * e, stream);
+    fill_positions(p.positions.data(), t, p.per_sequence, start, stream);
+    if (p.decode) {
+      fill_lengths(p.lengths.data(), p.batch, 1, stream);
+      fill_lengths(p.lengths.data() + p.batch, p.batch, std::int32_t(start + 1), stream);
+    }
+    visit_storage([&](auto zero) {
+      using T = decltype(zero);
+      auto as = [](device_buffer<std::uint8_t>& b) { return reinterpret_cast<T*>(b.data()); };
+      // r += branch, normed = norm(r) with `weight` (the first layer's: no branch yet).
+      auto norm = [&](const device_buffer<std::uint8_t>& weight, bool fused) {
+        rmsnorm_tensors<T> n;
+        n.weight = reinterpret_cast<const T*>(weight.data());
+        n.y = as(p.normed);
+        if (fused) {
+          n.x = as(p.branch);
+          n.residual = as(p.residual);
+          n.residual_out = as(p.residual);
+          run_rmsnorm(p.fused_norm, p.fused_norm_shape, n, stream);
+        } else {
+          n.x = as(p.residual);
+          run_rmsnorm(p.norm, p.norm_shape, n, stream);
+        }
+      };
+      for (std::size_t l = 0; l < m_layers.size(); ++l) {
+        layer_weights& w = m_layers[l];
+        norm(w.norm1, l > 0);
+        p.qkv->run_on(w.qkv.data(), p.normed.data(), p.qkv_rows.data(), stream);
+        run_rope(p.rope, p.rope_shape, as(p.qkv_rows), p.positions.data(),
+                 reinterpret_cast<const float2*>(m_rope_table.data()), stream);
+        split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
+                             p.per_sequence, start, stream);
+        attention_tensors at{p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), p.attended.data()};
+        if (p.decode) at.seq_lengths = p.lengths.data();
+        p.attend->run_on(at, stream);
+        p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
+        norm(w.norm2, true);
+        p.gate_up->run_on(w.gate_up.data(), p.normed.data(), p.gate_up_rows.data(), stream);
+        run_swiglu(p.swiglu, p.swiglu_shape, as(p.gate_up_rows), as(p.act), stream);
+        p.down->run_on(w.down.data(), p.act.data(), p.branch.data(), stream);
+      }
+      norm(m_final_norm, true);
+    });
+    const void* head_in = p.normed.data();
+    if (!p.decode) {  // a prefill's logits are its prompts' last tokens'
+      gather_last_tokens(p.last.data(), p.normed.data(), p.batch, p.per_sequence, h * e, stream);
+      head_in = p.last.data();
+    }
+    p.lm_head->run_on(lm_head_weights(), head_in, p.logits.data(), stream);
+    m_last = &p;
+  }
+
+  decoder_config m_config;
+  decoder_options m_options;
+  device_buffer<std::uint8_t> m_embedding, m_final_norm, m_lm_head;
+  std::vector<layer_weights> m_layers;
+  std::map<std::string, void*> m_tensors;  // checkpoint name -> where it lives
+  std::vector<device_buffer<std::uint8_t>> m_k_cache, m_v_cache;  // per layer: max_batch x max_context x kv heads x head_dim
+  device_buffer<float> m_rope_table;  // rope_table() of max_context positions
+  std::map<std::tuple<std::int64_t, std::int64_t, bool>, std::unique_ptr<step_plan>> m_plans;
+  const step_plan* m_last = nullptr;
+};
+
+}  // namespace gpucmp

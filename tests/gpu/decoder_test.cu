@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// The decoder's prefill and decode steps against a double reference of the same model, run on
+// the CPU from the decoder's own stored weights, token by token (a causal prefill is that), and
+// rounding to the stored type wherever the decoder stores: its logits after the prompts and
+// after each decode step of two sequences, on small geometries (grouped-query attention, tied
+// and untied LM heads, BF16 and FP16). Bad tokens and shapes are refused by name; zeroed final
+// norm weights are caught.
+#include "catch.hpp"
+
+#include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/models/decoder.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+gpucmp::decoder_config small_config(bool tied) {
+  gpucmp::decoder_config c;
+  c.name = tied ? "small-tied" : "small";
+  c.hidden_size = 256;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 64;
+  c.intermediate_size = 512;
+  c.vocab_size = 1000;
+  c.max_positions = 512;
+  c.tied_embeddings = tied;
+  c.rope_theta = 10000;
+  return c;
+}
+
+// The decoder's model in double, from its stored weights, rounding to T where it stores.
+template <class T>
+class reference_decoder {
+ public:
+  reference_decoder(const gpucmp::decoder& d, std::int64_t sequences) : m_c(d.config()) {
+    for (const gpucmp::decoder_tensor& t : gpucmp::decoder_checkpoint_tensors(m_c)) {
+      std::int64_t n = 1;
+      for (std::int64_t e : t.shape) n *= e;
+      std::vector<T> stored(static_cast<std::size_t>(n));
+      REQUIRE(cudaMemcpy(stored.data(), d.tensor(t.name), stored.size() * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+      std::vector<double>& w = m_w[t.name];
+      for (const T& v : stored) w.push_back(gpucmp::to_double(v));
+    }
+    gpucmp::rope_problem r;
+    r.tokens = 1;
+    r.q_heads = m_c.heads;
+    r.kv_heads = m_c.kv_heads;
+    r.head_dim = m_c.head_dim;
+    r.theta = m_c.rope_theta;
+    r.scaling = m_c.rope;
+    m_inverse_frequencies = r.inverse_frequencies();
+    m_k.assign(std::size_t(sequences), std::vector<std::vector<double>>(std::size_t(m_c.layers)));
+    m_v = m_k;
+  }
+
+  // Runs `token` at the next position of sequence b; returns its logits.
+  std::vector<double> step(std::size_t b, std::int32_t token) {
+    const std::int64_t h = m_c.hidden_size, d = m_c.head_dim, hq = m_c.heads, hkv = m_c.kv_heads, m = m_c.intermediate_size;
+    const std::size_t pos = m_k[b][0].size() / std::size_t(hkv * d);
+    const std::vector<double>& embedding = m_w.at("model.embed_tokens.weight");
+    std::vector<double> r(embedding.begin() + std::ptrdiff_t(token * h), embedding.begin() + std::ptrdiff_t((token + 1) * h));
+    std::vector<double> branch;
+    for (std::int64_t l = 0; l < m_c.layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      if (l > 0) add(r, branch);
+      const std::vector<double> x = norm(r, m_w.at(p + "input_layernorm.weight"));
+      std::vector<double> q = linear(p + "self_attn.q_proj.weight", x), k = linear(p + "self_attn.k_proj.weight", x),
+                          v = linear(p + "self_attn.v_proj.weight", x);
+      rotate(q, hq, double(pos));
+      rotate(k, hkv, double(pos));
+      std::vector<double>& keys = m_k[b][std::size_t(l)];
+      std::vector<double>& values = m_v[b][std::size_t(l)];
+      keys.insert(keys.end(), k.begin(), k.end());
+      values.insert(values.end(), v.begin(), v.end());
+      std::vector<double> o(std::size_t(hq * d));
+      for (std::int64_t head = 0; head < hq; ++head) {
+        const std::int64_t kvh = head / (hq / hkv);
+        std::vector<double> s(pos + 1);
+        double top = -INFINITY, sum = 0;
+        for (std::size_t j = 0; j <= pos; ++j) {
+          double dot = 0;
+          for (std::int64_t c = 0; c < d; ++c) dot += q[std::size_t(head * d + c)] * keys[j * std::size_t(hkv * d) + std::size_t(kvh * d + c)];
+          s[j] = dot / std::sqrt(double(d));
+          top = std::max(top, s[j]);
+        }
+        for (double& e : s) sum += (e = std::exp(e - top));
+        for (std::int64_t c = 0; c < d; ++c) {
+          double acc = 0;
+          for (std::size_t j = 0; j <= pos; ++j) acc += s[j] / sum * values[j * std::size_t(hkv * d) + std::size_t(kvh * d + c)];
+          o[std::size_t(head * d + c)] = round(acc);
+        }
+      }
+      branch = linear(p + "self_attn.o_proj.weight", o);
+      add(r, branch);
+      const std::vector<double> y = norm(r, m_w.at(p + "post_attention_layernorm.weight"));
+      const std::vector<double> gate = linear(p + "mlp.gate_proj.weight", y), up = linear(p + "mlp.up_proj.weight", y);
+      std::vector<double> act(static_cast<std::size_t>(m));
+      for (std::size_t i = 0; i < act.size(); ++i) act[i] = round(gate[i] / (1 + std::exp(-gate[i])) * up[i]);
+      branch = linear(p + "mlp.down_proj.weight", act);
+    }
+    add(r, branch);
+    const std::vector<double> y = norm(r, m_w.at("model.norm.weight"));
+    return linear(m_c.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", y);
+  }
+
+ private:
+  static double round(double x) { return gpucmp::to_double(gpucmp::from_double<T>(x)); }
+  void add(std::vector<double>& r, const std::vector<double>& branch) const {
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = round(r[i] + branch[i]);
+  }
+  std::vector<double> norm(const std::vector<double>& r, const std::vector<double>& weight) const {
+    double squares = 0;
+    for (double v : r) squares += v * v;
+    const double scale = 1 / std::sqrt(squares / double(r.size()) + m_c.norm_eps);
+    std::vector<double> y(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) y[i] = round(r[i] * scale * weight[i]);
+    return y;
+  }
+  std::vector<double> linear(const std::string& name, const std::vector<double>& x) const {
+    const std::vector<double>& w = m_w.at(name);
+    const std::size_t in = x.size(), out = w.size() / in;
+    std::vector<double> y(out);
+    for (std::size_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (std::size_t i = 0; i < in; ++i) acc += w[o * in + i] * x[i];
+      y[o] = round(acc);
+    }
+    return y;
+  }
+  // Hugging Face's rotate_half pairs: element i with i + head_dim / 2.
+  void rotate(std::vector<double>& x, std::int64_t heads, double pos) const {
+    const std::int64_t d = m_c.head_dim, half = d / 2;
+    for (std::int64_t head = 0; head < heads; ++head) {
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double angle = pos * m_inverse_frequencies[std::size_t(i)];
+        double& a = x[std::size_t(head * d + i)];
+        double& b = x[std::size_t(head * d + i + half)];
+        const double ra = a * std::cos(angle) - b * std::sin(angle), rb = b * std::cos(angle) + a * std::sin(angle);
+        a = round(ra);
+        b = round(rb);
+      }
+    }
+  }
+
+  gpucmp::decoder_config m_c;
+  std::map<std::string, std::vector<double>> m_w;
+  std::vector<double> m_inverse_frequencies;
+  std::vector<std::vector<std::vector<double>>> m_k, m_v;  // [sequence][layer]: position-major rows of kv heads
+};
+
+// The largest |got - reference| over a step's logits, over the largest |reference|.
+template <class T>
+double logit_error(const gpucmp::decoder& d, std::size_t sequence, const std::vector<double>& reference) {
+  const std::size_t vocab = reference.size();
+  std::vector<T> got(vocab);
+  REQUIRE(cudaMemcpy(got.data(), static_cast<const T*>(d.logits()) + sequence * vocab, vocab * sizeof(T),
+                     cudaMemcpyDeviceToHost) == cudaSuccess);
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < vocab; ++i) {
+    worst = std::max(worst, std::fabs(gpucmp::to_double(got[i]) - reference[i]));
+    largest = std::max(largest, std::fabs(reference[i]));
+  }
+  return worst / largest;
+}
+
+// Two sequences: prompts of 37 tokens, then 5 decode steps of fixed tokens; every step's logits
+// within `bound` of the reference (relative to the largest logit). Returns the worst error.
+template <class T>
+double run_against_reference(gpucmp::decoder& d, gpucmp::stream& s, double bound) {
+  const std::int64_t batch = 2, prompt = 37, steps = 5;
+  std::vector<std::int32_t> tokens;
+  for (std::int64_t i = 0; i < batch * prompt; ++i) tokens.push_back(std::int32_t((i * 7919 + 13) % d.config().vocab_size));
+  reference_decoder<T> ref(d, batch);
+  std::vector<std::vector<double>> expected(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t i = 0; i < prompt; ++i) expected[std::size_t(b)] = ref.step(std::size_t(b), tokens[std::size_t(b * prompt + i)]);
+  }
+  d.prefill(tokens, batch, prompt, s.get());
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  double worst = 0;
+  for (std::int64_t b = 0; b < batch; ++b) worst = std::max(worst, logit_error<T>(d, std::size_t(b), expected[std::size_t(b)]));
+  for (std::int64_t step = 0; step < steps; ++step) {
+    std::vector<std::int32_t> next;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      next.push_back(std::int32_t((step * 31 + b * 17 + 5) % d.config().vocab_size));
+      expected[std::size_t(b)] = ref.step(std::size_t(b), next.back());
+    }
+    d.decode(next, batch, prompt + step, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    for (std::int64_t b = 0; b < batch; ++b) worst = std::max(worst, logit_error<T>(d, std::size_t(b), expected[std::size_t(b)]));
+  }
+  INFO("worst logit error " << worst << " of the largest logit, bound " << bound);
+  CHECK(worst <= bound);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("decoder: prefill and decode steps match a double reference of the same model", "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  for (bool tied : {false, true}) {
+    gpucmp::decoder_options o;
+    o.max_batch = 2;
+    o.max_context = 64;
+    o.choice = gpucmp::algorithm_choice::heuristic;  // the operations' own tests cover the search
+    // The reference rounds where the decoder stores, so what is left is summation order and a
+    // stored value that rounds the other way: a few units of the stored type's roundoff,
+    // carried through two layers (BF16: 2^-8, FP16: 2^-11).
+    o.dtype = gpucmp::numerics::bf16;
+    gpucmp::decoder bf16(small_config(tied), o, s.get());
+    run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
+    o.dtype = gpucmp::numerics::fp16;
+    gpucmp::decoder fp16(small_config(tied), o, s.get());
+    run_against_reference<__half>(fp16, s, 0.005);
+  }
+}
+
+TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes are refused by name",
+          "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  gpucmp::decoder_options o;
+  o.max_batch = 2;
+  o.max_context = 64;
+  o.choice = gpucmp::algorithm_choice::heuristic;
+  gpucmp::decoder d(small_config(false), o, s.get());
+  REQUIRE(cudaMemset(const_cast<void*>(d.tensor("model.norm.weight")), 0, 256 * 2) == cudaSuccess);
+  {
+    // A reference from d would read the zeros too: take the weights of a decoder of the same seed.
+    gpucmp::decoder fresh(small_config(false), o, s.get());
+    reference_decoder<__nv_bfloat16> honest(fresh, 1);
+    std::vector<double> expected;
+    for (std::int32_t t : {1, 2, 3}) expected = honest.step(0, t);
+    d.prefill({1, 2, 3}, 1, 3, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    CHECK(logit_error<__nv_bfloat16>(d, 0, expected) > 0.5);
+  }
+  CHECK_THROWS_WITH(d.prefill({1, 2, 1000}, 1, 3, s.get()), GPUCMP_CONTAINS("token 2 is id 1000, outside the vocabulary of 1000"));
+  CHECK_THROWS_WITH(d.prefill({1, 2}, 1, 3, s.get()), GPUCMP_CONTAINS("2 token ids for a step of 3"));
+  CHECK_THROWS_WITH(d.prefill({1, 2, 3}, 3, 1, s.get()), GPUCMP_CONTAINS("batch 3 is outside 1..2"));
+  CHECK_THROWS_WITH(d.decode({1}, 1, 64, s.get()), GPUCMP_CONTAINS("1 new tokens after 64 cached do not fit a cache of 64"));
+  CHECK_THROWS_WITH(d.tensor("model.layers.9.mlp.up_proj.weight"), GPUCMP_CONTAINS("no tensor 'model.layers.9.mlp.up_proj.weight'"));
+  gpucmp::decoder_options too_long = o;
+  too_long.max_context = 1024;
+  CHECK_THROWS_WITH(gpucmp::decoder(small_config(false), too_long, s.get()), GPUCMP_CONTAINS("past the model's 512 positions"));
+  gpucmp::decoder_options fp32 = o;
+  fp32.dtype = gpucmp::numerics::fp32;
+  CHECK_THROWS_AS(gpucmp::decoder(small_config(false), fp32, s.get()), gpucmp::unsupported);
+}
