@@ -209,4 +209,27 @@ TEST_CASE("a Hugging Face config.json is read into a decoder configuration", "[m
   odd.replace(odd.find("\"num_key_value_heads\": 8"), 24, "\"num_key_value_heads\": 5");
   CHECK_THROWS_WITH(gpucmp::decoder_config_from_json(odd, "c.json", "x"), GPUCMP_CONTAINS("heads 32 is not a multiple of kv_heads 5"));
   CHECK_THROWS_WITH(gpucmp::decoder_config_from_json("{\"hidden", "c.json", "x"), GPUCMP_CONTAINS("c.json: malformed JSON"));
+  // transformers 5 writes the base and the scaling into rope_parameters.
+  auto swap_text = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  std::string v5 = swap_text(llama31, "\"rope_scaling\"", "\"rope_parameters\"");
+  v5 = swap_text(v5, "\"rope_theta\": 500000.0,", "");
+  v5 = swap_text(v5, "\"rope_type\": \"llama3\"", "\"rope_type\": \"llama3\", \"rope_theta\": 500000.0");
+  const gpucmp::decoder_config c5 = gpucmp::decoder_config_from_json(v5, "config.json", "llama-3.1-8b");
+  CHECK(c5.rope_theta == 500000);
+  CHECK(c5.rope.factor == 8);
+  CHECK(c5.rope.original_positions == 8192);
+  const std::string plain = R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 512,
+    "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "tie_word_embeddings": true})";
+  const gpucmp::decoder_config small = gpucmp::decoder_config_from_json(plain, "config.json", "small");
+  CHECK(small.rope_theta == 10000);
+  CHECK(small.rope.factor == 1);  // no scaling
+  CHECK(small.tied_embeddings);
+  const std::string yarn = swap_text(plain, "\"default\"", "\"yarn\"");
+  CHECK_THROWS_WITH(gpucmp::decoder_config_from_json(yarn, "c.json", "x"), GPUCMP_CONTAINS("rope_parameters.rope_type must be 'default' or 'llama3'"));
+  const std::string no_theta = swap_text(plain, "\"rope_theta\": 10000.0, ", "");
+  CHECK_THROWS_WITH(gpucmp::decoder_config_from_json(no_theta, "c.json", "x"), GPUCMP_CONTAINS("c.json: rope_theta is missing"));
 }

@@ -127,11 +127,25 @@ class decoder {
   }
 
   /// Prepares the step of `batch` sequences of `tokens` new tokens each (a prefill, or a decode
-  /// step with tokens = 1): its operations searched and verified and its activations
-  /// allocated, so that a timed step builds nothing.
+  /// step with tokens = 1): its operations searched and verified, its activations allocated and
+  /// its token ids set to a fixed spread of the vocabulary, so that a timed step builds nothing.
   void prepare(std::int64_t batch, std::int64_t tokens, bool decode_step, cudaStream_t stream = nullptr) {
     check_shape(batch, tokens, 0);
-    (void)plan_for(batch, tokens, decode_step, stream);
+    step_plan& plan = plan_for(batch, tokens, decode_step, stream);
+    std::vector<std::int32_t> ids(std::size_t(batch * tokens));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t((i * 7919 + 1) % std::size_t(m_config.vocab_size));
+    upload_tokens(plan, ids, batch * tokens, stream);
+  }
+
+  /// Enqueues a prepared step on the ids it last took: a prefill (start 0) or a decode step
+  /// after `context` cached tokens. No host work waits on the GPU, so a benchmark times it in
+  /// any mode, CUDA graphs included. Throws invalid_argument for a step never prepared or a
+  /// context past the cache.
+  void run_prepared(std::int64_t batch, std::int64_t tokens, bool decode_step, std::int64_t context, cudaStream_t stream) {
+    check_shape(batch, tokens, decode_step ? context : 0);
+    const auto at = m_plans.find({batch, tokens, decode_step});
+    if (at == m_plans.end()) throw invalid_argument("decoder: run_prepared of a step never prepared");
+    run(*at->second, decode_step ? context : 0, stream);
   }
 
   /// The logits of the last step, batch x vocab_size in the decoder's type (row-major).

@@ -118,7 +118,9 @@ inline decoder_config decoder_preset(const std::string& name) {
 /// hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads (default: the
 /// heads), head_dim (default: hidden_size / heads), intermediate_size, vocab_size,
 /// max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings and a "llama3"
-/// rope_scaling. Throws invalid_argument naming the file and the key that is missing, of the
+/// rope_scaling; or, as transformers 5 writes them, rope_theta and the rope_type ("default" or
+/// "llama3" with its factors) inside rope_parameters. Throws invalid_argument naming the file
+/// and the key that is missing (rope_theta included: a wrong base would go unnoticed), of the
 /// wrong type, or describes something else (another model_type, another rope_type).
 inline decoder_config decoder_config_from_json(const std::string& text, const std::string& source, const std::string& name) {
   detail::json doc;
@@ -159,24 +161,44 @@ inline decoder_config decoder_config_from_json(const std::string& text, const st
   c.intermediate_size = count("intermediate_size", 0, true);
   c.vocab_size = count("vocab_size", 0, true);
   c.max_positions = count("max_position_embeddings", 0, true);
-  if (const detail::json* v = number(doc, "rope_theta", "")) c.rope_theta = v->number();
+  const detail::json* parameters = doc.find("rope_parameters");  // transformers 5
+  if (parameters != nullptr && parameters->type() == detail::json::kind::null) parameters = nullptr;
+  if (parameters != nullptr && !parameters->is_object()) fail("rope_parameters must be an object");
+  const detail::json* theta = number(doc, "rope_theta", "");
+  if (theta == nullptr && parameters != nullptr) theta = number(*parameters, "rope_theta", "rope_parameters.");
+  if (theta == nullptr) fail("rope_theta is missing (at the top level or in rope_parameters)");
+  c.rope_theta = theta->number();
   if (const detail::json* v = number(doc, "rms_norm_eps", "")) c.norm_eps = v->number();
   if (const detail::json* v = doc.find("tie_word_embeddings")) {
     if (!v->is_bool()) fail("tie_word_embeddings must be true or false");
     c.tied_embeddings = v->boolean();
   }
-  if (const detail::json* r = doc.find("rope_scaling"); r != nullptr && r->type() != detail::json::kind::null) {
+  // The scaling: rope_scaling (null: none), else rope_parameters' rope_type.
+  const detail::json* r = doc.find("rope_scaling");
+  std::string key = "rope_scaling";
+  if (r != nullptr && r->type() == detail::json::kind::null) r = nullptr;
+  if (r == nullptr && parameters != nullptr) {
+    const detail::json* type = parameters->find("rope_type");
+    if (type != nullptr && (!type->is_string() || (type->string() != "default" && type->string() != "llama3"))) {
+      fail("rope_parameters.rope_type must be 'default' or 'llama3' (Llama 3.1's frequency scaling)");
+    }
+    if (type != nullptr && type->string() == "llama3") {
+      r = parameters;
+      key = "rope_parameters";
+    }
+  }
+  if (r != nullptr) {
     const detail::json* type = r->is_object() ? r->find("rope_type") : nullptr;
     if (type == nullptr) type = r->is_object() ? r->find("type") : nullptr;
     if (type == nullptr || !type->is_string() || type->string() != "llama3") {
       fail("rope_scaling must be null or of rope_type 'llama3' (Llama 3.1's frequency scaling)");
     }
-    const detail::json* factor = number(*r, "factor", "rope_scaling.");
-    const detail::json* low = number(*r, "low_freq_factor", "rope_scaling.");
-    const detail::json* high = number(*r, "high_freq_factor", "rope_scaling.");
-    const detail::json* original = number(*r, "original_max_position_embeddings", "rope_scaling.");
+    const detail::json* factor = number(*r, "factor", key + ".");
+    const detail::json* low = number(*r, "low_freq_factor", key + ".");
+    const detail::json* high = number(*r, "high_freq_factor", key + ".");
+    const detail::json* original = number(*r, "original_max_position_embeddings", key + ".");
     if (factor == nullptr || low == nullptr || high == nullptr || original == nullptr) {
-      fail("rope_scaling of rope_type 'llama3' needs factor, low_freq_factor, high_freq_factor and "
+      fail(key + " of rope_type 'llama3' needs factor, low_freq_factor, high_freq_factor and "
            "original_max_position_embeddings");
     }
     c.rope.factor = factor->number();

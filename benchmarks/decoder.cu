@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A Llama-style decoder's steps as benchmarks (models/decoder.cuh): prefill of a batch of
+// prompts (time to first token) and decode steps of one token a sequence at a context (time per
+// output token), each step's operations searched and verified before it is timed, replayed from
+// CUDA graphs. Every row declares the step's work (models/decoder_work.hpp: FLOPs, and the
+// bytes it must move: weights once, the K and V it reads and writes), so the report reads a
+// decode step's GB/s against bandwidth and a prefill's TFLOP/s against the dense peak; a copy
+// row of the same run gives the decode roofline (scripts/bandwidth-fraction.py).
+//   decoder/<model>/<dtype>/prefill/b<batch>_p<prompt>/graph
+//   decoder/<model>/<dtype>/decode/b<batch>_c<context>/graph
+//   copy/kernel/<bytes>/graph
+// Flags: --model=<preset> (llama-3-8b, llama-3.1-8b, llama-3.2-1b, llama-3-70b), --dtype=bf16|fp16,
+// --prompts=128,...  --prefill_batch=1  --batches=1,...  --contexts=1024,...  --weights=<checkpoint>
+// (a .safetensors file or model.safetensors.index.json; random seeded weights otherwise).
+#include "copy_rows.hpp"
+#include "library_versions.hpp"
+#include "program_flags.hpp"
+
+#include <gpucmp/bench.hpp>
+#include <gpucmp/models/decoder.cuh>
+#include <gpucmp/models/decoder_work.hpp>
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct settings {
+  std::string model = "llama-3-8b";
+  gpucmp::numerics dtype = gpucmp::numerics::bf16;
+  std::vector<std::int64_t> prompts{128, 512, 1024, 2048, 4096};
+  std::int64_t prefill_batch = 1;
+  std::vector<std::int64_t> batches{1, 4, 16};
+  std::vector<std::int64_t> contexts{1024, 2048, 4095};
+  std::string weights;
+};
+
+settings& config() {
+  static settings s;
+  return s;
+}
+
+std::int64_t largest(const std::vector<std::int64_t>& v) { return *std::max_element(v.begin(), v.end()); }
+
+// One decoder for every row: its cache holds the largest batch and the longest step.
+gpucmp::decoder& model(cudaStream_t stream) {
+  static std::unique_ptr<gpucmp::decoder> d;
+  if (!d) {
+    gpucmp::decoder_options o;
+    o.dtype = config().dtype;
+    o.max_batch = std::max(config().prefill_batch, largest(config().batches));
+    o.max_context = std::max(largest(config().prompts), largest(config().contexts) + 1);
+    d = std::make_unique<gpucmp::decoder>(gpucmp::decoder_preset(config().model), o, stream);
+    if (!config().weights.empty()) d->load(gpucmp::decoder_checkpoint::open(config().weights), stream);
+  }
+  return *d;
+}
+
+void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_context) {
+  const settings& c = config();
+  const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
+                           (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
+                           std::to_string(tokens_or_context);
+  gpucmp::register_benchmark_as(name + "/graph", gpucmp::mode::graph, [decode_step, batch, tokens_or_context](gpucmp::state& st) {
+    gpucmp::decoder& d = model(st.stream());
+    const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;
+    d.prepare(batch, tokens, decode_step, st.stream());
+    gpucmp::decoder_memory_options memory;
+    memory.weights = config().dtype;
+    memory.kv_cache = gpucmp::types_of(config().dtype).output;
+    const gpucmp::decoder_step_work w = decode_step ? gpucmp::decoder_decode_work(d.config(), batch, context, memory)
+                                                    : gpucmp::decoder_prefill_work(d.config(), batch, tokens, memory);
+    st.set_work(w.as_work(gpucmp::peak_precision(config().dtype)));
+    st.set_axis("phase", decode_step ? "decode" : "prefill");
+    st.set_axis("model", config().model);
+    st.set_axis("dtype", gpucmp::to_string(config().dtype));
+    st.set_axis("batch", double(batch));
+    st.set_axis(decode_step ? "context" : "prompt", double(tokens_or_context));
+    st.set_sweep_axis(decode_step ? "context" : "prompt");
+    st.set_provider("gpucmp");
+    for (const std::string& line : d.algorithms(batch, tokens, decode_step)) st.add_note(line);
+    st.run([&d, batch, tokens, decode_step, context](cudaStream_t s) { d.run_prepared(batch, tokens, decode_step, context, s); });
+  });
+}
+
+void register_all() {
+  gpucmp_bench::add_version_context("cudnn_version", cudnnGetVersion());
+  const settings& c = config();
+  for (std::int64_t prompt : c.prompts) register_step(false, c.prefill_batch, prompt);
+  for (std::int64_t batch : c.batches) {
+    for (std::int64_t context : c.contexts) register_step(true, batch, context);
+  }
+  gpucmp::work copy;  // the roofline's copy rate: 1 GiB each way, far past L2
+  copy.bytes_read = copy.bytes_written = double(1u << 30);
+  gpucmp_bench::register_copy_for(copy);
+}
+
+// Takes this program's flags out of argv (Google Benchmark rejects unknown ones).
+void parse_flags(int& argc, char** argv) {
+  int kept = 1;
+  auto numbers = [](const char* v, long long minimum, const char* flag) {
+    std::vector<std::int64_t> out;
+    for (const auto& x : gpucmp_bench::split_list(v)) out.push_back(gpucmp_bench::whole_number(x, minimum, std::int64_t{1} << 24, "decoder", flag));
+    if (out.empty()) throw gpucmp::invalid_argument(std::string("decoder: ") + flag + " needs at least one value");
+    return out;
+  };
+  for (int i = 1; i < argc; ++i) {
+    auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
+    if (const char* v = value("--model=")) {
+      config().model = v;
+    } else if (const char* v = value("--dtype=")) {
+      config().dtype = gpucmp::parse_numerics(v);
+    } else if (const char* v = value("--prompts=")) {
+      config().prompts = numbers(v, 1, "--prompts");
+    } else if (const char* v = value("--prefill_batch=")) {
+      config().prefill_batch = numbers(v, 1, "--prefill_batch").front();
+    } else if (const char* v = value("--batches=")) {
+      config().batches = numbers(v, 1, "--batches");
+    } else if (const char* v = value("--contexts=")) {
+      config().contexts = numbers(v, 0, "--contexts");
+    } else if (const char* v = value("--weights=")) {
+      config().weights = v;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  gpucmp::decoder_preset(config().model);  // an unknown preset is named before anything runs
+  if (config().dtype != gpucmp::numerics::bf16 && config().dtype != gpucmp::numerics::fp16) {
+    throw gpucmp::invalid_argument(std::string("decoder: --dtype takes bf16 or fp16, got ") + gpucmp::to_string(config().dtype));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    parse_flags(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "decoder: %s\n", e.what());
+    return 2;
+  }
+  register_all();
+  return gpucmp::benchmark_main(argc, argv);
+}
