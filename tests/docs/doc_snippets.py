@@ -28,6 +28,8 @@ COMPONENTS = [  # (text in the block, header it needs, component)
     ("gpucmp::sparse_gemm", "gpucmp/ops/sparse_gemm.cuh", "cusparselt"),
     ("gpucmp::conv", "gpucmp/ops/conv.cuh", "cudnn"),
     ("gpucmp::attention", "gpucmp/ops/attention.cuh", "cudnn"),
+    ("gpucmp::decoder", "gpucmp/models/decoder.cuh", "cudnn"),
+    ("gpucmp::decoder", None, "cublas"),
     ("gpucmp::rmsnorm", "gpucmp/ops/rmsnorm.cuh", "gbench"),
     ("kernel_trace.hpp", None, "cupti"),
     ("make_activity_tracer", "gpucmp/measure/kernel_trace.hpp", "cupti"),

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# On a GPU machine: the Llama-style decoder's runs, in parts, each packed into
+# OUT_DIR/decoder.tgz as it ends (a device call cut short still returns what finished):
+#   build     gpucmp_models_tests, benchmarks/decoder and decoder_logits
+#   tests     gpucmp_models_tests "[decoder]" (prefill and decode against the double reference)
+#   check     scripts/models/decoder-vs-transformers.py on GPUCMP_DECODER_GEOMETRIES (default:
+#             small llama-3.2-1b): the same random weights through safetensors, logits and greedy
+#             tokens against transformers in FP32
+#   bench     benchmarks/decoder (GPUCMP_DECODER_FLAGS, e.g. --prompts=4096 --batches=1,16
+#             --contexts=2048) beside scripts/peers/transformers_decoder.py on the same steps,
+#             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline)
+#   lab/runs/decoder-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,check,bench]
+# CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
+# GPUCMP_COMMIT the commit of the tree sent (recorded in run.json). Attention runs on the cuDNN
+# PyTorch ships (scripts/peers/same-libraries.sh), as the attention runs do.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+out_dir=${1:?usage: decoder-check.sh OUT_DIR [PARTS]}
+parts=${2:-build,tests,check,bench}
+work="$out_dir/decoder"
+mkdir -p "$work"
+part() { [[ ",$parts," == *",$1,"* ]]; }
+status=0
+stamp() { echo "$1: $SECONDS s (status $status)"; tar -C "$out_dir" -czf "$out_dir/decoder.tgz" decoder; }
+gpucmp_local_architecture
+commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)" \
+  "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
+if part build; then
+  { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
+    gpucmp_build --target gpucmp_models_tests decoder decoder_logits; } > "$work/build.log" 2>&1 ||
+    { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
+  stamp build
+fi
+source "$repo_root/scripts/peers/same-libraries.sh"
+if part tests; then
+  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-300}" "$build_dir/tests/gpucmp_models_tests" "[decoder]" --durations yes \
+    > "$work/test_decoder.log" 2>&1 || status=1
+  echo "decoder: $(grep -E "test cases|FAILED" "$work/test_decoder.log" | tail -2 | tr '\n' ' ')"
+  stamp tests
+fi
+if part check; then
+  for geometry in ${GPUCMP_DECODER_GEOMETRIES:-small llama-3.2-1b}; do
+    timeout "${GPUCMP_DECODER_CHECK_TIMEOUT:-300}" python3 "$repo_root/scripts/models/decoder-vs-transformers.py" \
+      "$build_dir" "$work/check_$geometry" --geometry "$geometry" > "$work/check_$geometry.log" 2>&1 || status=1
+    tail -3 "$work/check_$geometry.log"
+    rm -rf "$work/check_$geometry/checkpoint"  # the weights: large, and rebuilt from the seed
+    stamp "check $geometry"
+  done
+fi
+if part bench; then
+  # shellcheck disable=SC2086  # the flags are words
+  timeout "${GPUCMP_DECODER_TIMEOUT:-500}" "$build_dir/benchmarks/decoder" --gpucmp_max_time_s=1 ${GPUCMP_DECODER_FLAGS:-} \
+    --benchmark_out="$work/decoder.json" --benchmark_out_format=json > "$work/bench.log" 2>&1 || status=1
+  tail -3 "$work/bench.log"
+  prompts=$(sed -n 's/.*--prompts=\([0-9,]*\).*/\1/p' <<< "${GPUCMP_DECODER_FLAGS:-}")
+  batches=$(sed -n 's/.*--batches=\([0-9,]*\).*/\1/p' <<< "${GPUCMP_DECODER_FLAGS:-}")
+  contexts=$(sed -n 's/.*--contexts=\([0-9,]*\).*/\1/p' <<< "${GPUCMP_DECODER_FLAGS:-}")
+  timeout "${GPUCMP_TRANSFORMERS_TIMEOUT:-400}" python3 "$repo_root/scripts/peers/transformers_decoder.py" "$work/transformers.json" \
+    ${prompts:+--prompts "$prompts"} ${batches:+--batches "$batches"} ${contexts:+--contexts "$contexts"} \
+    > "$work/transformers.log" 2>&1 || status=1
+  python3 "$repo_root/scripts/peers/compare-decoder.py" "$work/decoder.json" "$work/transformers.json" \
+    --out-json "$work/decoder_vs_transformers.json" --out-md "$work/decoder_vs_transformers.md" &&
+    cat "$work/decoder_vs_transformers.md" || status=1
+  stamp bench
+fi
+exit $status
