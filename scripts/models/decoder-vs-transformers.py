@@ -126,7 +126,7 @@ def main():
     passed = ours_error <= bound and agreed == judged
     result = {"geometry": args.geometry, "dtype": args.dtype, "prompt": args.prompt, "steps": args.steps,
               "bound": bound, "gpucmp_error": ours_error, "transformers_error": theirs_error,
-              "greedy_judged": judged, "greedy_agreed": agreed, "passed": passed, "tokens": ours["tokens"],
+              "greedy_judged": judged, "greedy_agreed": agreed, "greedy_disagreed": judged - agreed, "passed": passed, "tokens": ours["tokens"],
               "torch": torch.__version__, "transformers": __import__("transformers").__version__,
               "gpu": torch.cuda.get_device_name(), "algorithms": ours["algorithms"]}
     with open(os.path.join(args.out, "decoder_vs_transformers.json"), "w") as f:
