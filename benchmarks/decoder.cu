@@ -149,5 +149,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   register_all();
-  return gpucmp::benchmark_main(argc, argv);
+  return gpucmp::benchmark_main(argc, argv, GPUCMP_CUDA_ARCH_LIST);
 }

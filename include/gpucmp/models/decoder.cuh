@@ -111,6 +111,7 @@ class decoder {
   /// prompt past the options.
   void prefill(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t prompt, cudaStream_t stream = nullptr) {
     check_shape(batch, prompt, 0);
+    check_tokens(tokens, batch * prompt);
     step_plan& plan = plan_for(batch, prompt, false, stream);
     upload_tokens(plan, tokens, batch * prompt, stream);
     run(plan, 0, stream);
@@ -121,6 +122,7 @@ class decoder {
   /// next token's. Throws invalid_argument for a bad id or a full cache.
   void decode(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t context, cudaStream_t stream = nullptr) {
     check_shape(batch, 1, context);
+    check_tokens(tokens, batch);
     step_plan& plan = plan_for(batch, 1, true, stream);
     upload_tokens(plan, tokens, batch, stream);
     run(plan, context, stream);
@@ -241,7 +243,8 @@ class decoder {
     }
   }
 
-  void upload_tokens(step_plan& plan, const std::vector<std::int32_t>& tokens, std::int64_t count, cudaStream_t stream) {
+  // Before anything is built for the step: the count and every id.
+  void check_tokens(const std::vector<std::int32_t>& tokens, std::int64_t count) const {
     if (std::int64_t(tokens.size()) != count) {
       throw invalid_argument("decoder: " + std::to_string(tokens.size()) + " token ids for a step of " + std::to_string(count));
     }
@@ -251,6 +254,10 @@ class decoder {
                                ", outside the vocabulary of " + std::to_string(m_config.vocab_size));
       }
     }
+  }
+
+  void upload_tokens(step_plan& plan, const std::vector<std::int32_t>& tokens, std::int64_t count, cudaStream_t stream) {
+    check_tokens(tokens, count);
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(plan.tokens.data(), tokens.data(), tokens.size() * sizeof(std::int32_t),
                                       cudaMemcpyHostToDevice, stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vector may go
