@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: the Llama-style decoder's runs, in parts, each packed into
 # OUT_DIR/decoder.tgz as it ends (a device call cut short still returns what finished):
-#   build     gpucmp_models_tests, benchmarks/decoder and decoder_logits
+#   build     gpucmp_models_tests and benchmarks/decoder (its logits mode too)
 #   tests     gpucmp_models_tests "[decoder]" (prefill and decode against the double reference)
 #   check     scripts/models/decoder-vs-transformers.py on GPUCMP_DECODER_GEOMETRIES (default:
 #             small llama-3.2-1b): the same random weights through safetensors, logits and greedy
@@ -28,7 +28,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_models_tests decoder decoder_logits; } > "$work/build.log" 2>&1 ||
+    gpucmp_build --target gpucmp_models_tests decoder; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi

@@ -8,7 +8,7 @@ usage: decoder-vs-transformers.py BUILD_DIR OUT_DIR [--geometry small|llama-3.2-
 
 1. Builds transformers' LlamaForCausalLM of the geometry with its own seeded initialisation in
    DTYPE and saves it (save_pretrained: config.json and safetensors) under OUT_DIR/checkpoint.
-2. Runs BUILD_DIR/benchmarks/decoder_logits on that checkpoint: a prompt of N seeded ids, then
+2. Runs `BUILD_DIR/benchmarks/decoder logits` on that checkpoint: a prompt of N seeded ids, then
    S greedy steps (every operation verified before the model runs).
 3. Runs transformers (sdpa attention) on the prompt followed by gpucmp's greedy tokens, one
    causal forward (teacher forcing): the logits after the prompt and after each token, in
@@ -93,8 +93,8 @@ def main():
     generator = torch.Generator().manual_seed(args.seed + 1)
     prompt = torch.randint(0, config.vocab_size, (args.prompt,), generator=generator).tolist()
     stem = os.path.join(args.out, "gpucmp_logits")
-    tool = os.path.join(args.build, "benchmarks", "decoder_logits")
-    subprocess.run([tool, os.path.join(checkpoint, "config.json"), weights, args.dtype, ",".join(map(str, prompt)),
+    tool = os.path.join(args.build, "benchmarks", "decoder")
+    subprocess.run([tool, "logits", os.path.join(checkpoint, "config.json"), weights, args.dtype, ",".join(map(str, prompt)),
                     str(args.steps), stem], check=True)
     with open(stem + ".json") as f:
         ours = json.load(f)

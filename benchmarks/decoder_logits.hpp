@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// Runs gpucmp's decoder (models/decoder.cuh) on a Hugging Face checkpoint and writes its logits,
-// for the comparison with transformers (scripts/models/decoder-vs-transformers.py):
-//   decoder_logits CONFIG.json WEIGHTS DTYPE PROMPT STEPS OUT
+// benchmarks/decoder's logits mode: gpucmp's decoder (models/decoder.cuh) on a Hugging Face
+// checkpoint, its logits written for the comparison with transformers
+// (scripts/models/decoder-vs-transformers.py):
+//   decoder logits CONFIG.json WEIGHTS DTYPE PROMPT STEPS OUT
 // CONFIG.json is the checkpoint's config.json; WEIGHTS a .safetensors file or a
 // model.safetensors.index.json; DTYPE bf16 or fp16; PROMPT comma-separated token ids (one
 // sequence); STEPS greedy decode steps after the prompt. Writes OUT.bin, (STEPS + 1) x vocab
 // little-endian float32 logits (after the prompt, then after each step's token), and OUT.json,
 // {"tokens": the greedy tokens, "vocab", "steps", "dtype", "algorithms"}. Every operation is
 // verified on its own tensors before the model runs. Exit status 1 on an error.
+#pragma once
+
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/models/decoder.cuh>
 
@@ -21,7 +24,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace gpucmp_bench {
+namespace detail {
 
 // The logits of sequence 0 as float.
 template <class T>
@@ -34,7 +38,7 @@ std::vector<float> logits_of(const gpucmp::decoder& d) {
   return out;
 }
 
-std::string json_string(const std::string& s) {
+inline std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -43,13 +47,17 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace
+}  // namespace detail
 
-int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: decoder_logits CONFIG.json WEIGHTS DTYPE PROMPT STEPS OUT\n");
+/// `decoder logits ...` (argv[0] the program, argv[1] "logits"): the exit status.
+inline int decoder_logits_main(int argc, char** argv) {
+  using detail::json_string;
+  using detail::logits_of;
+  if (argc != 8) {
+    std::fprintf(stderr, "usage: decoder logits CONFIG.json WEIGHTS DTYPE PROMPT STEPS OUT\n");
     return 1;
   }
+  ++argv;  // past "logits": argv[1] is CONFIG.json
   try {
     std::ifstream in(argv[1]);
     if (!in) throw gpucmp::invalid_argument(std::string(argv[1]) + ": cannot open the configuration");
@@ -61,7 +69,7 @@ int main(int argc, char** argv) {
     std::stringstream ids(argv[4]);
     for (std::string id; std::getline(ids, id, ',');) prompt.push_back(std::int32_t(std::stol(id)));
     const long steps = std::stol(argv[5]);
-    if (prompt.empty() || steps < 0) throw gpucmp::invalid_argument("decoder_logits: a prompt of one token or more and steps >= 0");
+    if (prompt.empty() || steps < 0) throw gpucmp::invalid_argument("decoder logits: a prompt of one token or more and steps >= 0");
     gpucmp::decoder_options o;
     o.dtype = dtype;
     o.max_batch = 1;
@@ -96,10 +104,12 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < prefill.size(); ++i) meta << (i ? ", " : "") << json_string("prefill " + prefill[i]);
     meta << "]}\n";
     if (!meta) throw gpucmp::invalid_argument(out + ".json: cannot write");
-    std::printf("decoder_logits: %zu logits rows written to %s.bin\n", logits.size(), out.c_str());
+    std::printf("decoder logits: %zu logits rows written to %s.bin\n", logits.size(), out.c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "decoder_logits: %s\n", e.what());
+    std::fprintf(stderr, "decoder logits: %s\n", e.what());
     return 1;
   }
   return 0;
 }
+
+}  // namespace gpucmp_bench
