@@ -52,14 +52,7 @@ class reference_decoder {
       std::vector<double>& w = m_w[t.name];
       for (const T& v : stored) w.push_back(gpucmp::to_double(v));
     }
-    gpucmp::rope_problem r;
-    r.tokens = 1;
-    r.q_heads = m_c.heads;
-    r.kv_heads = m_c.kv_heads;
-    r.head_dim = m_c.head_dim;
-    r.theta = m_c.rope_theta;
-    r.scaling = m_c.rope;
-    m_inverse_frequencies = r.inverse_frequencies();
+    m_inverse_frequencies = gpucmp::decoder_rope(m_c, 1).inverse_frequencies();
     m_k.assign(std::size_t(sequences), std::vector<std::vector<double>>(std::size_t(m_c.layers)));
     m_v = m_k;
   }

@@ -199,6 +199,7 @@ class decoder {
     bool decode = false;
     std::optional<gemv> qkv, o, gate_up, down, lm_head;
     std::optional<gpucmp::attention> attend;
+    std::vector<attention_binding> attend_layers;  // each layer's Q, cache and output, bound once
     rmsnorm_problem norm, fused_norm;
     launch_shape norm_shape, fused_norm_shape, rope_shape, swiglu_shape;
     rope_problem rope;
@@ -207,7 +208,8 @@ class decoder {
     device_buffer<std::int32_t> tokens, positions, lengths;
   };
 
-  // Calls f(T{}) with the element type it stores (bf16 or fp16).
+  // Calls f(T{}) with the element type it stores: bf16 or fp16 only (visit_floating_storage
+  // would also instantiate every kernel for float, a type the constructor refuses).
   template <class F>
   void visit_storage(F&& f) const {
     if (m_options.dtype == numerics::fp16) {
@@ -221,16 +223,7 @@ class decoder {
   std::int64_t qkv_row() const noexcept { return (m_config.heads + 2 * m_config.kv_heads) * m_config.head_dim; }
 
   rope_problem rope_of(std::int64_t tokens) const {
-    rope_problem r;
-    r.tokens = tokens;
-    r.q_heads = m_config.heads;
-    r.kv_heads = m_config.kv_heads;
-    r.head_dim = m_config.head_dim;
-    r.dtype = m_options.dtype;
-    r.theta = m_config.rope_theta;
-    r.scaling = m_config.rope;
-    r.max_positions = m_options.max_context;
-    return r;
+    return decoder_rope(m_config, tokens, m_options.dtype, m_options.max_context);
   }
 
   void check_shape(std::int64_t batch, std::int64_t tokens, std::int64_t context) const {
@@ -371,6 +364,11 @@ class decoder {
     p.tokens = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
     p.positions = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
     p.lengths = device_buffer<std::int32_t>(std::size_t(2 * batch), initial_fill::poison());
+    for (std::size_t l = 0; l < m_layers.size(); ++l) {
+      attention_tensors at{p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), p.attended.data()};
+      if (decode_step) at.seq_lengths = p.lengths.data();  // a decode step's grow with every token
+      p.attend_layers.push_back(p.attend->bind(at));
+    }
     slot = std::move(plan);
     return *slot;
   }
@@ -412,9 +410,7 @@ class decoder {
                  reinterpret_cast<const float2*>(m_rope_table.data()), stream);
         split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
                              p.per_sequence, start, stream);
-        attention_tensors at{p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), p.attended.data()};
-        if (p.decode) at.seq_lengths = p.lengths.data();
-        p.attend->run_on(at, stream);
+        p.attend->run(p.attend_layers[l], stream);
         p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
         norm(w.norm2, true);
         p.gate_up->run_on(w.gate_up.data(), p.normed.data(), p.gate_up_rows.data(), stream);

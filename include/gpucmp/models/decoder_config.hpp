@@ -95,6 +95,22 @@ inline decoder_config llama3(const char* name, std::int64_t hidden, std::int64_t
 
 }  // namespace detail
 
+/// The RoPE of `c` on `tokens` rows of fused QKV in `dtype`, its cos/sin table holding
+/// `max_positions` positions (0: the model's max_positions).
+inline rope_problem decoder_rope(const decoder_config& c, std::int64_t tokens, numerics dtype = numerics::bf16,
+                                 std::int64_t max_positions = 0) {
+  rope_problem r;
+  r.tokens = tokens;
+  r.q_heads = c.heads;
+  r.kv_heads = c.kv_heads;
+  r.head_dim = c.head_dim;
+  r.dtype = dtype;
+  r.theta = c.rope_theta;
+  r.scaling = c.rope;
+  r.max_positions = max_positions > 0 ? max_positions : c.max_positions;
+  return r;
+}
+
 /// The presets, from each model's config.json on Hugging Face: llama-3-8b, llama-3.1-8b,
 /// llama-3.2-1b, llama-3-70b.
 inline std::vector<decoder_config> decoder_presets() {

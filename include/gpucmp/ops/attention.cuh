@@ -69,6 +69,13 @@ struct attention_tensors {
   const std::int32_t* seq_lengths = nullptr;
 };
 
+/// Tensors bound once for attention::run() (attention::bind()): a model that calls the same
+/// attention on the same buffers every step binds them once, not on every call.
+class attention_binding {
+  friend class attention;
+  cudnn_variant_pack m_pack;  // the plan's tensors by uid
+};
+
 namespace detail {
 /// The uids of an attention graph's tensors. FP8's scales and maxima: a forward's (10 to 17)
 /// and a backward's (26 to 36), each run in the order of attention::fp8_scale_values().
@@ -173,7 +180,10 @@ class attention {
   /// them (each at most the problem's seq_q and seq_kv: cuDNN reads no further). Throws
   /// invalid_argument naming a tensor the pass needs and `t` lacks, or lengths the problem does
   /// not take.
-  void run_on(const attention_tensors& t, cudaStream_t stream) {
+  void run_on(const attention_tensors& t, cudaStream_t stream) { run(bind(t), stream); }
+
+  /// run_on()'s tensors checked and bound once (same errors), for run().
+  attention_binding bind(const attention_tensors& t) const {
     namespace uid = detail::attention_uid;
     const bool backward = m_problem.pass == attention_pass::backward;
     std::vector<std::pair<std::int64_t, const void*>> bound{{uid::q, t.q}, {uid::k, t.k}, {uid::v, t.v}, {uid::o, t.o}};
@@ -181,7 +191,9 @@ class attention {
       bound.insert(bound.end(), {{uid::dout, t.dout}, {uid::stats, t.stats}, {uid::dq, t.dq}, {uid::dk, t.dk}, {uid::dv, t.dv}});
     }
     const char* names[] = {"", "q", "k", "v", "o", "stats", "dout", "dq", "dk", "dv"};
-    cudnn_variant_pack pack = m_pack;
+    attention_binding binding;
+    cudnn_variant_pack& pack = binding.m_pack;
+    pack = m_pack;
     for (const auto& [id, pointer] : bound) {
       if (pointer == nullptr) throw invalid_argument(name() + ": run_on needs tensor '" + names[id] + "'");
       pack[id] = const_cast<void*>(pointer);  // the frontend's map holds one pointer type; inputs are only read
@@ -193,8 +205,13 @@ class attention {
       pack[uid::seq_len_q] = const_cast<std::int32_t*>(t.seq_lengths);
       pack[uid::seq_len_kv] = const_cast<std::int32_t*>(t.seq_lengths + m_problem.batch);
     }
+    return binding;
+  }
+
+  /// Enqueues one call of the selected plan on tensors bound by bind().
+  void run(const attention_binding& b, cudaStream_t stream) {
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
-    m_graph->execute(m_handle.get(), m_selected, pack, m_workspace.data());
+    m_graph->execute(m_handle.get(), m_selected, b.m_pack, m_workspace.data());
   }
 
   /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal" ("/bwd" appended for a backward).

@@ -145,14 +145,7 @@ inline matrix rms_norm_backward(const matrix& dy, const matrix& x, const std::ve
 // Rotates the Q and K heads of each row of `qkv` by +angle (forward) or -angle (backward: the
 // rotation's transpose), the position being the token's place in its sequence.
 inline void rope_rotate(matrix& qkv, const decoder_config& c, std::int64_t sequence, double sign) {
-  rope_problem rope;
-  rope.tokens = 1;
-  rope.q_heads = c.heads;
-  rope.kv_heads = c.kv_heads;
-  rope.head_dim = c.head_dim;
-  rope.theta = c.rope_theta;
-  rope.scaling = c.rope;
-  const std::vector<double> frequencies = rope.inverse_frequencies();
+  const std::vector<double> frequencies = decoder_rope(c, 1).inverse_frequencies();
   const std::int64_t half = c.head_dim / 2;
   for (std::int64_t t = 0; t < qkv.rows; ++t) {
     const double position = double(t % sequence);
