@@ -5,8 +5,11 @@
 // the CPU from the decoder's own stored weights, token by token (a causal prefill is that), and
 // rounding to the stored type wherever the decoder stores: its logits after the prompts and
 // after each decode step of two sequences, on small geometries (grouped-query attention, tied
-// and untied LM heads, BF16 and FP16). Bad tokens and shapes are refused by name; zeroed final
-// norm weights are caught.
+// and untied LM heads, BF16 and FP16), with a contiguous and a paged cache; sequences that join
+// and leave a paged cache's running batch (continuous batching: prompts of different lengths,
+// slots reused, padded batches, decode steps replayed as CUDA graphs) against the same
+// reference. Bad tokens, shapes and steps are refused by name; zeroed final norm weights are
+// caught; a step the page pool cannot hold takes nothing.
 #include "catch.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -217,6 +220,107 @@ TEST_CASE("decoder: prefill and decode steps match a double reference of the sam
     gpucmp::decoder fp16(small_config(tied), o, s.get());
     run_against_reference<__half>(fp16, s, 0.005);
   }
+}
+
+TEST_CASE("decoder: a paged cache gives the same prefill and decode steps through its page tables", "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  gpucmp::decoder_options o;
+  o.max_batch = 2;
+  o.max_context = 64;
+  o.page_size = 16;
+  o.choice = gpucmp::algorithm_choice::heuristic;
+  gpucmp::decoder paged(small_config(false), o, s.get());
+  REQUIRE(paged.pages() != nullptr);
+  run_against_reference<__nv_bfloat16>(paged, s, 0.03);
+  CHECK(paged.pages()->held(0) == 3);  // 37 + 5 tokens in pages of 16
+  CHECK(paged.pages()->free_pages() == 2);  // of 2 x 4
+}
+
+TEST_CASE("decoder: sequences join and leave a paged cache's running batch and keep the reference's logits",
+          "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  gpucmp::decoder_options o;
+  o.max_batch = 4;
+  o.max_context = 64;
+  o.page_size = 16;
+  o.kv_pages = 6;  // few enough that a released slot's pages are taken again
+  o.choice = gpucmp::algorithm_choice::heuristic;
+  gpucmp::decoder d(small_config(false), o, s.get());
+  reference_decoder<__nv_bfloat16> ref(d, 4);
+  const std::int64_t vocab = d.config().vocab_size;
+  std::map<std::int64_t, std::size_t> sequence_of;  // slot -> the reference's sequence
+  double worst = 0;
+  auto id = [&](std::int64_t i) { return std::int32_t((i * 7919 + 13) % vocab); };
+  // One step of `slots` (prompts, or one token each), checked against the reference row by row.
+  auto step = [&](const std::vector<std::int64_t>& slots, const std::vector<std::vector<std::int32_t>>& tokens) {
+    std::vector<std::vector<double>> expected;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      std::vector<double> logits;
+      for (std::int32_t t : tokens[i]) logits = ref.step(sequence_of.at(slots[i]), t);
+      expected.push_back(logits);
+    }
+    d.step(slots, tokens, s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const double e = logit_error<__nv_bfloat16>(d, i, expected[i]);
+      INFO("slot " << slots[i] << ", row " << i << ": error " << e);
+      CHECK(e <= 0.03);
+      worst = std::max(worst, e);
+    }
+  };
+  auto prompt = [&](std::int64_t length, std::int64_t salt) {
+    std::vector<std::int32_t> p;
+    for (std::int64_t i = 0; i < length; ++i) p.push_back(id(salt * 100 + i));
+    return p;
+  };
+  auto decode_step = [&](const std::vector<std::int64_t>& slots, std::int64_t salt) {
+    std::vector<std::vector<std::int32_t>> next;
+    for (std::int64_t slot : slots) next.push_back({id(salt * 10 + slot)});
+    step(slots, next);
+  };
+  sequence_of = {{2, 0}, {0, 1}};
+  step({2, 0}, {prompt(21, 1), prompt(9, 2)});  // two prompts of different lengths, padded to 32
+  CHECK(d.length(2) == 21);
+  CHECK(d.length(0) == 9);
+  CHECK(d.pages()->free_pages() == 3);
+  for (std::int64_t i = 0; i < 3; ++i) decode_step({0, 2}, i);  // another order than the prefill's
+  d.release(2);
+  CHECK(d.length(2) == 0);
+  CHECK(d.pages()->free_pages() == 5);
+  sequence_of[1] = 2;
+  sequence_of[3] = 3;
+  step({1, 3}, {prompt(13, 3), prompt(5, 4)});  // into the released pages
+  for (std::int64_t i = 0; i < 2; ++i) decode_step({3, 0, 1}, 10 + i);  // three sequences, padded to four
+  decode_step({1}, 20);
+  CHECK(d.length(0) == 14);
+  CHECK(d.length(1) == 16);
+  CHECK(d.length(3) == 7);
+  INFO("worst logit error " << worst);
+  // 60 tokens need 4 pages; 3 are free: refused, nothing taken, and the others go on.
+  CHECK_THROWS_WITH(d.step({2}, {prompt(60, 5)}, s.get()), GPUCMP_CONTAINS("needs 4 more pages of 16 tokens, 3 of 6 are free"));
+  CHECK(d.pages()->free_pages() == 3);
+  CHECK(d.length(2) == 0);
+  decode_step({0, 1, 3}, 30);
+  CHECK(d.pages()->free_pages() == 2);  // slot 1 passed 16 tokens
+  // Steps that are not one.
+  CHECK_THROWS_WITH(d.step({0, 2}, {{1}, {2}}, s.get()), GPUCMP_CONTAINS("all prefills (empty slots) or all decodes"));
+  CHECK_THROWS_WITH(d.step({0, 0}, {{1}, {2}}, s.get()), GPUCMP_CONTAINS("slot 0 appears twice"));
+  CHECK_THROWS_WITH(d.step({0}, {{1, 2}}, s.get()), GPUCMP_CONTAINS("takes 2 tokens"));
+  CHECK_THROWS_WITH(d.step({4}, {{1}}, s.get()), GPUCMP_CONTAINS("no slot 4 (0 to 3)"));
+  CHECK_THROWS_WITH(d.step({2}, {prompt(65, 6)}, s.get()), GPUCMP_CONTAINS("would hold 65 tokens, past max_context 64"));
+  CHECK_THROWS_WITH(d.step({0}, {{std::int32_t(vocab)}}, s.get()), GPUCMP_CONTAINS("outside the vocabulary"));
+  CHECK_THROWS_WITH(d.step({}, {}, s.get()), GPUCMP_CONTAINS("0 slots"));
+  // A contiguous cache keeps sequence b in row b.
+  gpucmp::decoder_options contiguous = o;
+  contiguous.page_size = 0;
+  contiguous.kv_pages = 0;
+  gpucmp::decoder c(small_config(false), contiguous, s.get());
+  CHECK(c.pages() == nullptr);
+  CHECK_THROWS_WITH(c.step({1}, {{1}}, s.get()), GPUCMP_CONTAINS("a contiguous cache's steps take slots 0, 1, ... in order"));
+  CHECK_NOTHROW(c.step({0, 1}, {{1, 2, 3}, {4}}, s.get()));
+  CHECK(c.length(1) == 1);
+  contiguous.kv_pages = 8;
+  CHECK_THROWS_WITH(gpucmp::decoder(small_config(false), contiguous, s.get()), GPUCMP_CONTAINS("kv_pages needs a page_size"));
 }
 
 TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes are refused by name",

@@ -145,6 +145,24 @@ TEST_CASE("attention serving: padded lengths and paged K and V, their bytes, nam
   bad = p;
   bad.page_size = 0;
   CHECK_THROWS_WITH(bad.validate_page_table(table), GPUCMP_CONTAINS("not paged"));
+  bad.page_pool = 40;
+  CHECK_THROWS_WITH(bad.validate(), GPUCMP_CONTAINS("only a paged problem has one"));
+  // A model's cache: one pool shared by more sequences than the step holds.
+  gpucmp::attention_problem shared = p;
+  shared.page_pool = 100;
+  CHECK_NOTHROW(shared.validate());
+  CHECK(shared.pool_pages() == 100);
+  CHECK(p.pool_pages() == 32);
+  CHECK(shared.kv_rows() == 100 * 64);
+  CHECK(shared.work().bytes_read == p.work().bytes_read);  // what a call reads, not what the pool holds
+  CHECK(shared.name() == "bf16/b2_s1x1000_h32+8_d128/full/paged64_pool100/kv1010tokens");
+  table.push_back(99);
+  table[20] = 99;
+  CHECK_NOTHROW(shared.validate_page_table(table));
+  table[20] = 100;
+  CHECK_THROWS_WITH(shared.validate_page_table(table), GPUCMP_CONTAINS("is page 100, outside the pool's 100 pages"));
+  shared.page_pool = -1;
+  CHECK_THROWS_WITH(shared.validate(), GPUCMP_CONTAINS("page_pool must not be negative"));
 }
 
 TEST_CASE("attention serving: query lengths and packed (ragged) batches, their offsets, work and limits",

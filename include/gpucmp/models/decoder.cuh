@@ -2,8 +2,11 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A Llama-style decoder on the GPU (models/decoder_config.hpp's geometry): prefill of a batch
-// of prompts and decode steps of one token a sequence, against a contiguous KV cache, in BF16
-// or FP16. Each step runs gpucmp's verified operations on the model's own tensors: the linear
+// of prompts and decode steps of one token a sequence, in BF16 or FP16, against a KV cache that
+// is contiguous (sequence b in row b) or paged (a pool of pages that sequence slots take as
+// they grow and give back when their request ends: models/kv_pages.hpp), so that requests join
+// and leave a running batch (step(), release(): continuous batching, serving/
+// continuous_batching.hpp). Each step runs gpucmp's verified operations on the model's own tensors: the linear
 // layers through gemv (cuBLASLt's algorithms, split-K variants and gpucmp's GEMV kernel, one
 // verified search a shape), attention through cuDNN's SDPA (the cache as a padded batch: a
 // prefill causal over its prompt, a decode step over each sequence's cached tokens), RMSNorm
@@ -11,14 +14,19 @@
 // out of one fused QKV GEMM, gate and up out of one fused GEMM, as serving engines run them.
 // Weights are random (seeded) or loaded from a Hugging Face checkpoint (decoder_weights.hpp).
 // What a step shape needs (its operations searched and verified, its activations) is built
-// the first time that shape runs, outside any timing.
+// the first time that shape runs, outside any timing. A step's sequence lengths and page table
+// live on the device (decoder_kernels.cuh), so one captured CUDA graph per step shape serves
+// every step of that shape: step() replays a decode step's graph, its batch padded up to a
+// power of two (a bucket) as serving engines pad theirs.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/models/decoder_config.hpp>
 #include <gpucmp/models/decoder_kernels.cuh>
 #include <gpucmp/models/decoder_weights.hpp>
+#include <gpucmp/models/kv_pages.hpp>
 #include <gpucmp/ops/attention.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemv.cuh>
@@ -29,6 +37,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -44,10 +53,19 @@ namespace gpucmp {
 /// How a decoder is built.
 struct decoder_options {
   numerics dtype = numerics::bf16;   ///< weights, activations and the KV cache: bf16 or fp16
-  std::int64_t max_batch = 1;        ///< sequences a step may hold
+  std::int64_t max_batch = 1;        ///< sequences (cache slots) a step may hold
   std::int64_t max_context = 2048;   ///< tokens a sequence's KV cache holds
   std::uint64_t seed = 1;            ///< the random weights'
   algorithm_choice choice = algorithm_choice::search;  ///< how each operation's algorithm is chosen
+  /// The KV cache: 0, contiguous (max_batch x max_context tokens a layer); else paged, pages of
+  /// page_size tokens (attention's paged layout) in a pool of kv_pages pages shared by the slots.
+  std::int64_t page_size = 0;
+  /// Paged: pages in the pool (what serving sizes to its memory); 0: room for max_batch
+  /// sequences of max_context tokens.
+  std::int64_t kv_pages = 0;
+  /// step() replays each decode step shape's CUDA graph (captured on its first step) when its
+  /// stream is not the legacy default stream; false: every kernel is launched.
+  bool decode_graphs = true;
 };
 
 /// A Llama-style decoder's inference on the current device.
@@ -56,13 +74,17 @@ class decoder {
   /// Validates `c` and `o` (invalid_argument; unsupported for another dtype), checks the
   /// weights and the KV cache fit in free memory (out_of_memory), allocates them and fills the
   /// weights with seeded random values: linear layers uniform in +-1/sqrt(fan-in), norms in
-  /// [0.5, 1.5), the embedding in [-1, 1).
+  /// [0.5, 1.5), the embedding in [-1, 1). A paged cache holds one page more than kv_pages: the
+  /// page a step's padding sequences write to.
   decoder(const decoder_config& c, const decoder_options& o = {}, cudaStream_t stream = nullptr)
       : m_config((c.validate(), c)), m_options(o) {
     if (o.dtype != numerics::bf16 && o.dtype != numerics::fp16) {
       throw unsupported(std::string("decoder: ") + to_string(o.dtype) + " is not built (bf16 or fp16)");
     }
     if (o.max_batch < 1 || o.max_context < 1) throw invalid_argument("decoder: max_batch and max_context must be positive");
+    if (o.page_size < 0 || o.kv_pages < 0 || (o.page_size == 0 && o.kv_pages > 0)) {
+      throw invalid_argument("decoder: page_size and kv_pages must not be negative, and kv_pages needs a page_size");
+    }
     if (o.max_context > c.max_positions) {
       throw invalid_argument("decoder " + c.name + ": max_context " + std::to_string(o.max_context) +
                              " is past the model's " + std::to_string(c.max_positions) + " positions");
@@ -75,7 +97,12 @@ class decoder {
     GPUCMP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (needed > double(free_bytes)) throw out_of_memory(std::size_t(needed), free_bytes, total_bytes, "decoder " + c.name);
     allocate_weights(stream);
-    const std::size_t cache = std::size_t(o.max_batch * o.max_context * c.kv_heads * c.head_dim) * element_size();
+    if (paged()) {
+      const std::size_t page_bytes = std::size_t(2 * c.layers * o.page_size * c.kv_heads * c.head_dim) * element_size();
+      m_pages.emplace(pool_pages(), o.page_size, o.max_batch, o.max_context, page_bytes);
+    }
+    m_lengths.assign(std::size_t(o.max_batch), 0);
+    const std::size_t cache = std::size_t(cache_tokens() * c.kv_heads * c.head_dim) * element_size();
     for (std::int64_t l = 0; l < c.layers; ++l) {
       m_k_cache.emplace_back(cache, initial_fill::poison());
       m_v_cache.emplace_back(cache, initial_fill::poison());
@@ -105,28 +132,118 @@ class decoder {
     }
   }
 
-  /// Runs the prompts `tokens` (batch x prompt ids, row-major, each in [0, vocab)): writes the
-  /// KV cache's positions 0 to prompt - 1 of sequences 0 to batch - 1 and each sequence's
-  /// logits after its last token (logits()). Throws invalid_argument for a bad id or a batch or
-  /// prompt past the options.
+  /// Runs the prompts `tokens` (batch x prompt ids, row-major, each in [0, vocab)) in slots 0
+  /// to batch - 1: writes the KV cache's positions 0 to prompt - 1 of those sequences and each
+  /// one's logits after its last token (logits()). Throws invalid_argument for a bad id or a
+  /// batch or prompt past the options, out_of_memory when a paged pool has too few pages.
   void prefill(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t prompt, cudaStream_t stream = nullptr) {
     check_shape(batch, prompt, 0);
     check_tokens(tokens, batch * prompt);
     step_plan& plan = plan_for(batch, prompt, false, stream);
     upload_tokens(plan, tokens, batch * prompt, stream);
-    run(plan, 0, stream);
+    run_uniform(plan, 0, stream);
   }
 
-  /// One decode step: token `tokens[b]` of each sequence b at position `context` (each
-  /// sequence holding `context` cached tokens), appended to the cache; logits() become the
-  /// next token's. Throws invalid_argument for a bad id or a full cache.
+  /// One decode step: token `tokens[b]` of each sequence b (slots 0 to batch - 1) at position
+  /// `context` (each sequence holding `context` cached tokens), appended to the cache; logits()
+  /// become the next token's. Throws invalid_argument for a bad id or a full cache.
   void decode(const std::vector<std::int32_t>& tokens, std::int64_t batch, std::int64_t context, cudaStream_t stream = nullptr) {
     check_shape(batch, 1, context);
     check_tokens(tokens, batch);
     step_plan& plan = plan_for(batch, 1, true, stream);
     upload_tokens(plan, tokens, batch, stream);
-    run(plan, context, stream);
+    run_uniform(plan, context, stream);
   }
+
+  /// Serving (continuous batching): one step over the sequence slots `slots` (0 to max_batch -
+  /// 1, each at most once), slot slots[i] taking tokens[i]: a whole prompt into an empty slot
+  /// (a prefill step: every slot empty), or one token after what the slot holds (a decode step:
+  /// no slot empty). Each slot's length grows by its tokens; rows 0 to slots.size() - 1 of
+  /// logits() are each sequence's next-token logits. The step runs on the shape it pads up to
+  /// (a paged cache: the batch to a power of two; a prefill: the longest prompt to a power of
+  /// two, within max_context), a decode step as its shape's CUDA graph (decode_graphs). A
+  /// contiguous cache keeps sequence b in row b, so a step there takes slots 0, 1, ... in order.
+  /// Throws invalid_argument for a mix of prefill and decode, a bad slot or id, a sequence past
+  /// max_context; out_of_memory when the pool lacks the pages the step needs (nothing run).
+  void step(const std::vector<std::int64_t>& slots, const std::vector<std::vector<std::int32_t>>& tokens,
+            cudaStream_t stream = nullptr) {
+    const std::int64_t n = std::int64_t(slots.size());
+    if (n < 1 || n > m_options.max_batch || tokens.size() != slots.size()) {
+      throw invalid_argument("decoder::step: " + std::to_string(n) + " slots and " + std::to_string(tokens.size()) +
+                             " token lists (1 to " + std::to_string(m_options.max_batch) + " sequences, a list each)");
+    }
+    const bool prefill_step = length(slots[0]) == 0;
+    std::int64_t longest = 0;
+    std::vector<bool> seen(std::size_t(m_options.max_batch), false);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t slot = slots[std::size_t(i)], held = length(slot), q = std::int64_t(tokens[std::size_t(i)].size());
+      const std::string which = "decoder::step: slot " + std::to_string(slot);
+      if (seen[std::size_t(slot)]) throw invalid_argument(which + " appears twice");
+      seen[std::size_t(slot)] = true;
+      if (!paged() && slot != i) throw invalid_argument(which + " at place " + std::to_string(i) + ": a contiguous cache's steps take slots 0, 1, ... in order (a paged cache takes any)");
+      if ((held == 0) != prefill_step) throw invalid_argument(which + ": a step is all prefills (empty slots) or all decodes");
+      if (q < 1 || (!prefill_step && q != 1)) throw invalid_argument(which + " takes " + std::to_string(q) + " tokens (a prompt of 1 or more; a decode step 1)");
+      if (held + q > m_options.max_context) {
+        throw invalid_argument(which + " would hold " + std::to_string(held + q) + " tokens, past max_context " +
+                               std::to_string(m_options.max_context));
+      }
+      check_tokens(tokens[std::size_t(i)], q);
+      longest = std::max(longest, q);
+    }
+    const std::int64_t batch = paged() ? std::min(power_of_two_at_least(n), m_options.max_batch) : n;
+    const std::int64_t per_sequence = prefill_step ? std::min(power_of_two_at_least(longest), m_options.max_context) : 1;
+    if (paged()) reserve_step_pages(slots, tokens);
+    step_plan& plan = plan_for(batch, per_sequence, !prefill_step, stream);
+    // The step on the host: ids (a padded row: id 0), lengths and page table rows (a padded
+    // sequence: one token on the scratch page), then one upload each.
+    std::vector<std::int32_t> ids(std::size_t(batch * per_sequence), 0);
+    std::vector<std::int32_t> meta(plan.meta.size(), 0);
+    const std::int64_t pps = pages_per_sequence();
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const bool real = b < n;
+      const std::int64_t held = real ? length(slots[std::size_t(b)]) : 0;
+      const std::int64_t q = real ? std::int64_t(tokens[std::size_t(b)].size()) : 1;
+      if (real) std::copy(tokens[std::size_t(b)].begin(), tokens[std::size_t(b)].end(), ids.begin() + b * per_sequence);
+      meta[std::size_t(b)] = std::int32_t(q);
+      meta[std::size_t(batch + b)] = std::int32_t(held + q);
+      meta[std::size_t(2 * batch + b)] = std::int32_t(held);
+      for (std::int64_t j = 0; j < pps; ++j) {
+        meta[std::size_t(3 * batch + b * pps + j)] =
+            real ? m_pages->table()[std::size_t(slots[std::size_t(b)] * pps + j)] : std::int32_t(scratch_page());
+      }
+    }
+    upload(plan.tokens.data(), ids, stream);
+    upload(plan.meta.data(), meta, stream);
+    plan.uniform_generation = 0;  // the table is this step's, not run_uniform()'s
+    if (!prefill_step && m_options.decode_graphs && stream != nullptr) {
+      replay(plan, stream);
+    } else {
+      run(plan, stream);
+    }
+    for (std::int64_t i = 0; i < n; ++i) m_lengths[std::size_t(slots[std::size_t(i)])] += std::int64_t(tokens[std::size_t(i)].size());
+  }
+
+  /// Ends the sequence in `slot`: its length becomes 0 and a paged cache's pages go back to the
+  /// pool. Throws invalid_argument for a bad slot.
+  void release(std::int64_t slot) {
+    (void)length(slot);
+    m_lengths[std::size_t(slot)] = 0;
+    if (paged()) {
+      m_pages->release(slot);
+      if (m_pages->take_changed()) ++m_page_generation;
+    }
+  }
+
+  /// Tokens the sequence in `slot` holds (0: empty). Throws invalid_argument for a bad slot.
+  std::int64_t length(std::int64_t slot) const {
+    if (slot < 0 || slot >= m_options.max_batch) {
+      throw invalid_argument("decoder: no slot " + std::to_string(slot) + " (0 to " + std::to_string(m_options.max_batch - 1) + ")");
+    }
+    return m_lengths[std::size_t(slot)];
+  }
+
+  /// A paged cache's pages and who holds them; null for a contiguous cache.
+  const kv_pages* pages() const noexcept { return m_pages ? &*m_pages : nullptr; }
 
   /// Prepares the step of `batch` sequences of `tokens` new tokens each (a prefill, or a decode
   /// step with tokens = 1): its operations searched and verified, its activations allocated and
@@ -139,18 +256,21 @@ class decoder {
     upload_tokens(plan, ids, batch * tokens, stream);
   }
 
-  /// Enqueues a prepared step on the ids it last took: a prefill (start 0) or a decode step
-  /// after `context` cached tokens. No host work waits on the GPU, so a benchmark times it in
-  /// any mode, CUDA graphs included. Throws invalid_argument for a step never prepared or a
-  /// context past the cache.
+  /// Enqueues a prepared step on the ids it last took, in slots 0 to batch - 1: a prefill
+  /// (start 0) or a decode step after `context` cached tokens. No host work waits on the GPU,
+  /// so a benchmark times it in any mode, CUDA graphs included, once it has run outside a graph
+  /// with a paged cache's pages in place (a step that must upload its page table while its
+  /// stream captures throws invalid_argument). Throws invalid_argument for a step never
+  /// prepared or a context past the cache.
   void run_prepared(std::int64_t batch, std::int64_t tokens, bool decode_step, std::int64_t context, cudaStream_t stream) {
     check_shape(batch, tokens, decode_step ? context : 0);
     const auto at = m_plans.find({batch, tokens, decode_step});
     if (at == m_plans.end()) throw invalid_argument("decoder: run_prepared of a step never prepared");
-    run(*at->second, decode_step ? context : 0, stream);
+    run_uniform(*at->second, decode_step ? context : 0, stream);
   }
 
-  /// The logits of the last step, batch x vocab_size in the decoder's type (row-major).
+  /// The logits of the last step, a row of vocab_size a sequence in the decoder's type
+  /// (row-major): batch rows, or step()'s sequences in its order (then its padding's).
   const void* logits() const {
     if (m_last == nullptr) throw invalid_argument("decoder: no step has run, so there are no logits");
     return m_last->logits.data();
@@ -167,10 +287,11 @@ class decoder {
   std::size_t element_size() const noexcept { return element_bytes(types_of(m_options.dtype).output); }
   /// Bytes of its weights (the LM head once when tied).
   double weight_bytes() const noexcept { return double(m_config.parameters()) * double(element_size()); }
-  /// Bytes of its KV cache: K and V of every layer, max_batch x max_context tokens.
+  /// Bytes of its KV cache: K and V of every layer, max_batch x max_context tokens (paged: the
+  /// pool's pages and the scratch page).
   double cache_bytes() const noexcept {
-    return 2.0 * double(m_config.layers) * double(m_options.max_batch) * double(m_options.max_context) *
-           double(m_config.kv_heads * m_config.head_dim) * double(element_size());
+    return 2.0 * double(m_config.layers) * double(cache_tokens()) * double(m_config.kv_heads * m_config.head_dim) *
+           double(element_size());
   }
   /// The algorithms a prepared step runs: "qkv: cuBLASLt ..." a line per operation.
   std::vector<std::string> algorithms(std::int64_t batch, std::int64_t tokens, bool decode_step) const {
@@ -195,7 +316,7 @@ class decoder {
 
   // Everything one step shape runs with.
   struct step_plan {
-    std::int64_t batch = 0, per_sequence = 0;  // sequences, new tokens each
+    std::int64_t batch = 0, per_sequence = 0;  // sequences, new tokens each (at most: padded)
     bool decode = false;
     std::optional<gemv> qkv, o, gate_up, down, lm_head;
     std::optional<gpucmp::attention> attend;
@@ -205,7 +326,13 @@ class decoder {
     rope_problem rope;
     swiglu_problem swiglu;
     device_buffer<std::uint8_t> residual, normed, qkv_rows, q, attended, branch, gate_up_rows, act, last, logits;
-    device_buffer<std::int32_t> tokens, positions, lengths;
+    device_buffer<std::int32_t> tokens, positions;
+    device_buffer<std::int32_t> meta;  // decoder_step_lengths (3 x batch), then the step's page table rows
+    std::uint64_t uniform_generation = 0;  // the page generation run_uniform() uploaded the table at; 0: none
+    std::optional<gpucmp::graph> captured;  // step()'s decode graph, once captured
+    std::optional<graph_exec> replay;
+    decoder_step_lengths lengths() { return {meta.data(), batch}; }
+    std::int32_t* page_table() { return meta.data() + 3 * batch; }
   };
 
   // Calls f(T{}) with the element type it stores: bf16 or fp16 only (visit_floating_storage
@@ -220,6 +347,83 @@ class decoder {
   }
 
   std::int64_t tokens_of(const step_plan& p) const noexcept { return p.batch * p.per_sequence; }
+  bool paged() const noexcept { return m_options.page_size > 0; }
+  std::int64_t pages_per_sequence() const noexcept {
+    return paged() ? (m_options.max_context + m_options.page_size - 1) / m_options.page_size : 0;
+  }
+  // The pool's pages handed out to slots (kv_pages); the scratch page comes after them.
+  std::int64_t pool_pages() const noexcept { return m_options.kv_pages > 0 ? m_options.kv_pages : m_options.max_batch * pages_per_sequence(); }
+  std::int64_t scratch_page() const noexcept { return pool_pages(); }
+  // Tokens a layer's K (and V) cache holds.
+  std::int64_t cache_tokens() const noexcept {
+    return paged() ? (pool_pages() + 1) * m_options.page_size : m_options.max_batch * m_options.max_context;
+  }
+  static std::int64_t power_of_two_at_least(std::int64_t n) noexcept {
+    std::int64_t p = 1;
+    while (p < n) p *= 2;
+    return p;
+  }
+
+  // A host vector into a device buffer, in stream order; the vector may go when this returns
+  // (a copy from pageable memory is staged before it returns).
+  static void upload(std::int32_t* device, const std::vector<std::int32_t>& host, cudaStream_t stream) {
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream));
+  }
+
+  // The pages step() needs, all or none: the pool's free pages are checked against the sum
+  // first, so a step that does not fit takes nothing.
+  void reserve_step_pages(const std::vector<std::int64_t>& slots, const std::vector<std::vector<std::int32_t>>& tokens) {
+    const std::int64_t ps = m_options.page_size;
+    std::int64_t needed = 0;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const std::int64_t after = length(slots[i]) + std::int64_t(tokens[i].size());
+      needed += std::max<std::int64_t>(0, (after + ps - 1) / ps - m_pages->held(slots[i]));
+    }
+    if (needed > m_pages->free_pages()) {
+      const std::size_t page = std::size_t(2 * m_config.layers * ps * m_config.kv_heads * m_config.head_dim) * element_size();
+      throw out_of_memory(std::size_t(needed) * page, std::size_t(m_pages->free_pages()) * page, std::size_t(pool_pages()) * page,
+                          "decoder " + m_config.name + "'s KV cache: the step of " + std::to_string(slots.size()) +
+                              " sequences needs " + std::to_string(needed) + " more pages of " + std::to_string(ps) +
+                              " tokens, " + std::to_string(m_pages->free_pages()) + " of " + std::to_string(pool_pages()) +
+                              " are free");
+    }
+    for (std::size_t i = 0; i < slots.size(); ++i) m_pages->reserve(slots[i], length(slots[i]) + std::int64_t(tokens[i].size()));
+    if (m_pages->take_changed()) ++m_page_generation;
+  }
+
+  // A uniform step (prefill(), decode(), run_prepared()): slots 0 to batch - 1 each take
+  // per_sequence tokens after `start`, the lengths set on the device. A paged cache's slots
+  // take their pages first, and the plan's copy of their table rows is uploaded when it is not
+  // current (never inside a capture: that throws).
+  void run_uniform(step_plan& p, std::int64_t start, cudaStream_t stream) {
+    if (paged()) {
+      for (std::int64_t b = 0; b < p.batch; ++b) m_pages->reserve(b, start + p.per_sequence);
+      if (m_pages->take_changed()) ++m_page_generation;
+      if (p.uniform_generation != m_page_generation) {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        GPUCMP_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+        if (capture != cudaStreamCaptureStatusNone) {
+          throw invalid_argument("decoder: the step's page table changed since it last ran; run it once outside a CUDA graph first");
+        }
+        const std::vector<std::int32_t>& table = m_pages->table();
+        upload(p.page_table(), std::vector<std::int32_t>(table.begin(), table.begin() + p.batch * pages_per_sequence()), stream);
+        p.uniform_generation = m_page_generation;
+      }
+    }
+    fill_uniform_lengths(p.lengths(), p.per_sequence, start, stream);
+    for (std::int64_t b = 0; b < p.batch; ++b) m_lengths[std::size_t(b)] = start + p.per_sequence;
+    run(p, stream);
+  }
+
+  // step()'s decode: the plan's CUDA graph, captured on its first step (its lengths and table
+  // are read from the device, so every later step replays it).
+  void replay(step_plan& p, cudaStream_t stream) {
+    if (!p.replay) {
+      p.captured.emplace(capture_graph(stream, [&](cudaStream_t s) { run(p, s); }));
+      p.replay.emplace(p.captured->get());
+    }
+    p.replay->launch(stream);
+  }
   std::int64_t qkv_row() const noexcept { return (m_config.heads + 2 * m_config.kv_heads) * m_config.head_dim; }
 
   rope_problem rope_of(std::int64_t tokens) const {
@@ -336,6 +540,10 @@ class decoder {
     a.dtype = m_options.dtype;
     a.mask = decode_step ? attention_mask::none : attention_mask::causal;
     a.kv_lengths.assign(std::size_t(batch), decode_step ? m_options.max_context : tokens);
+    if (paged()) {
+      a.page_size = m_options.page_size;
+      a.page_pool = pool_pages() + 1;  // the scratch page too
+    }
     attention_options attention_settings;
     attention_settings.choice = m_options.choice;
     p.attend.emplace(a, attention_settings, stream);
@@ -363,27 +571,26 @@ class decoder {
     p.logits = rows(batch, c.vocab_size);
     p.tokens = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
     p.positions = device_buffer<std::int32_t>(std::size_t(t), initial_fill::poison());
-    p.lengths = device_buffer<std::int32_t>(std::size_t(2 * batch), initial_fill::poison());
+    p.meta = device_buffer<std::int32_t>(std::size_t(3 * batch + batch * pages_per_sequence()), initial_fill::poison());
     for (std::size_t l = 0; l < m_layers.size(); ++l) {
       attention_tensors at{p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), p.attended.data()};
-      if (decode_step) at.seq_lengths = p.lengths.data();  // a decode step's grow with every token
+      at.seq_lengths = p.meta.data();  // the step's, set on the device before it runs (q then kv)
+      if (paged()) at.page_table = p.page_table();
       p.attend_layers.push_back(p.attend->bind(at));
     }
     slot = std::move(plan);
     return *slot;
   }
 
-  // One step: `start` is the position of each sequence's first new token.
-  void run(step_plan& p, std::int64_t start, cudaStream_t stream) {
+  // One step on the ids and lengths the plan holds on the device.
+  void run(step_plan& p, cudaStream_t stream) {
     const decoder_config& c = m_config;
     const std::int64_t t = tokens_of(p), h = c.hidden_size, e = std::int64_t(element_size());
-    const qkv_split split{c.heads * c.head_dim * e, c.kv_heads * c.head_dim * e, m_options.max_context};
+    kv_cache_layout cache{nullptr, m_options.max_context, m_options.page_size, pages_per_sequence(), c.kv_heads};
+    if (paged()) cache.table = p.page_table();
+    const qkv_split split{c.heads * c.head_dim * e, c.head_dim * e, cache};
     embed_tokens(p.residual.data(), m_embedding.data(), p.tokens.data(), t, h * e, stream);
-    fill_positions(p.positions.data(), t, p.per_sequence, start, stream);
-    if (p.decode) {
-      fill_lengths(p.lengths.data(), p.batch, 1, stream);
-      fill_lengths(p.lengths.data() + p.batch, p.batch, std::int32_t(start + 1), stream);
-    }
+    fill_positions(p.positions.data(), t, p.per_sequence, p.lengths(), stream);
     visit_storage([&](auto zero) {
       using T = decltype(zero);
       auto as = [](device_buffer<std::uint8_t>& b) { return reinterpret_cast<T*>(b.data()); };
@@ -409,7 +616,7 @@ class decoder {
         run_rope(p.rope, p.rope_shape, as(p.qkv_rows), p.positions.data(),
                  reinterpret_cast<const float2*>(m_rope_table.data()), stream);
         split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
-                             p.per_sequence, start, stream);
+                             p.per_sequence, p.positions.data(), p.lengths(), stream);
         p.attend->run(p.attend_layers[l], stream);
         p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
         norm(w.norm2, true);
@@ -421,7 +628,7 @@ class decoder {
     });
     const void* head_in = p.normed.data();
     if (!p.decode) {  // a prefill's logits are its prompts' last tokens'
-      gather_last_tokens(p.last.data(), p.normed.data(), p.batch, p.per_sequence, h * e, stream);
+      gather_last_tokens(p.last.data(), p.normed.data(), p.lengths(), p.per_sequence, h * e, stream);
       head_in = p.last.data();
     }
     p.lm_head->run_on(lm_head_weights(), head_in, p.logits.data(), stream);
@@ -433,7 +640,12 @@ class decoder {
   device_buffer<std::uint8_t> m_embedding, m_final_norm, m_lm_head;
   std::vector<layer_weights> m_layers;
   std::map<std::string, void*> m_tensors;  // checkpoint name -> where it lives
-  std::vector<device_buffer<std::uint8_t>> m_k_cache, m_v_cache;  // per layer: max_batch x max_context x kv heads x head_dim
+  // Per layer: max_batch x max_context x kv heads x head_dim, or (paged) pool pages + 1 x kv
+  // heads x page_size x head_dim.
+  std::vector<device_buffer<std::uint8_t>> m_k_cache, m_v_cache;
+  std::optional<kv_pages> m_pages;    // a paged cache's table
+  std::uint64_t m_page_generation = 1;  // grows whenever the table changes
+  std::vector<std::int64_t> m_lengths;  // tokens each slot holds
   device_buffer<float> m_rope_table;  // rope_table() of max_context positions
   std::map<std::tuple<std::int64_t, std::int64_t, bool>, std::unique_ptr<step_plan>> m_plans;
   const step_plan* m_last = nullptr;

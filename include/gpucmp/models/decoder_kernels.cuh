@@ -3,8 +3,15 @@
 //
 // The data movement of a decoder step that is no operation of its own: the embedding lookup,
 // each token's position, Q split out of the fused QKV rows while K and V are appended to the
-// KV cache, the key lengths of a decode step, and the last token of each prompt gathered for
-// the LM head. Memory-bound copies of a few MB at most, 16 bytes a thread where rows allow.
+// KV cache (contiguous, or a pool of pages behind a page table), a step's sequence lengths,
+// and the last token of each prompt gathered for the LM head. Memory-bound copies of a few MB
+// at most, 16 bytes a thread where rows allow.
+//
+// A step's sequences are described on the device by its lengths (decoder_step_lengths): for
+// each of its `batch` sequences the new tokens it takes (q), the keys it holds after the step
+// (kv) and the position of its first new token (start), so that one captured step serves any
+// lengths the host uploads. A sequence padded to the step's shape (rows past its q) writes no
+// K or V.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
@@ -18,14 +25,16 @@ namespace gpucmp {
 namespace detail {
 
 // Copies `count` 16-byte vectors a row from each of `rows` rows: row r of dst at dst_at(r),
-// of src at src_at(r) (in vectors). One thread a vector.
+// of src at src_at(r) (in vectors); a row whose dst_at is negative is skipped. One thread a
+// vector.
 template <class DstAt, class SrcAt>
 __global__ void copy_rows_kernel(uint4* dst, const uint4* src, std::int64_t rows, std::int64_t count, DstAt dst_at,
                                  SrcAt src_at) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * count) return;
   const std::int64_t r = i / count, c = i % count;
-  dst[dst_at(r) + c] = src[src_at(r) + c];
+  const std::int64_t to = dst_at(r);
+  if (to >= 0) dst[to + c] = src[src_at(r) + c];
 }
 
 template <class DstAt, class SrcAt>
@@ -51,47 +60,98 @@ struct dense_at {  // row r of a dense matrix of `vectors` a row, plus an offset
   __device__ std::int64_t operator()(std::int64_t r) const { return r * vectors + offset; }
 };
 
-// Token r = (sequence b, i-th new token) lands at position start + i of sequence b's cache:
-// its row, in vectors, of a cache of max_context tokens a sequence.
-struct cache_at {
-  std::int64_t per_sequence, start, max_context, vectors;
+}  // namespace detail
+
+/// A step's sequence lengths on the device, `batch` int32 each: the new tokens of each
+/// sequence (q), the keys it holds after the step (kv = start + q), and its first new token's
+/// position (start). q then kv is the layout attention_tensors::seq_lengths reads.
+struct decoder_step_lengths {
+  std::int32_t* data = nullptr;  ///< 3 x batch: q, kv, start
+  std::int64_t batch = 0;
+  __host__ __device__ std::int32_t* q() const noexcept { return data; }
+  __host__ __device__ std::int32_t* kv() const noexcept { return data + batch; }
+  __host__ __device__ std::int32_t* start() const noexcept { return data + 2 * batch; }
+};
+
+/// The KV cache a step writes: contiguous (batch x max_context tokens x kv heads x head_dim,
+/// BSHD: sequence b of the step is the cache's row b) or a pool of pages (pages x kv heads x
+/// page_size x head_dim, attention's paged layout) that sequence b reaches through row b of
+/// `table`.
+struct kv_cache_layout {
+  const std::int32_t* table = nullptr;  ///< the step's page table; null: contiguous
+  std::int64_t max_context = 0, page_size = 0, pages_per_sequence = 0, kv_heads = 0;
+};
+
+namespace detail {
+
+// Row r = token t x kv heads + head h of the fused QKV rows: where its K (or V) head goes, in
+// vectors, or -1 for a padded token (past its sequence's q).
+struct kv_cache_at {
+  kv_cache_layout cache;
+  const std::int32_t* positions;
+  const std::int32_t* q_lengths;
+  std::int64_t per_sequence, head_vectors;
   __device__ std::int64_t operator()(std::int64_t r) const {
-    return ((r / per_sequence) * max_context + start + r % per_sequence) * vectors;
+    const std::int64_t t = r / cache.kv_heads, h = r % cache.kv_heads, b = t / per_sequence;
+    if (t % per_sequence >= q_lengths[b]) return -1;
+    const std::int64_t position = positions[t];
+    if (cache.table == nullptr) return ((b * cache.max_context + position) * cache.kv_heads + h) * head_vectors;
+    const std::int64_t page = cache.table[b * cache.pages_per_sequence + position / cache.page_size];
+    return ((page * cache.kv_heads + h) * cache.page_size + position % cache.page_size) * head_vectors;
   }
 };
 
-struct last_token_at {  // sequence r's last token of `per_sequence`, in a dense matrix
-  std::int64_t per_sequence, vectors;
-  __device__ std::int64_t operator()(std::int64_t r) const { return ((r + 1) * per_sequence - 1) * vectors; }
+struct qkv_head_at {  // row r = token x kv heads + head: that head of the token's K (or V), in vectors
+  std::int64_t kv_heads, row_vectors, offset, head_vectors;
+  __device__ std::int64_t operator()(std::int64_t r) const {
+    return (r / kv_heads) * row_vectors + offset + (r % kv_heads) * head_vectors;
+  }
 };
 
+struct last_token_at {  // sequence r's last new token (of per_sequence rows, q_lengths[r] real), in a dense matrix
+  const std::int32_t* q_lengths;
+  std::int64_t per_sequence, vectors;
+  __device__ std::int64_t operator()(std::int64_t r) const { return (r * per_sequence + q_lengths[r] - 1) * vectors; }
+};
+
+// A padded token (past its sequence's q) takes its sequence's last real position, so RoPE
+// reads a row of its table.
 __global__ inline void fill_positions_kernel(std::int32_t* positions, std::int64_t tokens, std::int64_t per_sequence,
-                                             std::int64_t start) {
+                                             const std::int32_t* q_lengths, const std::int32_t* starts) {
   const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t < tokens) positions[t] = std::int32_t(start + t % per_sequence);
+  if (t >= tokens) return;
+  const std::int64_t b = t / per_sequence, i = t % per_sequence;
+  positions[t] = starts[b] + std::int32_t(i < q_lengths[b] ? i : q_lengths[b] - 1);
 }
 
-__global__ inline void fill_lengths_kernel(std::int32_t* lengths, std::int64_t count, std::int32_t value) {
-  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) lengths[i] = value;
+__global__ inline void fill_uniform_lengths_kernel(decoder_step_lengths lengths, std::int32_t q, std::int32_t start) {
+  const std::int64_t b = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b >= lengths.batch) return;
+  lengths.q()[b] = q;
+  lengths.kv()[b] = start + q;
+  lengths.start()[b] = start;
 }
 
 }  // namespace detail
 
-/// Writes positions start + (t mod per_sequence) for the `tokens` tokens of a batch laid out
-/// sequence by sequence (per_sequence new tokens each).
-inline void fill_positions(std::int32_t* positions, std::int64_t tokens, std::int64_t per_sequence, std::int64_t start,
-                           cudaStream_t stream) {
-  if (tokens == 0) return;
-  detail::fill_positions_kernel<<<unsigned((tokens + 255) / 256), 256, 0, stream>>>(positions, tokens, per_sequence, start);
-  GPUCMP_CUDA_CHECK_LAST("fill_positions");
+/// Every sequence of a step takes `q` new tokens after `start` cached ones (on the device, so
+/// that a captured step can set them).
+inline void fill_uniform_lengths(const decoder_step_lengths& lengths, std::int64_t q, std::int64_t start, cudaStream_t stream) {
+  if (lengths.batch == 0) return;
+  detail::fill_uniform_lengths_kernel<<<unsigned((lengths.batch + 255) / 256), 256, 0, stream>>>(
+      lengths, std::int32_t(q), std::int32_t(start));
+  GPUCMP_CUDA_CHECK_LAST("fill_uniform_lengths");
 }
 
-/// Writes `value` into `count` lengths.
-inline void fill_lengths(std::int32_t* lengths, std::int64_t count, std::int32_t value, cudaStream_t stream) {
-  if (count == 0) return;
-  detail::fill_lengths_kernel<<<unsigned((count + 255) / 256), 256, 0, stream>>>(lengths, count, value);
-  GPUCMP_CUDA_CHECK_LAST("fill_lengths");
+/// Writes each token's position, start + i for the i-th new token of its sequence, for the
+/// `tokens` tokens of a step laid out sequence by sequence (per_sequence rows each; rows past a
+/// sequence's q take its last position).
+inline void fill_positions(std::int32_t* positions, std::int64_t tokens, std::int64_t per_sequence,
+                           const decoder_step_lengths& lengths, cudaStream_t stream) {
+  if (tokens == 0) return;
+  detail::fill_positions_kernel<<<unsigned((tokens + 255) / 256), 256, 0, stream>>>(positions, tokens, per_sequence,
+                                                                                   lengths.q(), lengths.start());
+  GPUCMP_CUDA_CHECK_LAST("fill_positions");
 }
 
 /// The embedding rows of `tokens` (device ids, each in [0, vocab): the caller's to check) into
@@ -103,32 +163,35 @@ inline void embed_tokens(void* out, const void* embedding, const std::int32_t* t
                     stream);
 }
 
-/// The geometry of one layer's fused QKV rows and KV cache, in bytes.
+/// The geometry of one layer's fused QKV rows and KV cache.
 struct qkv_split {
-  std::int64_t q_bytes;        ///< a token's Q (q_heads x head_dim elements)
-  std::int64_t kv_bytes;       ///< a token's K (and V)
-  std::int64_t max_context;    ///< tokens a sequence's cache holds
+  std::int64_t q_bytes;     ///< a token's Q (q_heads x head_dim elements)
+  std::int64_t head_bytes;  ///< one K (or V) head of a token (head_dim elements)
+  kv_cache_layout cache;    ///< where K and V go
 };
 
-/// Splits `tokens` fused QKV rows (sequence by sequence, per_sequence new tokens each, RoPE
-/// already applied) into Q (dense rows) and the K and V caches (max_context tokens a sequence,
-/// BSHD), the new tokens at positions start to start + per_sequence - 1.
+/// Splits `tokens` fused QKV rows (sequence by sequence, per_sequence rows each, RoPE already
+/// applied) into Q (dense rows) and the K and V caches, each sequence's new tokens at
+/// positions[t]; rows past a sequence's q write no K or V.
 inline void split_qkv_into_cache(const void* qkv, void* q, void* k_cache, void* v_cache, const qkv_split& g,
-                                 std::int64_t tokens, std::int64_t per_sequence, std::int64_t start, cudaStream_t stream) {
-  const std::int64_t row = (g.q_bytes + 2 * g.kv_bytes) / 16, qv = g.q_bytes / 16, kv = g.kv_bytes / 16;
+                                 std::int64_t tokens, std::int64_t per_sequence, const std::int32_t* positions,
+                                 const decoder_step_lengths& lengths, cudaStream_t stream) {
+  const std::int64_t kv_heads = g.cache.kv_heads, hv = g.head_bytes / 16, qv = g.q_bytes / 16;
+  const std::int64_t row = qv + 2 * kv_heads * hv;
   detail::copy_rows(q, qkv, tokens, g.q_bytes, detail::dense_at{qv, 0}, detail::dense_at{row, 0}, stream);
-  const detail::cache_at at{per_sequence, start, g.max_context, kv};
-  detail::copy_rows(k_cache, qkv, tokens, g.kv_bytes, at, detail::dense_at{row, qv}, stream);
-  detail::copy_rows(v_cache, qkv, tokens, g.kv_bytes, at, detail::dense_at{row, qv + kv}, stream);
+  const detail::kv_cache_at at{g.cache, positions, lengths.q(), per_sequence, hv};
+  detail::copy_rows(k_cache, qkv, tokens * kv_heads, g.head_bytes, at, detail::qkv_head_at{kv_heads, row, qv, hv}, stream);
+  detail::copy_rows(v_cache, qkv, tokens * kv_heads, g.head_bytes, at,
+                    detail::qkv_head_at{kv_heads, row, qv + kv_heads * hv, hv}, stream);
 }
 
-/// The last of each sequence's per_sequence rows (row_bytes each) of `in`, into `sequences`
-/// dense rows of `out`.
-inline void gather_last_tokens(void* out, const void* in, std::int64_t sequences, std::int64_t per_sequence,
+/// Each sequence's last new token (row q - 1 of its per_sequence rows of row_bytes) of `in`,
+/// into `lengths.batch` dense rows of `out`.
+inline void gather_last_tokens(void* out, const void* in, const decoder_step_lengths& lengths, std::int64_t per_sequence,
                                std::int64_t row_bytes, cudaStream_t stream) {
   const std::int64_t vectors = row_bytes / 16;
-  detail::copy_rows(out, in, sequences, row_bytes, detail::dense_at{vectors, 0}, detail::last_token_at{per_sequence, vectors},
-                    stream);
+  detail::copy_rows(out, in, lengths.batch, row_bytes, detail::dense_at{vectors, 0},
+                    detail::last_token_at{lengths.q(), per_sequence, vectors}, stream);
 }
 
 }  // namespace gpucmp

@@ -67,6 +67,9 @@ struct attention_tensors {
   /// Serving problems: the caller's sequence lengths, batch query lengths then batch key
   /// lengths (a decode step's grow with every token); null: the problem's.
   const std::int32_t* seq_lengths = nullptr;
+  /// Paged problems: the caller's page table (batch rows of pages_per_sequence() pages of the
+  /// pool k and v point at); null: the operation's.
+  const std::int32_t* page_table = nullptr;
 };
 
 /// Tensors bound once for attention::run() (attention::bind()): a model that calls the same
@@ -175,11 +178,11 @@ class attention {
   }
 
   /// Enqueues one call of the selected plan on the caller's tensors instead of its own: how a
-  /// model runs attention searched and verified on this operation's tensors. The page table
-  /// and FP8 scales stay the operation's; the sequence lengths are the caller's where `t` has
-  /// them (each at most the problem's seq_q and seq_kv: cuDNN reads no further). Throws
-  /// invalid_argument naming a tensor the pass needs and `t` lacks, or lengths the problem does
-  /// not take.
+  /// model runs attention searched and verified on this operation's tensors. The FP8 scales
+  /// stay the operation's; the sequence lengths and the page table are the caller's where `t`
+  /// has them (lengths at most the problem's seq_q and seq_kv: cuDNN reads no further; pages
+  /// within its pool). Throws invalid_argument naming a tensor the pass needs and `t` lacks, or
+  /// lengths or a page table the problem does not take.
   void run_on(const attention_tensors& t, cudaStream_t stream) { run(bind(t), stream); }
 
   /// run_on()'s tensors checked and bound once (same errors), for run().
@@ -204,6 +207,11 @@ class attention {
       }
       pack[uid::seq_len_q] = const_cast<std::int32_t*>(t.seq_lengths);
       pack[uid::seq_len_kv] = const_cast<std::int32_t*>(t.seq_lengths + m_problem.batch);
+    }
+    if (t.page_table != nullptr) {
+      if (m_problem.page_size == 0) throw invalid_argument(name() + ": run_on takes a page table for a paged problem only");
+      pack[uid::page_table_k] = const_cast<std::int32_t*>(t.page_table);  // one table for both pools
+      pack[uid::page_table_v] = const_cast<std::int32_t*>(t.page_table);
     }
     return binding;
   }
@@ -337,7 +345,8 @@ class attention {
   }
 
   /// Serving: the sequence lengths (q_length() and kv_length()); paged, the page table: the
-  /// pool's pages shuffled (a fixed permutation), batch rows of pages_per_sequence; packed, the
+  /// pool's pages shuffled (a fixed permutation; the first batch x pages_per_sequence of them
+  /// when the pool is larger), batch rows of pages_per_sequence; packed, the
   /// ragged offsets of Q (and O) and of contiguous K (and V): where each sequence starts, in
   /// elements, batch + 1 of them.
   void upload_serving_tables(cudaStream_t stream) {
@@ -348,11 +357,12 @@ class attention {
     if (p.page_size > 0 && !m_options.page_table.empty()) {
       m_page_table = m_options.page_table;  // validated by the constructor
     } else if (p.page_size > 0) {
-      m_page_table.resize(std::size_t(p.batch * p.pages_per_sequence()));
+      m_page_table.resize(std::size_t(p.pool_pages()));
       for (std::size_t i = 0; i < m_page_table.size(); ++i) m_page_table[i] = std::int32_t(i);
       for (std::size_t i = m_page_table.size(); i > 1; --i) {  // Fisher-Yates on gpucmp's random stream
         std::swap(m_page_table[i - 1], m_page_table[std::size_t(random_bits(77, i) % i)]);
       }
+      m_page_table.resize(std::size_t(p.batch * p.pages_per_sequence()));
     }
     lengths.insert(lengths.end(), m_page_table.begin(), m_page_table.end());
     m_ragged_at = lengths.size();
@@ -642,7 +652,7 @@ inline void attention::build_plans() {
     return g.tensor(fe::graph::Tensor_attributes()
                         .set_name(name)
                         .set_uid(id)
-                        .set_dim({p.batch * p.pages_per_sequence(), p.kv_heads, ps, p.head_dim})
+                        .set_dim({p.pool_pages(), p.kv_heads, ps, p.head_dim})
                         .set_stride({p.kv_heads * ps * p.head_dim, ps * p.head_dim, p.head_dim, 1}));
   };
   auto int32_table = [](fe::graph::Graph& g, std::int64_t id, const char* name, std::int64_t rows, std::int64_t cols) {

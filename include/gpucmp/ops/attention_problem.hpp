@@ -108,6 +108,9 @@ struct attention_problem {
   /// head_dim) each, which every sequence reaches through its own page table (the pages
   /// shuffled, as a cache that has served for a while holds them); 0: K and V contiguous, BSHD.
   std::int64_t page_size = 0;
+  /// Serving, paged: the pages of the pool K and V live in, which a model's cache shares among
+  /// all its sequences (a page table may name any of them); 0: batch x pages_per_sequence().
+  std::int64_t page_pool = 0;
   /// Serving: the tokens each sequence's K and V hold (a padded batch: at most seq_kv, the rest
   /// masked and never read); empty: seq_kv for every sequence.
   std::vector<std::int64_t> kv_lengths;
@@ -142,6 +145,8 @@ struct attention_problem {
     }
     require_numerics(dtype, attention_numerics, "attention");
     require(page_size >= 0, "page_size must not be negative (0: K and V contiguous)");
+    require(page_pool >= 0 && (page_pool == 0 || page_size > 0), "page_pool must not be negative, and only a paged problem has one");
+    require(pool_pages() <= 2147483647, "the page pool's " + std::to_string(pool_pages()) + " pages overflow the int32 page table");
     require(kv_lengths.empty() || std::int64_t(kv_lengths.size()) == batch,
             "kv_lengths has " + std::to_string(kv_lengths.size()) + " lengths for a batch of " + std::to_string(batch));
     for (std::size_t b = 0; b < kv_lengths.size(); ++b) {
@@ -189,13 +194,15 @@ struct attention_problem {
   }
   /// Pages a sequence's table holds (paged only).
   std::int64_t pages_per_sequence() const noexcept { return page_size > 0 ? (seq_kv + page_size - 1) / page_size : 0; }
+  /// Pages of the pool K and V live in (paged only): page_pool, or one set a sequence.
+  std::int64_t pool_pages() const noexcept { return page_pool > 0 ? page_pool : batch * pages_per_sequence(); }
   /// Throws invalid_argument unless `table` is a page table for this paged problem: batch rows
-  /// of pages_per_sequence() entries, each a page of the pool (0 to batch x pages_per_sequence()
-  /// - 1), naming the first entry out of range.
+  /// of pages_per_sequence() entries, each a page of the pool (0 to pool_pages() - 1), naming
+  /// the first entry out of range.
   void validate_page_table(const std::vector<std::int32_t>& table) const {
-    const std::int64_t pool = batch * pages_per_sequence();
+    const std::int64_t pool = pool_pages();
     if (page_size <= 0) throw invalid_argument("attention: a page table for a problem whose K and V are not paged");
-    if (std::int64_t(table.size()) != pool) {
+    if (std::int64_t(table.size()) != batch * pages_per_sequence()) {
       throw invalid_argument("attention: the page table has " + std::to_string(table.size()) + " entries, not " +
                              std::to_string(batch) + " sequences x " + std::to_string(pages_per_sequence()) + " pages");
     }
@@ -227,7 +234,7 @@ struct attention_problem {
   /// K (and V) tokens its K tensor holds: paged, the pool's pages; packed, kv_tokens(); else
   /// batch x seq_kv.
   std::int64_t kv_rows() const noexcept {
-    if (page_size > 0) return batch * pages_per_sequence() * page_size;
+    if (page_size > 0) return pool_pages() * page_size;
     return packed ? std::int64_t(kv_tokens()) : batch * seq_kv;
   }
 
@@ -244,6 +251,7 @@ struct attention_problem {
     if (kv_heads != q_heads) s += "+" + std::to_string(kv_heads);
     s += "_d" + std::to_string(head_dim) + "/" + to_string(mask);
     if (page_size > 0) s += "/paged" + std::to_string(page_size);
+    if (page_pool > 0) s += "_pool" + std::to_string(page_pool);
     if (!q_lengths.empty()) s += "/q" + std::to_string(std::int64_t(q_tokens())) + "tokens";
     if (!kv_lengths.empty()) s += "/kv" + std::to_string(std::int64_t(kv_tokens())) + "tokens";
     if (packed) s += "/packed";
