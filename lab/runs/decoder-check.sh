@@ -9,6 +9,9 @@
 #   bench     benchmarks/decoder (GPUCMP_DECODER_FLAGS, e.g. --prompts=4096 --batches=1,16
 #             --contexts=2048) beside scripts/peers/transformers_decoder.py on the same steps,
 #             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline)
+#   serve     benchmarks/decoder serve (GPUCMP_SERVE_FLAGS, e.g. --slots=64 --prompt=1536
+#             --output=512 --requests=128): continuous batching on a paged cache, the goodput
+#             search's every rate in serve.json
 #   lab/runs/decoder-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,check,bench]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json). Attention runs on the cuDNN
@@ -63,5 +66,12 @@ if part bench; then
     --out-json "$work/decoder_vs_transformers.json" --out-md "$work/decoder_vs_transformers.md" &&
     cat "$work/decoder_vs_transformers.md" || status=1
   stamp bench
+fi
+if part serve; then
+  # shellcheck disable=SC2086  # the flags are words
+  timeout "${GPUCMP_SERVE_TIMEOUT:-500}" "$build_dir/benchmarks/decoder" serve --out="$work/serve.json" ${GPUCMP_SERVE_FLAGS:-} \
+    > "$work/serve.log" 2>&1 || status=1
+  tail -15 "$work/serve.log"
+  stamp serve
 fi
 exit $status
