@@ -123,7 +123,7 @@ TEST_CASE("gemv: E4M3 weights with a per-tensor scale match the FP64 reference",
 TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu][ops][gemv]") {
   gpucmp::stream s;
   for (bool fp8 : {false, true}) {
-    gpucmp::gemv_problem p{1, 1000, 1032, gpucmp::numerics::bf16};
+    gpucmp::gemv_problem p{1, 1000, 1056, gpucmp::numerics::bf16};
     p.fp8_weights = fp8;
     gpucmp::gemv op(p, {}, s.get());
     // gpucmp's kernel (the last candidate) and, for 16-bit weights, cuBLASLt's first.
@@ -133,7 +133,7 @@ TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu]
       op.select(pick, s.get());
       INFO(op.describe_candidate(pick));
       REQUIRE(op.verify(s.get()).passed());
-      const std::size_t w_bytes = std::size_t(1000 * 1032) * (fp8 ? 1 : 2), x_bytes = 1032 * 2, y_bytes = 1000 * 2;
+      const std::size_t w_bytes = std::size_t(1000 * 1056) * (fp8 ? 1 : 2), x_bytes = 1056 * 2, y_bytes = 1000 * 2;
       gpucmp::device_buffer<unsigned char> w(w_bytes, gpucmp::initial_fill::uninitialized()),
           x(x_bytes, gpucmp::initial_fill::uninitialized()), y(y_bytes, gpucmp::initial_fill::poison());
       REQUIRE(cudaMemcpy(w.data(), op.weights(), w_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);

@@ -89,6 +89,11 @@ TEST_CASE("attention FP8: one byte an element, scaled bounds, a backward too", "
   CHECK_NOTHROW(p.validate());
   CHECK(p.work().flops == 2.5 * 4 * 32 * 2048.0 * 2048 / 2 * 128);
   CHECK(p.work().bytes_written == 2048.0 * 32 * 128 + 2 * 2048.0 * 8 * 128);  // one byte an element
+  p.seq_kv = 2000;  // a partial tile, which cuDNN's FP8 backward got wrong
+  CHECK_THROWS_WITH(p.validate(), GPUCMP_CONTAINS("whole tiles of 128 tokens (got 2048 x 2000)"));
+  CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
+  p.pass = gpucmp::attention_pass::forward;
+  CHECK_NOTHROW(p.validate());
 }
 
 TEST_CASE("attention FP8 backward: scales from a measured maximum are powers of two under half of E4M3's range",

@@ -220,6 +220,7 @@ class decoder {
     } else {
       run(plan, stream);
     }
+    m_last = &plan;
     for (std::int64_t i = 0; i < n; ++i) m_lengths[std::size_t(slots[std::size_t(i)])] += std::int64_t(tokens[std::size_t(i)].size());
   }
 
@@ -413,6 +414,7 @@ class decoder {
     fill_uniform_lengths(p.lengths(), p.per_sequence, start, stream);
     for (std::int64_t b = 0; b < p.batch; ++b) m_lengths[std::size_t(b)] = start + p.per_sequence;
     run(p, stream);
+    m_last = &p;
   }
 
   // step()'s decode: the plan's CUDA graph, captured on its first step (its lengths and table
@@ -632,7 +634,6 @@ class decoder {
       head_in = p.last.data();
     }
     p.lm_head->run_on(lm_head_weights(), head_in, p.logits.data(), stream);
-    m_last = &p;
   }
 
   decoder_config m_config;

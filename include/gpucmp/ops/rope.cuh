@@ -215,11 +215,14 @@ class rope : public kernel_operation<rope_problem> {
       m_host_positions[t] = int(random_bits(62, t) % std::uint64_t(p.max_positions));
     }
     m_positions = device_buffer<int>(m_host_positions.size(), initial_fill::uninitialized());
-    GPUCMP_CUDA_CHECK(cudaMemcpy(m_positions.data(), m_host_positions.data(), m_positions.bytes(), cudaMemcpyHostToDevice));
+    // On `stream`, which the runs use: a cudaMemcpy from pageable memory may return before its
+    // copy lands, and a kernel on a non-blocking stream would read the table half written.
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_positions.data(), m_host_positions.data(), m_positions.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
     const std::vector<float2> table = rope_table(p);
     m_table = device_buffer<float>(2 * table.size(), initial_fill::uninitialized());  // (cos, sin) pairs
-    GPUCMP_CUDA_CHECK(cudaMemcpy(m_table.data(), table.data(), m_table.bytes(), cudaMemcpyHostToDevice));
-    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_table.data(), table.data(), m_table.bytes(), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `table` goes at the end of this scope
   }
 
   /// Device bytes it allocates for `p`: QKV and its copy, the positions and the table.
