@@ -8,7 +8,8 @@
 #             tokens against transformers in FP32
 #   bench     benchmarks/decoder (GPUCMP_DECODER_FLAGS, e.g. --prompts=4096 --batches=1,16
 #             --contexts=2048) beside scripts/peers/transformers_decoder.py on the same steps,
-#             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline)
+#             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline; with
+#             --gpucmp_power in the flags, J/token; GPUCMP_USD_PER_HOUR, $ per million tokens)
 #   serve     benchmarks/decoder serve (GPUCMP_SERVE_FLAGS, e.g. --slots=64 --prompt=1536
 #             --output=512 --requests=128): continuous batching on a paged cache, the goodput
 #             search's every rate in serve.json
@@ -63,6 +64,7 @@ if part bench; then
     ${prompts:+--prompts "$prompts"} ${batches:+--batches "$batches"} ${contexts:+--contexts "$contexts"} \
     > "$work/transformers.log" 2>&1 || status=1
   python3 "$repo_root/scripts/peers/compare-decoder.py" "$work/decoder.json" "$work/transformers.json" \
+    ${GPUCMP_USD_PER_HOUR:+--usd-per-hour "$GPUCMP_USD_PER_HOUR"} \
     --out-json "$work/decoder_vs_transformers.json" --out-md "$work/decoder_vs_transformers.md" &&
     cat "$work/decoder_vs_transformers.md" || status=1
   stamp bench

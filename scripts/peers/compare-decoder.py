@@ -3,14 +3,16 @@
 # SPDX-FileCopyrightText: gpucmp contributors
 """gpucmp's decoder steps beside transformers', and each decode step against its roofline.
 
-usage: compare-decoder.py GPUCMP.json TRANSFORMERS.json [--out-json FILE] [--out-md FILE]
+usage: compare-decoder.py GPUCMP.json TRANSFORMERS.json [--usd-per-hour PRICE] [--out-json FILE] [--out-md FILE]
 
 GPUCMP.json is benchmarks/decoder's Google Benchmark output: decoder/.../prefill/... and
 .../decode/... rows, each declaring its bytes (GB/s), and a copy/kernel/<bytes> row of the same
 run. TRANSFORMERS.json is scripts/peers/transformers_decoder.py's. Per row: gpucmp's seconds and
 tokens a second; transformers' fastest backend that ran and its seconds; ratio = transformers'
 seconds / gpucmp's (> 1: gpucmp faster); and for a decode step the roofline fraction = (its
-bytes / the copy row's GB/s) / its seconds: the share of the bandwidth bound it reaches.
+bytes / the copy row's GB/s) / its seconds: the share of the bandwidth bound it reaches. Rows
+timed with --gpucmp_power add the board's average watts and joules a token (watts x seconds /
+tokens); with --usd-per-hour, dollars per million tokens at that price (price / tokens an hour).
 """
 import argparse
 import json
@@ -41,9 +43,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("gpucmp")
     parser.add_argument("transformers")
+    parser.add_argument("--usd-per-hour", type=float, help="the GPU's price, for $ per million tokens")
     parser.add_argument("--out-json")
     parser.add_argument("--out-md")
     args = parser.parse_args()
+    if args.usd_per_hour is not None and not (args.usd_per_hour > 0 and args.usd_per_hour < float("inf")):
+        sys.exit(f"compare-decoder: --usd-per-hour must be a positive finite price, got {args.usd_per_hour}")
     try:
         with open(args.gpucmp) as f:
             ours = json.load(f)
@@ -65,6 +70,11 @@ def main():
             continue
         seconds, tokens = seconds_of(b), tokens_of(key)
         row = {"key": key, "seconds": seconds, "tokens_per_s": tokens / seconds if tokens else None}
+        if tokens and b.get("power_w"):
+            row["watts"] = b["power_w"]
+            row["joules_per_token"] = b["power_w"] * seconds / tokens
+        if tokens and args.usd_per_hour:
+            row["usd_per_million_tokens"] = args.usd_per_hour / (tokens / seconds * 3600) * 1e6
         if "/decode/" in key and copy_gbps and "GB/s" in b:
             row["roofline_fraction"] = b["GB/s"] / copy_gbps  # (bytes / copy rate) / seconds
             row["copy_gbps"] = copy_gbps
@@ -82,13 +92,16 @@ def main():
             json.dump(out, f, indent=1)
             f.write("\n")
     lines = ["| step | gpucmp ms | tokens/s | transformers (fastest) ms | ratio (transformers / gpucmp) | "
-             "share of the bandwidth roofline |", "|---|---|---|---|---|---|"]
+             "share of the bandwidth roofline | W | J/token | $ / M tokens |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         peer = f"{r['peer_seconds'] * 1e3:.2f} ({r['peer_backend']})" if "ratio" in r else "–"
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else "–"
         roof = f"{r['roofline_fraction']:.2f}" if "roofline_fraction" in r else "–"
         rate = f"{r['tokens_per_s']:.0f}" if r["tokens_per_s"] else "–"
-        lines.append(f"| {r['key']} | {r['seconds'] * 1e3:.2f} | {rate} | {peer} | {ratio} | {roof} |")
+        watts = f"{r['watts']:.0f}" if "watts" in r else "–"
+        joules = f"{r['joules_per_token']:.3g}" if "joules_per_token" in r else "–"
+        dollars = f"{r['usd_per_million_tokens']:.3g}" if "usd_per_million_tokens" in r else "–"
+        lines.append(f"| {r['key']} | {r['seconds'] * 1e3:.2f} | {rate} | {peer} | {ratio} | {roof} | {watts} | {joules} | {dollars} |")
     table = "\n".join(lines) + "\n"
     if args.out_md:
         with open(args.out_md, "w") as f:
