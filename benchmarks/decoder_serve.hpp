@@ -215,12 +215,16 @@ inline int decoder_serve_main(int argc, char** argv) {
     }
     // The requests of a rate: Poisson arrivals, lengths uniform in their ranges (fixed by the seed).
     auto requests_at = [&](double rate) {
-      const std::vector<double> times = gpucmp::arrival_times(gpucmp::arrival_pattern::poisson, rate, std::size_t(s.requests), s.seed);
+      const std::vector<double> times =
+          gpucmp::arrival_times(gpucmp::arrival_pattern::poisson, rate, std::size_t(s.requests), s.seed);
+      auto uniform = [&](std::uint64_t stream, std::size_t i, std::int64_t low, std::int64_t high) {
+        return low + std::int64_t(gpucmp::random_bits(stream, i) % std::uint64_t(high - low + 1));
+      };
       std::vector<gpucmp::serving_request> r(times.size());
       for (std::size_t i = 0; i < r.size(); ++i) {
         r[i].arrival_s = times[i];
-        r[i].prompt_tokens = s.prompt_min + std::int64_t(gpucmp::random_bits(s.seed + 11, i) % std::uint64_t(s.prompt_max - s.prompt_min + 1));
-        r[i].output_tokens = s.output_min + std::int64_t(gpucmp::random_bits(s.seed + 13, i) % std::uint64_t(s.output_max - s.output_min + 1));
+        r[i].prompt_tokens = uniform(s.seed + 11, i, s.prompt_min, s.prompt_max);
+        r[i].output_tokens = uniform(s.seed + 13, i, s.output_min, s.output_max);
       }
       return r;
     };

@@ -180,9 +180,14 @@ class decoder {
       const std::string which = "decoder::step: slot " + std::to_string(slot);
       if (seen[std::size_t(slot)]) throw invalid_argument(which + " appears twice");
       seen[std::size_t(slot)] = true;
-      if (!paged() && slot != i) throw invalid_argument(which + " at place " + std::to_string(i) + ": a contiguous cache's steps take slots 0, 1, ... in order (a paged cache takes any)");
+      if (!paged() && slot != i) {
+        throw invalid_argument(which + " at place " + std::to_string(i) +
+                               ": a contiguous cache's steps take slots 0, 1, ... in order (a paged cache takes any)");
+      }
       if ((held == 0) != prefill_step) throw invalid_argument(which + ": a step is all prefills (empty slots) or all decodes");
-      if (q < 1 || (!prefill_step && q != 1)) throw invalid_argument(which + " takes " + std::to_string(q) + " tokens (a prompt of 1 or more; a decode step 1)");
+      if (q < 1 || (!prefill_step && q != 1)) {
+        throw invalid_argument(which + " takes " + std::to_string(q) + " tokens (a prompt of 1 or more; a decode step 1)");
+      }
       if (held + q > m_options.max_context) {
         throw invalid_argument(which + " would hold " + std::to_string(held + q) + " tokens, past max_context " +
                                std::to_string(m_options.max_context));
@@ -192,8 +197,8 @@ class decoder {
     }
     const std::int64_t batch = paged() ? std::min(power_of_two_at_least(n), m_options.max_batch) : n;
     const std::int64_t per_sequence = prefill_step ? std::min(power_of_two_at_least(longest), m_options.max_context) : 1;
-    if (paged()) reserve_step_pages(slots, tokens);
     step_plan& plan = plan_for(batch, per_sequence, !prefill_step, stream);
+    if (paged()) reserve_step_pages(slots, tokens);  // the last thing that may throw
     // The step on the host: ids (a padded row: id 0), lengths and page table rows (a padded
     // sequence: one token on the scratch page), then one upload each.
     std::vector<std::int32_t> ids(std::size_t(batch * per_sequence), 0);
@@ -221,7 +226,9 @@ class decoder {
       run(plan, stream);
     }
     m_last = &plan;
-    for (std::int64_t i = 0; i < n; ++i) m_lengths[std::size_t(slots[std::size_t(i)])] += std::int64_t(tokens[std::size_t(i)].size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      m_lengths[std::size_t(slots[std::size_t(i)])] += std::int64_t(tokens[std::size_t(i)].size());
+    }
   }
 
   /// Ends the sequence in `slot`: its length becomes 0 and a paged cache's pages go back to the
@@ -238,7 +245,8 @@ class decoder {
   /// Tokens the sequence in `slot` holds (0: empty). Throws invalid_argument for a bad slot.
   std::int64_t length(std::int64_t slot) const {
     if (slot < 0 || slot >= m_options.max_batch) {
-      throw invalid_argument("decoder: no slot " + std::to_string(slot) + " (0 to " + std::to_string(m_options.max_batch - 1) + ")");
+      throw invalid_argument("decoder: no slot " + std::to_string(slot) + " (0 to " + std::to_string(m_options.max_batch - 1) +
+                             ")");
     }
     return m_lengths[std::size_t(slot)];
   }
@@ -353,7 +361,9 @@ class decoder {
     return paged() ? (m_options.max_context + m_options.page_size - 1) / m_options.page_size : 0;
   }
   // The pool's pages handed out to slots (kv_pages); the scratch page comes after them.
-  std::int64_t pool_pages() const noexcept { return m_options.kv_pages > 0 ? m_options.kv_pages : m_options.max_batch * pages_per_sequence(); }
+  std::int64_t pool_pages() const noexcept {
+    return m_options.kv_pages > 0 ? m_options.kv_pages : m_options.max_batch * pages_per_sequence();
+  }
   std::int64_t scratch_page() const noexcept { return pool_pages(); }
   // Tokens a layer's K (and V) cache holds.
   std::int64_t cache_tokens() const noexcept {
@@ -404,7 +414,8 @@ class decoder {
         cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
         GPUCMP_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
         if (capture != cudaStreamCaptureStatusNone) {
-          throw invalid_argument("decoder: the step's page table changed since it last ran; run it once outside a CUDA graph first");
+          throw invalid_argument(
+              "decoder: the step's page table changed since it last ran; run it once outside a CUDA graph first");
         }
         const std::vector<std::int32_t>& table = m_pages->table();
         upload(p.page_table(), std::vector<std::int32_t>(table.begin(), table.begin() + p.batch * pages_per_sequence()), stream);
