@@ -331,7 +331,10 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
   o.max_context = 64;
   o.choice = gpucmp::algorithm_choice::heuristic;
   gpucmp::decoder d(small_config(false), o, s.get());
-  REQUIRE(cudaMemset(const_cast<void*>(d.tensor("model.norm.weight")), 0, 256 * 2) == cudaSuccess);
+  // On the decoder's stream: a cudaMemset runs on the legacy stream, unordered with a
+  // non-blocking one (the H100 ran the prefill on the weights as they were).
+  REQUIRE(cudaMemsetAsync(const_cast<void*>(d.tensor("model.norm.weight")), 0, 256 * 2, s.get()) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
   {
     // A reference from d would read the zeros too: take the weights of a decoder of the same seed.
     gpucmp::decoder fresh(small_config(false), o, s.get());

@@ -126,12 +126,14 @@ TEST_CASE("attention run_on: the chosen plan on the caller's tensors, forward an
     copy(k.data(), own.k, kv_bytes);
     copy(v.data(), own.v, kv_bytes);
     REQUIRE(cudaMemset(op.output(), 0xFF, q_bytes) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
     op.run_on({q.data(), k.data(), v.data(), o.data()}, s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
     CHECK_FALSE(op.check_output().passed());  // its own O untouched
     copy(op.output(), o.data(), q_bytes);
     CHECK(op.check_output().passed());
     REQUIRE(cudaMemset(v.data(), 0, kv_bytes) == cudaSuccess);  // the caller's V, not its own, is read
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
     op.run_on({q.data(), k.data(), v.data(), o.data()}, s.get());
     copy(op.output(), o.data(), q_bytes);
     CHECK_FALSE(op.check_output().passed());
@@ -147,6 +149,7 @@ TEST_CASE("attention run_on: the chosen plan on the caller's tensors, forward an
     t.dk = dk.data();
     t.dv = dv.data();
     for (const char* g : {"dq", "dk", "dv"}) REQUIRE(cudaMemset(op.gradient(g), 0xFF, g[1] == 'q' ? q_bytes : kv_bytes) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
     op.run_on(t, s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
     copy(op.gradient("dq"), dq.data(), q_bytes);

@@ -122,6 +122,7 @@ TEST_CASE("a searched convolution bound to other tensors computes what it verifi
         return v;
       }();
       REQUIRE(cudaMemset(out.data(), 0xFF, out.size()) == cudaSuccess);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
       const gpucmp::conv::binding layer = c.bind({x.data(), w.data(), y.data()}, ws.data(), ws.size());
       c.release_tensors();
       layer(s.get());

@@ -366,6 +366,7 @@ TEST_CASE("run_on runs the chosen algorithm on the caller's operands, staged or 
     REQUIRE(cudaMemcpy(a.data(), g.a(), a_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
     REQUIRE(cudaMemcpy(b.data(), g.b(), b_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
     REQUIRE(cudaMemset(g.d(), 0xFF, d_bytes) == cudaSuccess);  // NaN: the check fails unless D is copied back
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
     g.run_on(a.data(), b.data(), d.data(), s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
     CHECK_FALSE(g.check_output(s.get()).passed());  // its own D untouched
@@ -373,6 +374,7 @@ TEST_CASE("run_on runs the chosen algorithm on the caller's operands, staged or 
     CHECK(g.check_output(s.get()).passed());
     // A different A through run_on gives a product the operation's own A does not.
     REQUIRE(cudaMemset(a.data(), 0, a_bytes) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
     g.run_on(a.data(), b.data(), d.data(), s.get());
     REQUIRE(cudaMemcpy(g.d(), d.data(), d_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
     CHECK_FALSE(g.check_output(s.get()).passed());

@@ -139,6 +139,7 @@ TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu]
       REQUIRE(cudaMemcpy(w.data(), op.weights(), w_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
       REQUIRE(cudaMemcpy(x.data(), op.input(), x_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
       REQUIRE(cudaMemset(op.output(), 0xFF, y_bytes) == cudaSuccess);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
       op.run_on(w.data(), x.data(), y.data(), s.get(), op.weight_scale());
       REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
       CHECK_FALSE(op.check_output(s.get()).passed());  // its own y untouched
@@ -152,6 +153,7 @@ TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu]
         CHECK_THROWS_AS(op.run_on(w.data(), x.data(), y.data(), s.get(), 0.5f), gpucmp::invalid_argument);
       }
       REQUIRE(cudaMemset(x.data(), 0, x_bytes) == cudaSuccess);  // the caller's x, not its own, is read
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
       op.run_on(w.data(), x.data(), y.data(), s.get(), op.weight_scale());
       REQUIRE(cudaMemcpy(op.output(), y.data(), y_bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
       CHECK_FALSE(op.check_output(s.get()).passed());

@@ -127,6 +127,7 @@ TEST_CASE("a corrupted sparse GEMM output is located, and the call runs in a CUD
   CHECK(v.worst_where == "row 17, column 5");
   // Captured once, replayed on a poisoned output: the same verified result.
   REQUIRE(cudaMemset(g.d(), 0xFF, std::size_t(p.m * p.n) * sizeof(__half)) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);  // the legacy stream's memset lands first
   const gpucmp::graph captured = gpucmp::capture_graph(s.get(), [&](cudaStream_t st) { g(st); });
   CHECK(captured.node_count() >= 1);
   gpucmp::graph_exec replay(captured.get());
