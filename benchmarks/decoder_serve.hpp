@@ -120,12 +120,6 @@ inline std::int32_t token_id(std::uint64_t request, std::uint64_t position, std:
   return std::int32_t(gpucmp::random_bits(request * 1000003 + 7, position) % std::uint64_t(vocab));
 }
 
-inline std::int64_t power_of_two_at_least(std::int64_t n) {
-  std::int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 // Real time, or real time with the idle waits skipped (serve_settings::real_time).
 class serve_clock {
  public:
@@ -193,12 +187,12 @@ inline int decoder_serve_main(int argc, char** argv) {
       for (std::int64_t i = 0; i < length; ++i) p[std::size_t(i)] = token_id(request, std::uint64_t(i), vocab);
       return p;
     };
-    // Every shape a run can take, built before any run: prefill steps of 1 to the most prompts
-    // the prefill budget admits at each power-of-two prompt length, and decode steps of every
-    // batch (power-of-two buckets), their graphs captured.
+    // Every shape a run can take (models/step_buckets.hpp), built before any run: prefill steps
+    // of 1 to the most prompts the prefill budget admits at each prompt bucket, and decode steps
+    // of every batch bucket, their graphs captured.
     std::printf("decoder serve: building every step shape of %s on %lld slots\n", s.model.c_str(), (long long)s.slots);
-    for (std::int64_t low = s.prompt_min; low <= s.prompt_max;) {  // each power-of-two bucket of prompt lengths
-      const std::int64_t bucket = std::min(power_of_two_at_least(low), o.max_context), length = std::min(bucket, s.prompt_max);
+    for (std::int64_t low = s.prompt_min; low <= s.prompt_max;) {  // each bucket of prompt lengths
+      const std::int64_t bucket = gpucmp::token_bucket(low, o.max_context), length = std::min(bucket, s.prompt_max);
       const std::int64_t most = std::min(s.slots, s.max_prefill_tokens / low);  // prompts a prefill step admits
       for (std::int64_t k = 1; k <= most; k = k == most ? k + 1 : std::min(k * 2, most)) {
         const std::vector<std::int64_t> slots(all_slots.begin(), all_slots.begin() + k);

@@ -27,6 +27,7 @@
 #include <gpucmp/models/decoder_kernels.cuh>
 #include <gpucmp/models/decoder_weights.hpp>
 #include <gpucmp/models/kv_pages.hpp>
+#include <gpucmp/models/step_buckets.hpp>
 #include <gpucmp/ops/attention.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemv.cuh>
@@ -160,8 +161,8 @@ class decoder {
   /// (a prefill step: every slot empty), or one token after what the slot holds (a decode step:
   /// no slot empty). Each slot's length grows by its tokens; rows 0 to slots.size() - 1 of
   /// logits() are each sequence's next-token logits. The step runs on the shape it pads up to
-  /// (a paged cache: the batch to a power of two; a prefill: the longest prompt to a power of
-  /// two, within max_context), a decode step as its shape's CUDA graph (decode_graphs). A
+  /// (models/step_buckets.hpp: a paged cache's batch to a power of two; a prefill's longest
+  /// prompt to a power of two or 1.5 times one), a decode step as its shape's CUDA graph. A
   /// contiguous cache keeps sequence b in row b, so a step there takes slots 0, 1, ... in order.
   /// Throws invalid_argument for a mix of prefill and decode, a bad slot or id, a sequence past
   /// max_context; out_of_memory when the pool lacks the pages the step needs (nothing run).
@@ -195,8 +196,8 @@ class decoder {
       check_tokens(tokens[std::size_t(i)], q);
       longest = std::max(longest, q);
     }
-    const std::int64_t batch = paged() ? std::min(power_of_two_at_least(n), m_options.max_batch) : n;
-    const std::int64_t per_sequence = prefill_step ? std::min(power_of_two_at_least(longest), m_options.max_context) : 1;
+    const std::int64_t batch = paged() ? batch_bucket(n, m_options.max_batch) : n;
+    const std::int64_t per_sequence = prefill_step ? token_bucket(longest, m_options.max_context) : 1;
     step_plan& plan = plan_for(batch, per_sequence, !prefill_step, stream);
     if (paged()) reserve_step_pages(slots, tokens);  // the last thing that may throw
     // The step on the host: ids (a padded row: id 0), lengths and page table rows (a padded
@@ -368,11 +369,6 @@ class decoder {
   // Tokens a layer's K (and V) cache holds.
   std::int64_t cache_tokens() const noexcept {
     return paged() ? (pool_pages() + 1) * m_options.page_size : m_options.max_batch * m_options.max_context;
-  }
-  static std::int64_t power_of_two_at_least(std::int64_t n) noexcept {
-    std::int64_t p = 1;
-    while (p < n) p *= 2;
-    return p;
   }
 
   // A host vector into a device buffer, in stream order; the vector may go when this returns
