@@ -115,7 +115,8 @@ TEST_CASE("swiglu: every launch shape of every recipe matches the double referen
   }
 }
 
-TEST_CASE("rope: every launch shape, both pair layouts and partial rotation match the double reference", "[gpu][ops][rope]") {
+TEST_CASE("rope: every launch shape, both pair layouts, partial rotation and the backward match the double reference",
+          "[gpu][ops][rope]") {
   gpucmp::stream s;
   for (gpucmp::numerics t : gpucmp::rope_numerics) {
     for (gpucmp::rope_pairs pairs : {gpucmp::rope_pairs::half, gpucmp::rope_pairs::interleaved}) {
@@ -135,6 +136,11 @@ TEST_CASE("rope: every launch shape, both pair layouts and partial rotation matc
         if (h.dim == 64) p.scaling.factor = 8;  // Llama 3.1's scaling
         gpucmp::rope op(p, s.get());
         verify_every_shape(op, s.get());
+        if (h.dim == 128 || h.dim == 96) {  // the backward: the gradients rotated back by the same angles
+          p.backward = true;
+          gpucmp::rope back(p, s.get());
+          verify_every_shape(back, s.get());
+        }
       }
     }
   }

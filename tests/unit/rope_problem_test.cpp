@@ -25,9 +25,18 @@ TEST_CASE("a RoPE's work counts Q and K's rotated elements read and written once
   p.scaling.factor = 8;
   CHECK(p.name() == "bf16/4096x32+8x128/interleaved/rot64/llama3x8");
   const auto axes = p.axes();
-  REQUIRE(axes.size() == 7);
-  CHECK(axes[4] == gpucmp::axis::of("rotary_dim", 64.0));
-  CHECK(axes[5] == gpucmp::axis::of("pairs", "interleaved"));
+  REQUIRE(axes.size() == 8);
+  CHECK(axes[0] == gpucmp::axis::of("pass", "forward"));
+  CHECK(axes[5] == gpucmp::axis::of("rotary_dim", 64.0));
+  CHECK(axes[6] == gpucmp::axis::of("pairs", "interleaved"));
+  CHECK(p.sine_sign() == 1);
+  const double forward_bytes = p.work().bytes_read;
+  p.backward = true;  // the gradients rotated back: the same traffic, the angle negated
+  CHECK(p.name() == "bf16/4096x32+8x128/interleaved/rot64/llama3x8/bwd");
+  CHECK(p.axes()[0] == gpucmp::axis::of("pass", "backward"));
+  CHECK(p.sine_sign() == -1);
+  CHECK(p.work().bytes_read == forward_bytes);
+  p.backward = false;
   p.tokens = 1;  // decode: one table row
   CHECK(p.work().bytes_read == 40.0 * 64 * 2 + 4 + 32.0 * 8);
 }

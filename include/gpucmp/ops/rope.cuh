@@ -32,14 +32,15 @@
 namespace gpucmp {
 
 /// The cos/sin table of `p`: row `position` holds (cos, sin) of position x inv_freq[i] for
-/// the rotated() / 2 frequencies, computed in double and rounded to FP32.
+/// the rotated() / 2 frequencies, computed in double and rounded to FP32 (a backward's sin
+/// negated: the same kernels then rotate by minus the angle).
 inline std::vector<float2> rope_table(const rope_problem& p) {
   const std::vector<double> f = p.inverse_frequencies();
   std::vector<float2> out(std::size_t(p.max_positions) * f.size());
   for (std::int64_t pos = 0; pos < p.max_positions; ++pos) {
     for (std::size_t i = 0; i < f.size(); ++i) {
-      const double angle = double(pos) * f[i];
-      out[std::size_t(pos) * f.size() + i] = make_float2(float(std::cos(angle)), float(std::sin(angle)));
+      const double angle = double(pos) * f[i], sine = p.sine_sign() * std::sin(angle);
+      out[std::size_t(pos) * f.size() + i] = make_float2(float(std::cos(angle)), float(sine));
     }
   }
   return out;
@@ -287,7 +288,8 @@ class rope : public kernel_operation<rope_problem> {
           const std::int64_t a = h * p.head_dim + (interleaved ? 2 * i : i);
           const std::int64_t b = h * p.head_dim + (interleaved ? 2 * i + 1 : i + half);
           const double x1 = to_double(before[at + std::size_t(a)]), x2 = to_double(before[at + std::size_t(b)]);
-          const double c = std::cos(position * f[std::size_t(i)]), s = std::sin(position * f[std::size_t(i)]);
+          const double angle = position * f[std::size_t(i)];
+          const double c = std::cos(angle), s = p.sine_sign() * std::sin(angle);
           const double y1 = x1 * c - x2 * s, y2 = x2 * c + x1 * s;
           v.add_at(to_double(after[at + std::size_t(a)]), y1, tol.bound(y1, std::fabs(x1 * c) + std::fabs(x2 * s), 2), where(a));
           v.add_at(to_double(after[at + std::size_t(b)]), y2, tol.bound(y2, std::fabs(x2 * c) + std::fabs(x1 * s), 2), where(b));

@@ -62,6 +62,9 @@ struct rope_problem {
   double theta = 500000;                 ///< the frequencies' base (Llama 3: 500,000; Llama 2: 10,000)
   rope_scaling scaling;                  ///< none by default (Llama-3-8B)
   std::int64_t max_positions = 8192;     ///< positions are in [0, max_positions): rows of the cos/sin table
+  /// The backward pass: dQ and dK from the gradients of the rotated Q and K, a rotation by minus
+  /// the angle (a rotation's transpose is its inverse), in place like the forward; V passes.
+  bool backward = false;
 
   /// Rotated elements per head.
   std::int64_t rotated() const noexcept { return rotary_dim == 0 ? head_dim : rotary_dim; }
@@ -125,7 +128,7 @@ struct rope_problem {
   }
 
   /// "bf16/4096x32+8x128/half" (tokens x q heads + kv heads x head_dim), "/rot64" when part
-  /// of each head rotates, "/llama3x8" with Llama 3.1's scaling.
+  /// of each head rotates, "/llama3x8" with Llama 3.1's scaling, "/bwd" for the backward.
   std::string name() const {
     std::string s = std::string(to_string(dtype)) + "/" + std::to_string(tokens) + "x" + std::to_string(q_heads) + "+" +
                     std::to_string(kv_heads) + "x" + std::to_string(head_dim) + "/" + to_string(pairs);
@@ -135,7 +138,7 @@ struct rope_problem {
       std::snprintf(f, sizeof f, "%g", scaling.factor);
       s += std::string("/llama3x") + f;
     }
-    return s;
+    return backward ? s + "/bwd" : s;
   }
 
   /// One call's work: the rotated elements of Q and K read and written once, each token's
@@ -154,13 +157,16 @@ struct rope_problem {
     return w;
   }
 
-  /// Its row's axes: tokens, heads, head_dim, rotated elements, pairs, recipe.
+  /// Its row's axes: pass, tokens, heads, head_dim, rotated elements, pairs, recipe.
   std::vector<axis> axes() const {
-    return {axis::of("tokens", double(tokens)),     axis::of("q_heads", double(q_heads)),
+    return {axis::of("pass", backward ? "backward" : "forward"),
+            axis::of("tokens", double(tokens)),     axis::of("q_heads", double(q_heads)),
             axis::of("kv_heads", double(kv_heads)), axis::of("head_dim", double(head_dim)),
             axis::of("rotary_dim", double(rotated())), axis::of("pairs", to_string(pairs)),
             axis::of("dtype", to_string(dtype))};
   }
+  /// The sine's sign: +1 forward, -1 backward (the angle negated).
+  double sine_sign() const noexcept { return backward ? -1.0 : 1.0; }
 
   /// The rounding a correct kernel may show against a double reference from the same stored
   /// inputs and exact angles: the output's rounding, the cos/sin table's FP32 rounding and
