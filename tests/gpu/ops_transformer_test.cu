@@ -94,11 +94,16 @@ TEST_CASE("rmsnorm: the in-place residual add equals the out-of-place one", "[gp
   CHECK_THROWS_AS(gpucmp::run_rmsnorm(p, gpucmp::rmsnorm_shapes(p).front(), missing, s.get()), gpucmp::invalid_argument);
 }
 
-TEST_CASE("swiglu: every launch shape of every recipe matches the double reference", "[gpu][ops][swiglu]") {
+TEST_CASE("swiglu: every launch shape of every recipe, forward and backward, matches the double reference",
+          "[gpu][ops][swiglu]") {
   gpucmp::stream s;
   for (gpucmp::numerics t : gpucmp::swiglu_numerics) {
     for (std::int64_t intermediate : {14336, 1000, 1001}) {
       for (std::int64_t tokens : {1, 7, 1000}) {
+        if (tokens == 7) {  // the backward: [dgate | dup], silu' through its zero
+          gpucmp::swiglu back({tokens, intermediate, t, true}, s.get());
+          CHECK(verify_every_shape(back, s.get()) >= 2u);
+        }
         gpucmp::swiglu op({tokens, intermediate, t}, s.get());
         const std::size_t shapes = verify_every_shape(op, s.get());
         const bool whole_vectors = intermediate % (t == gpucmp::numerics::fp32 ? 4 : 8) == 0;

@@ -302,6 +302,14 @@ TEST_CASE("rmsnorm and swiglu: bytes, FLOPs and bad shapes", "[ops][rmsnorm][swi
   CHECK(s.work().bytes_read == 2 * 8192.0 * 14336 * 2);
   CHECK(s.work().bytes_written == 8192.0 * 14336 * 2);
   CHECK(s.name() == "fp16/8192x14336");
+  CHECK(s.axes().front() == gpucmp::axis::of("pass", "forward"));
+  gpucmp::swiglu_problem back = s;  // the backward: dout read too, dgate and dup written
+  back.backward = true;
+  CHECK(back.work().bytes_read == 3 * 8192.0 * 14336 * 2);
+  CHECK(back.work().bytes_written == 2 * 8192.0 * 14336 * 2);
+  CHECK(back.name() == "fp16/8192x14336/bwd");
+  CHECK(back.axes().front() == gpucmp::axis::of("pass", "backward"));
+  CHECK(back.output_tolerance().input_eps > s.output_tolerance().input_eps);
   s.tokens = -1;
   CHECK_THROWS_WITH(s.validate(), GPUCMP_CONTAINS("tokens must be positive"));
 }
