@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -128,27 +129,52 @@ __global__ void swiglu_element_kernel(const T* __restrict__ in, T* __restrict__ 
   }
 }
 
+// Calls f(std::integral_constant<int, items>{}): the vector kernels are instantiated for 1, 2,
+// 4 and 8 vectors a thread.
+template <class F>
+auto with_items(int items, F&& f) {
+  switch (items) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    default: throw invalid_argument("swiglu: vectors per thread must be 1, 2, 4 or 8, got " + std::to_string(items));
+  }
+}
+
 // The largest block the kernel of `shape` launches with (its registers decide).
 template <class T>
 int swiglu_block_limit(const launch_shape& shape, bool backward) {
-  if (backward) {
-    if (!shape.vectorized) return block_limit(swiglu_backward_element_kernel<T>);
-    switch (shape.items) {
-      case 1: return block_limit(swiglu_backward_vector_kernel<T, 1>);
-      case 2: return block_limit(swiglu_backward_vector_kernel<T, 2>);
-      case 4: return block_limit(swiglu_backward_vector_kernel<T, 4>);
-      case 8: return block_limit(swiglu_backward_vector_kernel<T, 8>);
-      default: return 0;
-    }
+  if (!shape.vectorized) return backward ? block_limit(swiglu_backward_element_kernel<T>) : block_limit(swiglu_element_kernel<T>);
+  return with_items(shape.items, [&](auto items) {
+    constexpr int I = decltype(items)::value;
+    return backward ? block_limit(swiglu_backward_vector_kernel<T, I>) : block_limit(swiglu_vector_kernel<T, I>);
+  });
+}
+
+// The grid of `shape` over p's outputs: an element kernel's blocks (at most 2^20, grid-stride),
+// or a vector kernel's, one thread per `items` vectors.
+struct swiglu_grid {
+  dim3 grid, block;
+  std::int64_t outputs = 0, vectors = 0, per_row = 0;  // vectors: of the output; per_row: a row's
+};
+template <class T>
+swiglu_grid swiglu_grid_of(const swiglu_problem& p, const launch_shape& shape) {
+  if (element_bytes(types_of(p.dtype).output) != sizeof(T)) throw invalid_argument("swiglu: tensors of the wrong type for " + p.name());
+  swiglu_grid g;
+  g.outputs = p.tokens * p.intermediate;
+  g.block = dim3{unsigned(shape.threads)};
+  if (!shape.vectorized) {
+    g.grid = dim3{unsigned(std::min<std::int64_t>((g.outputs + shape.threads - 1) / shape.threads, 1 << 20))};
+    return g;
   }
-  if (!shape.vectorized) return block_limit(swiglu_element_kernel<T>);
-  switch (shape.items) {
-    case 1: return block_limit(swiglu_vector_kernel<T, 1>);
-    case 2: return block_limit(swiglu_vector_kernel<T, 2>);
-    case 4: return block_limit(swiglu_vector_kernel<T, 4>);
-    case 8: return block_limit(swiglu_vector_kernel<T, 8>);
-    default: return 0;
-  }
+  constexpr int V = vector_elements<T>;
+  g.vectors = g.outputs / V;
+  g.per_row = p.intermediate / V;
+  const std::int64_t per_block = std::int64_t(shape.threads) * shape.items, blocks = (g.vectors + per_block - 1) / per_block;
+  if (blocks > std::numeric_limits<int>::max()) throw invalid_argument("swiglu " + p.name() + ": too large for one grid");
+  g.grid = dim3{unsigned(blocks)};
+  return g;
 }
 
 }  // namespace detail
@@ -179,26 +205,14 @@ inline std::vector<launch_shape> swiglu_shapes(const swiglu_problem& p) {
 /// intermediate) with `shape` (one of swiglu_shapes(p)) on `stream`; T is the recipe's type.
 template <class T>
 void run_swiglu(const swiglu_problem& p, const launch_shape& shape, const T* in, T* out, cudaStream_t stream) {
-  if (element_bytes(types_of(p.dtype).output) != sizeof(T)) throw invalid_argument("swiglu: tensors of the wrong type for " + p.name());
   if (p.backward) throw invalid_argument("swiglu " + p.name() + ": a backward runs with run_swiglu_backward");
-  const std::int64_t outputs = p.tokens * p.intermediate;
+  const detail::swiglu_grid g = detail::swiglu_grid_of<T>(p, shape);
   if (!shape.vectorized) {
-    const std::int64_t blocks = std::min<std::int64_t>((outputs + shape.threads - 1) / shape.threads, 1 << 20);
-    detail::swiglu_element_kernel<T><<<unsigned(blocks), unsigned(shape.threads), 0, stream>>>(in, out, p.intermediate, outputs);
+    detail::swiglu_element_kernel<T><<<g.grid, g.block, 0, stream>>>(in, out, p.intermediate, g.outputs);
   } else {
-    constexpr int V = vector_elements<T>;
-    const std::int64_t vectors = outputs / V, per_block = std::int64_t(shape.threads) * shape.items;
-    const std::int64_t blocks = (vectors + per_block - 1) / per_block;
-    if (blocks > std::numeric_limits<int>::max()) throw invalid_argument("swiglu " + p.name() + ": too large for one grid");
-    const dim3 grid{unsigned(blocks)}, block{unsigned(shape.threads)};
-    const std::int64_t per_row = p.intermediate / V;
-    switch (shape.items) {
-      case 1: detail::swiglu_vector_kernel<T, 1><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
-      case 2: detail::swiglu_vector_kernel<T, 2><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
-      case 4: detail::swiglu_vector_kernel<T, 4><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
-      case 8: detail::swiglu_vector_kernel<T, 8><<<grid, block, 0, stream>>>(in, out, per_row, vectors); break;
-      default: throw invalid_argument("swiglu: vectors per thread must be 1, 2, 4 or 8, got " + std::to_string(shape.items));
-    }
+    detail::with_items(shape.items, [&](auto items) {
+      detail::swiglu_vector_kernel<T, decltype(items)::value><<<g.grid, g.block, 0, stream>>>(in, out, g.per_row, g.vectors);
+    });
   }
   GPUCMP_CUDA_CHECK_LAST("swiglu kernel");
 }
@@ -209,27 +223,15 @@ void run_swiglu(const swiglu_problem& p, const launch_shape& shape, const T* in,
 template <class T>
 void run_swiglu_backward(const swiglu_problem& p, const launch_shape& shape, const T* in, const T* dout, T* grad,
                          cudaStream_t stream) {
-  if (element_bytes(types_of(p.dtype).output) != sizeof(T)) throw invalid_argument("swiglu: tensors of the wrong type for " + p.name());
   if (!p.backward) throw invalid_argument("swiglu " + p.name() + ": a forward runs with run_swiglu");
-  const std::int64_t outputs = p.tokens * p.intermediate;
+  const detail::swiglu_grid g = detail::swiglu_grid_of<T>(p, shape);
   if (!shape.vectorized) {
-    const std::int64_t blocks = std::min<std::int64_t>((outputs + shape.threads - 1) / shape.threads, 1 << 20);
-    detail::swiglu_backward_element_kernel<T><<<unsigned(blocks), unsigned(shape.threads), 0, stream>>>(in, dout, grad,
-                                                                                                     p.intermediate, outputs);
+    detail::swiglu_backward_element_kernel<T><<<g.grid, g.block, 0, stream>>>(in, dout, grad, p.intermediate, g.outputs);
   } else {
-    constexpr int V = vector_elements<T>;
-    const std::int64_t vectors = outputs / V, per_block = std::int64_t(shape.threads) * shape.items;
-    const std::int64_t blocks = (vectors + per_block - 1) / per_block;
-    if (blocks > std::numeric_limits<int>::max()) throw invalid_argument("swiglu " + p.name() + ": too large for one grid");
-    const dim3 grid{unsigned(blocks)}, block{unsigned(shape.threads)};
-    const std::int64_t per_row = p.intermediate / V;
-    switch (shape.items) {
-      case 1: detail::swiglu_backward_vector_kernel<T, 1><<<grid, block, 0, stream>>>(in, dout, grad, per_row, vectors); break;
-      case 2: detail::swiglu_backward_vector_kernel<T, 2><<<grid, block, 0, stream>>>(in, dout, grad, per_row, vectors); break;
-      case 4: detail::swiglu_backward_vector_kernel<T, 4><<<grid, block, 0, stream>>>(in, dout, grad, per_row, vectors); break;
-      case 8: detail::swiglu_backward_vector_kernel<T, 8><<<grid, block, 0, stream>>>(in, dout, grad, per_row, vectors); break;
-      default: throw invalid_argument("swiglu: vectors per thread must be 1, 2, 4 or 8, got " + std::to_string(shape.items));
-    }
+    detail::with_items(shape.items, [&](auto items) {
+      detail::swiglu_backward_vector_kernel<T, decltype(items)::value><<<g.grid, g.block, 0, stream>>>(in, dout, grad, g.per_row,
+                                                                                                     g.vectors);
+    });
   }
   GPUCMP_CUDA_CHECK_LAST("swiglu backward kernel");
 }
