@@ -222,6 +222,26 @@ class attention {
     m_graph->execute(m_handle.get(), m_selected, b.m_pack, m_workspace.data());
   }
 
+  /// A backward's forward pass on the caller's tensors: O and the softmax statistics the
+  /// backward reads, from q, k and v of `t` (its forward graph's first plan, the one the
+  /// operation runs to fill its own O). How a training step runs attention forward and
+  /// backward through one operation. Throws invalid_argument for a forward problem or a
+  /// missing q, k, v, o or stats.
+  void forward_with_statistics_on(const attention_tensors& t, cudaStream_t stream) {
+    namespace uid = detail::attention_uid;
+    if (m_problem.pass != attention_pass::backward) {
+      throw invalid_argument(name() + ": forward_with_statistics_on is a backward problem's (a forward keeps no statistics)");
+    }
+    if (!t.q || !t.k || !t.v || !t.o || !t.stats) throw invalid_argument(name() + ": forward_with_statistics_on needs q, k, v, o and stats");
+    cudnn_variant_pack pack{{uid::q, const_cast<void*>(t.q)}, {uid::k, const_cast<void*>(t.k)}, {uid::v, const_cast<void*>(t.v)},
+                            {uid::o, t.o}, {uid::stats, const_cast<float*>(t.stats)}};
+    if (m_problem.is_fp8()) {
+      for (std::int64_t id : fp8_uids(attention_pass::forward)) pack.insert({id, m_scales.data() + fp8_slot(id)});
+    }
+    GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
+    m_forward->execute(m_handle.get(), 0, pack, m_workspace.data());
+  }
+
   /// "attention/cudnn/bf16/b1_s4096_h32+8_d128/causal" ("/bwd" appended for a backward).
   std::string name() const { return "attention/cudnn/" + m_problem.name(); }
   gpucmp::work work() const { return m_problem.work(); }       ///< the problem's

@@ -40,6 +40,7 @@ struct rmsnorm_tensors {
   T* residual_out = nullptr;   ///< tokens x hidden, residual + x (may be `residual`: in place)
   const T* weight = nullptr;   ///< hidden
   T* y = nullptr;              ///< tokens x hidden
+  float* inv_rms = nullptr;    ///< tokens: each row's 1 / rms, written when not null (a training step's backward reads it)
 };
 
 namespace detail {
@@ -68,6 +69,7 @@ __global__ void rmsnorm_vector_kernel(rmsnorm_tensors<T> t, int hidden, float ep
     }
   }
   const float scale = rsqrtf(block_sum(squares) / float(hidden) + eps);
+  if (t.inv_rms != nullptr && threadIdx.x == 0) t.inv_rms[blockIdx.x] = scale;
 #pragma unroll
   for (int it = 0; it < Items; ++it) {
     const int col = (it * int(blockDim.x) + int(threadIdx.x)) * V;
@@ -96,6 +98,7 @@ __global__ void rmsnorm_element_kernel(rmsnorm_tensors<T> t, int hidden, float e
     squares += v * v;
   }
   const float scale = rsqrtf(block_sum(squares) / float(hidden) + eps);
+  if (t.inv_rms != nullptr && threadIdx.x == 0) t.inv_rms[blockIdx.x] = scale;
   const T* source = Residual ? t.residual_out : t.x;  // this thread wrote these elements of residual_out
   for (int col = int(threadIdx.x); col < hidden; col += int(blockDim.x)) {
     t.y[base + col] = from_float<T>(to_float(source[base + col]) * scale * to_float(t.weight[col]));

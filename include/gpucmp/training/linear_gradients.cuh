@@ -81,10 +81,12 @@ class lt_product {
     GPUCMP_CUBLAS_CHECK(status);
   }
 
-  void operator()(const void* a, const void* b, void* d, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) const {
+  /// D = op(A) op(B), plus C when `c` is not null (C has D's type and shape; c == d accumulates).
+  void operator()(const void* a, const void* b, void* d, void* workspace, std::size_t workspace_bytes, cudaStream_t stream,
+                  const void* c = nullptr) const {
     const float one = 1.0f, zero = 0.0f;
-    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle, m_desc.get(), &one, a, m_a.get(), b, m_b.get(), &zero, d, m_d.get(), d, m_d.get(),
-                                       &m_algo.algo, workspace, workspace_bytes, stream));
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle, m_desc.get(), &one, a, m_a.get(), b, m_b.get(), c != nullptr ? &one : &zero,
+                                       c != nullptr ? c : d, m_d.get(), d, m_d.get(), &m_algo.algo, workspace, workspace_bytes, stream));
   }
 
  private:
