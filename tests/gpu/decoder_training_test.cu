@@ -268,17 +268,17 @@ TEST_CASE("decoder training: bad tokens, labels and shapes are refused by name",
   gpucmp::decoder_trainer t(c, 1, 32, whole, quick_options(), s.get());
   batch_of_tokens data = random_tokens(1, 32, c.vocab_size, 5);
   data.tokens[3] = 1000;
-  CHECK_THROWS_WITH(t.set_tokens(data.tokens, data.labels, s.get()), Catch::Contains("token 3 is id 1000"));
+  CHECK_THROWS_WITH(t.set_tokens(data.tokens, data.labels, s.get()), GPUCMP_CONTAINS("token 3 is id 1000"));
   data.tokens[3] = 1;
   data.labels[4] = -2;
-  CHECK_THROWS_WITH(t.set_tokens(data.tokens, data.labels, s.get()), Catch::Contains("label 4 is -2"));
-  CHECK_THROWS_WITH(t.set_tokens(data.tokens, std::vector<std::int32_t>(32, -100), s.get()), Catch::Contains("no token has a label"));
-  CHECK_THROWS_WITH(t.set_tokens(data.tokens, std::vector<std::int32_t>(31, 1), s.get()), Catch::Contains("31 labels"));
+  CHECK_THROWS_WITH(t.set_tokens(data.tokens, data.labels, s.get()), GPUCMP_CONTAINS("label 4 is -2"));
+  CHECK_THROWS_WITH(t.set_tokens(data.tokens, std::vector<std::int32_t>(32, -100), s.get()), GPUCMP_CONTAINS("no token has a label"));
+  CHECK_THROWS_WITH(t.set_tokens(data.tokens, std::vector<std::int32_t>(31, 1), s.get()), GPUCMP_CONTAINS("31 labels"));
   gpucmp::decoder_trainer blocks(c, 1, 32, {}, quick_options(), s.get());
   CHECK_THROWS_AS(blocks.set_tokens(data.tokens, data.labels, s.get()), gpucmp::invalid_argument);
   CHECK_THROWS_AS(blocks.loss(s.get()), gpucmp::invalid_argument);
-  CHECK_THROWS_WITH(gpucmp::decoder_trainer(c, 1, 1024, whole, quick_options(), s.get()), Catch::Contains("longer than"));
+  CHECK_THROWS_WITH(gpucmp::decoder_trainer(c, 1, 1024, whole, quick_options(), s.get()), GPUCMP_CONTAINS("longer than"));
   gpucmp::decoder_training_options too_many;
   too_many.blocks = 3;
-  CHECK_THROWS_WITH(gpucmp::decoder_trainer(c, 1, 32, too_many, quick_options(), s.get()), Catch::Contains("blocks must be 1 to"));
+  CHECK_THROWS_WITH(gpucmp::decoder_trainer(c, 1, 32, too_many, quick_options(), s.get()), GPUCMP_CONTAINS("blocks must be 1 to"));
 }
