@@ -343,6 +343,9 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
     for (std::int32_t t : {1, 2, 3}) expected = honest.step(0, t);
     d.prefill({1, 2, 3}, 1, 3, s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    std::vector<__nv_bfloat16> got(4);
+    REQUIRE(cudaMemcpy(got.data(), d.logits(), 8, cudaMemcpyDeviceToHost) == cudaSuccess);
+    INFO("logits " << float(got[0]) << " " << float(got[1]) << ", reference " << expected[0] << " " << expected[1]);
     CHECK(logit_error<__nv_bfloat16>(d, 0, expected) > 0.5);
   }
   CHECK_THROWS_WITH(d.prefill({1, 2, 1000}, 1, 3, s.get()), GPUCMP_CONTAINS("token 2 is id 1000, outside the vocabulary of 1000"));

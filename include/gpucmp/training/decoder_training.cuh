@@ -315,9 +315,15 @@ class decoder_trainer {
     std::vector<std::int32_t> positions(static_cast<std::size_t>(m_tokens));
     for (std::int64_t i = 0; i < m_tokens; ++i) positions[std::size_t(i)] = std::int32_t(i % m_sequence);
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_positions.data(), positions.data(), positions.size() * 4, cudaMemcpyHostToDevice, stream));
-    const std::vector<float2> table = rope_table(decoder_rope(m_model, 1, numerics::bf16, m_sequence));
+    rope_problem rows = decoder_rope(m_model, 1, numerics::bf16, m_sequence);
+    const std::vector<float2> table = rope_table(rows);
+    rows.backward = true;  // the same kernels rotate back with the sine negated
+    const std::vector<float2> back = rope_table(rows);
     m_rope_table = values<float>(std::int64_t(2 * table.size()));
+    m_rope_backward_table = values<float>(std::int64_t(2 * back.size()));
     GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_rope_table.data(), table.data(), m_rope_table.bytes(), cudaMemcpyHostToDevice, stream));
+    GPUCMP_CUDA_CHECK(cudaMemcpyAsync(m_rope_backward_table.data(), back.data(), m_rope_backward_table.bytes(), cudaMemcpyHostToDevice,
+                                      stream));
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors go at the end of this scope
     if (whole()) {
       std::vector<std::int32_t> tokens(static_cast<std::size_t>(m_tokens)), labels(static_cast<std::size_t>(m_tokens));
@@ -454,7 +460,7 @@ class decoder_trainer {
     detail::copy_rows(m_d_qkv_rows.data(), m_dk.data(), t, kv * 16, detail::dense_at{row, q}, detail::dense_at{kv, 0}, stream);
     detail::copy_rows(m_d_qkv_rows.data(), m_dv.data(), t, kv * 16, detail::dense_at{row, q + kv}, detail::dense_at{kv, 0}, stream);
     run_rope(m_rope_backward, m_rope_backward_shape, as(m_d_qkv_rows), m_positions.data(),
-             reinterpret_cast<const float2*>(m_rope_table.data()), stream);
+             reinterpret_cast<const float2*>(m_rope_backward_table.data()), stream);
     backward_products(m_qkv, weight(l, "qkv"), a.n1.data(), m_d_qkv_rows.data(), m_d_normed.data(), gradient_of(l, "qkv"), stream);
     rmsnorm_backward(as(m_d_normed), x, weight(l, "attention_norm"), a.inv_rms1.data(), as(m_dh1), as(m_d_residual), t, h, stream);
     rmsnorm_weight_gradient(as(m_d_normed), x, a.inv_rms1.data(), t, h, m_partials.data(), gradient_of(l, "attention_norm"), stream);
@@ -544,7 +550,7 @@ class decoder_trainer {
   bytes m_qkv_rows, m_d_qkv_rows, m_dq, m_dk, m_dv, m_d_attended, m_d_act, m_d_gate_up, m_d_normed, m_dh1, m_d_residual;
   device_buffer<float> m_partials;
   device_buffer<std::int32_t> m_positions;
-  device_buffer<float> m_rope_table;  // (cos, sin) pairs of `sequence` positions
+  device_buffer<float> m_rope_table, m_rope_backward_table;  // (cos, sin) pairs of `sequence` positions; (cos, -sin)
   // The whole model's.
   device_buffer<std::int32_t> m_token_ids, m_labels;
   bytes m_final_normed, m_logits;
