@@ -2,7 +2,8 @@
 # On a GPU machine: the Llama-style decoder's runs, in parts, each packed into
 # OUT_DIR/decoder.tgz as it ends (a device call cut short still returns what finished):
 #   build     gpucmp_models_tests and benchmarks/decoder (its logits mode too)
-#   tests     gpucmp_models_tests "[decoder]" (prefill and decode against the double reference)
+#   tests     gpucmp_models_tests "[decoder],[decoder_training]" (prefill, decode and a training step
+#             against the double references)
 #   check     scripts/models/decoder-vs-transformers.py on GPUCMP_DECODER_GEOMETRIES (default:
 #             small llama-3.2-1b): the same random weights through safetensors, logits and greedy
 #             tokens against transformers in FP32
@@ -10,6 +11,10 @@
 #             --contexts=2048) beside scripts/peers/transformers_decoder.py on the same steps,
 #             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline; with
 #             --gpucmp_power in the flags, J/token; GPUCMP_USD_PER_HOUR, $ per million tokens)
+#   train     benchmarks/decoder train (GPUCMP_TRAIN_FLAGS, e.g. --model=llama-3-8b --scopes=blocks1
+#             --batch=8 --sequence=4096 --checkpointing=off,on) beside
+#             scripts/peers/torch_decoder_train.py on the same shapes, joined by
+#             scripts/peers/compare-decoder-training.py (ratios, MFU, checkpointing's cost and saving)
 #   serve     benchmarks/decoder serve (GPUCMP_SERVE_FLAGS, e.g. --slots=64 --prompt=1536
 #             --output=512 --requests=128): continuous batching on a paged cache, the goodput
 #             search's every rate in serve.json
@@ -38,7 +43,7 @@ if part build; then
 fi
 source "$repo_root/scripts/peers/same-libraries.sh"
 if part tests; then
-  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-300}" "$build_dir/tests/gpucmp_models_tests" "[decoder]" --durations yes \
+  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-300}" "$build_dir/tests/gpucmp_models_tests" "[decoder],[decoder_training]" --durations yes \
     > "$work/test_decoder.log" 2>&1 || status=1
   echo "decoder: $(grep -E "test cases|FAILED" "$work/test_decoder.log" | tail -2 | tr '\n' ' ')"
   stamp tests
@@ -68,6 +73,21 @@ if part bench; then
     --out-json "$work/decoder_vs_transformers.json" --out-md "$work/decoder_vs_transformers.md" &&
     cat "$work/decoder_vs_transformers.md" || status=1
   stamp bench
+fi
+if part train; then
+  flag() { sed -n "s/.*--$1=\([^ ]*\).*/\1/p" <<< "${GPUCMP_TRAIN_FLAGS:-}"; }
+  model=$(flag model) scopes=$(flag scopes) batch=$(flag batch) sequence=$(flag sequence) checkpointing=$(flag checkpointing)
+  # shellcheck disable=SC2086  # the flags are words
+  timeout "${GPUCMP_TRAIN_TIMEOUT:-400}" "$build_dir/benchmarks/decoder" train --gpucmp_max_time_s=2 ${GPUCMP_TRAIN_FLAGS:-} \
+    --benchmark_out="$work/train.json" --benchmark_out_format=json > "$work/train.log" 2>&1 || status=1
+  tail -4 "$work/train.log"
+  timeout "${GPUCMP_TORCH_TRAIN_TIMEOUT:-400}" python3 "$repo_root/scripts/peers/torch_decoder_train.py" "$work/torch_train.json" \
+    ${model:+--geometry "$model"} ${scopes:+--scopes "$scopes"} ${batch:+--batch "$batch"} ${sequence:+--sequence "$sequence"} \
+    ${checkpointing:+--checkpointing "$checkpointing"} > "$work/torch_train.log" 2>&1 || status=1
+  tail -4 "$work/torch_train.log"
+  python3 "$repo_root/scripts/peers/compare-decoder-training.py" "$work/train.json" "$work/torch_train.json" \
+    --out-json "$work/train_vs_pytorch.json" --out-md "$work/train_vs_pytorch.md" || status=1
+  stamp train
 fi
 if part serve; then
   # shellcheck disable=SC2086  # the flags are words
