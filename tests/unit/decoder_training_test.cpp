@@ -10,6 +10,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/models/decoder_training_memory.hpp>
+#include <gpucmp/training/decoder_parameter_layout.hpp>
 #include <gpucmp/specs/specs.hpp>
 
 TEST_CASE("a decoder training step's FLOPs: forward, backward, and checkpointing's second forward", "[models][decoder]") {
@@ -114,4 +115,42 @@ TEST_CASE("a decoder training step's bad arguments are named", "[models][decoder
   o.workspace_bytes = -1;
   CHECK_THROWS_WITH(gpucmp::plan_decoder_training_work(m, 1, 16, o), GPUCMP_CONTAINS("workspace_bytes"));
   CHECK(std::string(gpucmp::to_string(gpucmp::decoder_training_scope::whole_model)) == "whole_model");
+}
+
+TEST_CASE("a decoder training step's flat parameter layout: every tensor once, aligned, in order", "[models][decoder]") {
+  gpucmp::decoder_config m = gpucmp::decoder_preset("llama-3.2-1b");  // tied
+  gpucmp::decoder_training_options whole;
+  whole.scope = gpucmp::decoder_training_scope::whole_model;
+  const gpucmp::decoder_parameter_layout tied = gpucmp::plan_decoder_parameters(m, whole);
+  CHECK(tied.tensors.size() == std::size_t(6 * m.layers + 2));  // no lm_head
+  CHECK(tied.parameters() == m.parameters());
+  CHECK_THROWS_WITH(tied.at("lm_head"), GPUCMP_CONTAINS("no tensor 'lm_head'"));
+  std::int64_t end = 0;
+  for (const gpucmp::decoder_parameter& p : tied.tensors) {
+    INFO(p.name);
+    CHECK(p.offset % gpucmp::decoder_parameter_alignment == 0);
+    CHECK(p.offset >= end);              // in order, never overlapping
+    CHECK(p.offset - end < gpucmp::decoder_parameter_alignment);  // gaps only to align
+    end = p.offset + p.elements();
+  }
+  CHECK(tied.total >= end);
+  CHECK(tied.total % gpucmp::decoder_parameter_alignment == 0);
+  const gpucmp::decoder_parameter& qkv = tied.at("layers.3.qkv");
+  CHECK(qkv.rows == (32 + 2 * 8) * 64);
+  CHECK(qkv.cols == 2048);
+  CHECK(tied.at("layers.15.down").rows == 2048);
+  CHECK(tied.at("layers.15.down").cols == 8192);
+  CHECK(tied.at("embedding").offset > tied.at("layers.15.down").offset);
+  m.tied_embeddings = false;
+  const gpucmp::decoder_parameter_layout untied = gpucmp::plan_decoder_parameters(m, whole);
+  CHECK(untied.at("lm_head").elements() == m.vocab_size * m.hidden_size);
+  CHECK(untied.parameters() == m.parameters());
+  gpucmp::decoder_training_options two;
+  two.blocks = 2;
+  const gpucmp::decoder_parameter_layout blocks = gpucmp::plan_decoder_parameters(m, two);
+  CHECK(blocks.tensors.size() == 12);
+  CHECK(blocks.parameters() == 2 * (m.block_linear_parameters() + 2 * m.hidden_size));
+  CHECK_THROWS_AS(blocks.at("embedding"), gpucmp::invalid_argument);
+  two.blocks = 17;
+  CHECK_THROWS_WITH(gpucmp::plan_decoder_parameters(m, two), GPUCMP_CONTAINS("blocks must be 1 to the model's 16"));
 }
