@@ -9,7 +9,8 @@ GPUCMP.json is `benchmarks/decoder train`'s Google Benchmark output (decoder_tra
 TFLOP/s, pct_of_peak: MFU, items/s: tokens a second, memory_gb, largest_batch, loss_first and
 loss_last); TORCH.json is scripts/peers/torch_decoder_train.py's. Per row: both sides' seconds a
 step, ratio = PyTorch's seconds / gpucmp's (> 1: gpucmp faster), gpucmp's MFU and tokens a
-second, both sides' memory. Then, for each shape measured with checkpointing and without, on
+second, both sides' memory, and for the whole model its loss after the timed steps over its loss
+before (loss_ratio: the step trains). Then, for each shape measured with checkpointing and without, on
 each side: its time cost (checkpointed / plain - 1) and its memory saving (1 - checkpointed /
 plain memory).
 """
@@ -49,6 +50,8 @@ def main():
             row.update(seconds=compare_decoder.seconds_of(b), mfu_pct=b.get("pct_of_peak"), tokens_per_s=b.get("items/s"),
                        tflops=b.get("TFLOP/s"), memory_gb=b.get("memory_gb"), largest_batch=b.get("largest_batch"),
                        loss_first=b.get("loss_first"), loss_last=b.get("loss_last"))
+            if b.get("loss_first") and b.get("loss_last") is not None:
+                row["loss_ratio"] = b["loss_last"] / b["loss_first"]
         p = peer.get(key)
         if p is not None:
             if "error" in p:
