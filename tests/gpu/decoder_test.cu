@@ -11,6 +11,7 @@
 // reference. Bad tokens, shapes and steps are refused by name; zeroed final norm weights are
 // caught; a step the page pool cannot hold takes nothing.
 #include "catch.hpp"
+#include "small_decoder.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/models/decoder.cuh>
@@ -25,22 +26,6 @@
 #include <vector>
 
 namespace {
-
-gpucmp::decoder_config small_config(bool tied) {
-  gpucmp::decoder_config c;
-  c.name = tied ? "small-tied" : "small";
-  c.hidden_size = 256;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 64;
-  c.intermediate_size = 512;
-  c.vocab_size = 1000;
-  c.max_positions = 512;
-  c.tied_embeddings = tied;
-  c.rope_theta = 10000;
-  return c;
-}
 
 // The decoder's model in double, from its stored weights, rounding to T where it stores.
 template <class T>
@@ -164,7 +149,9 @@ double logit_error(const gpucmp::decoder& d, std::size_t sequence, const std::ve
                      cudaMemcpyDeviceToHost) == cudaSuccess);
   double worst = 0, largest = 0;
   for (std::size_t i = 0; i < vocab; ++i) {
-    worst = std::max(worst, std::fabs(gpucmp::to_double(got[i]) - reference[i]));
+    const double logit = gpucmp::to_double(got[i]);
+    if (!std::isfinite(logit)) return INFINITY;  // std::max would skip a NaN
+    worst = std::max(worst, std::fabs(logit - reference[i]));
     largest = std::max(largest, std::fabs(reference[i]));
   }
   return worst / largest;
@@ -214,10 +201,10 @@ TEST_CASE("decoder: prefill and decode steps match a double reference of the sam
     // stored value that rounds the other way: a few units of the stored type's roundoff,
     // carried through two layers (BF16: 2^-8, FP16: 2^-11).
     o.dtype = gpucmp::numerics::bf16;
-    gpucmp::decoder bf16(small_config(tied), o, s.get());
+    gpucmp::decoder bf16(small_decoder_config(tied), o, s.get());
     run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
     o.dtype = gpucmp::numerics::fp16;
-    gpucmp::decoder fp16(small_config(tied), o, s.get());
+    gpucmp::decoder fp16(small_decoder_config(tied), o, s.get());
     run_against_reference<__half>(fp16, s, 0.005);
   }
 }
@@ -229,7 +216,7 @@ TEST_CASE("decoder: a paged cache gives the same prefill and decode steps throug
   o.max_context = 64;
   o.page_size = 16;
   o.choice = gpucmp::algorithm_choice::heuristic;
-  gpucmp::decoder paged(small_config(false), o, s.get());
+  gpucmp::decoder paged(small_decoder_config(false), o, s.get());
   REQUIRE(paged.pages() != nullptr);
   run_against_reference<__nv_bfloat16>(paged, s, 0.03);
   CHECK(paged.pages()->held(0) == 3);  // 37 + 5 tokens in pages of 16
@@ -245,7 +232,7 @@ TEST_CASE("decoder: sequences join and leave a paged cache's running batch and k
   o.page_size = 16;
   o.kv_pages = 6;  // few enough that a released slot's pages are taken again
   o.choice = gpucmp::algorithm_choice::heuristic;
-  gpucmp::decoder d(small_config(false), o, s.get());
+  gpucmp::decoder d(small_decoder_config(false), o, s.get());
   reference_decoder<__nv_bfloat16> ref(d, 4);
   const std::int64_t vocab = d.config().vocab_size;
   std::map<std::int64_t, std::size_t> sequence_of;  // slot -> the reference's sequence
@@ -314,13 +301,13 @@ TEST_CASE("decoder: sequences join and leave a paged cache's running batch and k
   gpucmp::decoder_options contiguous = o;
   contiguous.page_size = 0;
   contiguous.kv_pages = 0;
-  gpucmp::decoder c(small_config(false), contiguous, s.get());
+  gpucmp::decoder c(small_decoder_config(false), contiguous, s.get());
   CHECK(c.pages() == nullptr);
   CHECK_THROWS_WITH(c.step({1}, {{1}}, s.get()), GPUCMP_CONTAINS("a contiguous cache's steps take slots 0, 1, ... in order"));
   CHECK_NOTHROW(c.step({0, 1}, {{1, 2, 3}, {4}}, s.get()));
   CHECK(c.length(1) == 1);
   contiguous.kv_pages = 8;
-  CHECK_THROWS_WITH(gpucmp::decoder(small_config(false), contiguous, s.get()), GPUCMP_CONTAINS("kv_pages needs a page_size"));
+  CHECK_THROWS_WITH(gpucmp::decoder(small_decoder_config(false), contiguous, s.get()), GPUCMP_CONTAINS("kv_pages needs a page_size"));
 }
 
 TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes are refused by name",
@@ -330,14 +317,14 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
   o.max_batch = 2;
   o.max_context = 64;
   o.choice = gpucmp::algorithm_choice::heuristic;
-  gpucmp::decoder d(small_config(false), o, s.get());
+  gpucmp::decoder d(small_decoder_config(false), o, s.get());
   // On the decoder's stream: a cudaMemset runs on the legacy stream, unordered with a
   // non-blocking one (the H100 ran the prefill on the weights as they were).
   REQUIRE(cudaMemsetAsync(const_cast<void*>(d.tensor("model.norm.weight")), 0, 256 * 2, s.get()) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
   {
     // A reference from d would read the zeros too: take the weights of a decoder of the same seed.
-    gpucmp::decoder fresh(small_config(false), o, s.get());
+    gpucmp::decoder fresh(small_decoder_config(false), o, s.get());
     reference_decoder<__nv_bfloat16> honest(fresh, 1);
     std::vector<double> expected;
     for (std::int32_t t : {1, 2, 3}) expected = honest.step(0, t);
@@ -355,8 +342,8 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
   CHECK_THROWS_WITH(d.tensor("model.layers.9.mlp.up_proj.weight"), GPUCMP_CONTAINS("no tensor 'model.layers.9.mlp.up_proj.weight'"));
   gpucmp::decoder_options too_long = o;
   too_long.max_context = 1024;
-  CHECK_THROWS_WITH(gpucmp::decoder(small_config(false), too_long, s.get()), GPUCMP_CONTAINS("past the model's 512 positions"));
+  CHECK_THROWS_WITH(gpucmp::decoder(small_decoder_config(false), too_long, s.get()), GPUCMP_CONTAINS("past the model's 512 positions"));
   gpucmp::decoder_options fp32 = o;
   fp32.dtype = gpucmp::numerics::fp32;
-  CHECK_THROWS_AS(gpucmp::decoder(small_config(false), fp32, s.get()), gpucmp::unsupported);
+  CHECK_THROWS_AS(gpucmp::decoder(small_decoder_config(false), fp32, s.get()), gpucmp::unsupported);
 }

@@ -9,6 +9,7 @@
 // them; a captured step replays and the loss falls on a fixed batch; bad tokens, labels and
 // shapes are refused by name.
 #include "catch.hpp"
+#include "small_decoder.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
 #include <gpucmp/training/decoder_reference.hpp>
@@ -22,22 +23,6 @@
 namespace {
 
 namespace ref = gpucmp::reference;
-
-gpucmp::decoder_config small_config(bool tied) {
-  gpucmp::decoder_config c;
-  c.name = tied ? "small-tied" : "small";
-  c.hidden_size = 256;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 64;
-  c.intermediate_size = 512;
-  c.vocab_size = 1000;
-  c.max_positions = 512;
-  c.tied_embeddings = tied;
-  c.rope_theta = 10000;
-  return c;
-}
 
 gpucmp::decoder_trainer_options quick_options() {
   gpucmp::decoder_trainer_options o;
@@ -119,7 +104,7 @@ TEST_CASE("decoder training: a whole-model step's loss and gradients match the F
   gpucmp::stream s;
   const std::int64_t batch = 2, sequence = 96;
   for (bool tied : {false, true}) {
-    const gpucmp::decoder_config c = small_config(tied);
+    const gpucmp::decoder_config c = small_decoder_config(tied);
     INFO(c.name);
     gpucmp::decoder_training_options training;
     training.scope = gpucmp::decoder_training_scope::whole_model;
@@ -160,7 +145,7 @@ TEST_CASE("decoder training: a whole-model step's loss and gradients match the F
 
 TEST_CASE("decoder training: blocks alone match the reference, with checkpointing and without", "[gpu][models][decoder_training]") {
   gpucmp::stream s;
-  const gpucmp::decoder_config c = small_config(false);
+  const gpucmp::decoder_config c = small_decoder_config(false);
   const std::int64_t batch = 2, sequence = 64;
   for (bool checkpointing : {false, true}) {
     INFO("checkpointing " << checkpointing);
@@ -187,7 +172,7 @@ TEST_CASE("decoder training: blocks alone match the reference, with checkpointin
 
 TEST_CASE("decoder training: checkpointing keeps the loss bit for bit and the gradients", "[gpu][models][decoder_training]") {
   gpucmp::stream s;
-  const gpucmp::decoder_config c = small_config(true);
+  const gpucmp::decoder_config c = small_decoder_config(true);
   gpucmp::decoder_training_options plain;
   plain.scope = gpucmp::decoder_training_scope::whole_model;
   gpucmp::decoder_training_options checkpointed = plain;
@@ -209,7 +194,7 @@ TEST_CASE("decoder training: checkpointing keeps the loss bit for bit and the gr
 TEST_CASE("decoder training: AdamW moves the master weights by torch's rule and the BF16 copy follows",
           "[gpu][models][decoder_training]") {
   gpucmp::stream s;
-  const gpucmp::decoder_config c = small_config(false);
+  const gpucmp::decoder_config c = small_decoder_config(false);
   gpucmp::decoder_training_options training;
   training.scope = gpucmp::decoder_training_scope::whole_model;
   gpucmp::decoder_trainer_options options = quick_options();
@@ -238,7 +223,7 @@ TEST_CASE("decoder training: AdamW moves the master weights by torch's rule and 
 
 TEST_CASE("decoder training: a captured step replays and the loss falls on a fixed batch", "[gpu][models][decoder_training]") {
   gpucmp::stream s;
-  const gpucmp::decoder_config c = small_config(true);
+  const gpucmp::decoder_config c = small_decoder_config(true);
   for (bool checkpointing : {false, true}) {
     INFO("checkpointing " << checkpointing);
     gpucmp::decoder_training_options training;
@@ -262,7 +247,7 @@ TEST_CASE("decoder training: a captured step replays and the loss falls on a fix
 
 TEST_CASE("decoder training: bad tokens, labels and shapes are refused by name", "[gpu][models][decoder_training]") {
   gpucmp::stream s;
-  const gpucmp::decoder_config c = small_config(false);
+  const gpucmp::decoder_config c = small_decoder_config(false);
   gpucmp::decoder_training_options whole;
   whole.scope = gpucmp::decoder_training_scope::whole_model;
   gpucmp::decoder_trainer t(c, 1, 32, whole, quick_options(), s.get());

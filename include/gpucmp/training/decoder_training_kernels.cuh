@@ -20,6 +20,7 @@
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/vector_access.cuh>
 #include <gpucmp/training/adamw.hpp>
+#include <gpucmp/training/loss.cuh>  // detail::mean_of_rows
 
 #include <cuda_runtime_api.h>
 
@@ -165,20 +166,6 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::int32_t* __restr
   }
 }
 
-// *loss = the rows' losses summed in a fixed order over *count.
-__global__ inline void mean_loss_kernel(const double* row_loss, std::int64_t rows, const float* count, float* loss) {
-  __shared__ double part[256];
-  double s = 0;
-  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_loss[r];
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *loss = float(part[0] / double(*count));
-}
-
 struct adamw_constants {
   float lr, beta1, beta2, eps, weight_decay;
 };
@@ -279,7 +266,7 @@ void cross_entropy(T* logits, const std::int32_t* labels, std::int64_t rows, std
   const unsigned threads = vocab >= 1024 ? 1024 : unsigned((vocab + 31) / 32 * 32);
   detail::cross_entropy_rows_kernel<T><<<unsigned(rows), threads, 0, stream>>>(logits, labels, vocab, count, row_loss);
   GPUCMP_CUDA_CHECK_LAST("cross_entropy rows kernel");
-  detail::mean_loss_kernel<<<1, 256, 0, stream>>>(row_loss, rows, count, loss);
+  detail::mean_of_rows<><<<1, 256, 0, stream>>>(row_loss, rows, count, loss);
   GPUCMP_CUDA_CHECK_LAST("mean loss kernel");
 }
 

@@ -49,9 +49,9 @@ __global__ void softmax_cross_entropy_rows(const float* logits, const std::int32
   if (threadIdx.x == 0) row_loss[row] = valid ? double(logf(sum)) + double(top) - double(x[label]) : NAN;
 }
 
-// The mean of the rows' losses, in one block, in a fixed order.
+// The mean of the rows' losses over *count (null: over the rows), in one block, in a fixed order.
 template <int = 0>  // a template: header kernels stay one definition across translation units
-__global__ void mean_of_rows(const double* row_loss, std::int64_t rows, float* loss) {
+__global__ void mean_of_rows(const double* row_loss, std::int64_t rows, const float* count, float* loss) {
   __shared__ double part[256];
   double s = 0;
   for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_loss[r];
@@ -61,7 +61,7 @@ __global__ void mean_of_rows(const double* row_loss, std::int64_t rows, float* l
     if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *loss = float(part[0] / double(rows));
+  if (threadIdx.x == 0) *loss = float(part[0] / (count != nullptr ? double(*count) : double(rows)));
 }
 
 }  // namespace detail
@@ -82,7 +82,7 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std:
   detail::softmax_cross_entropy_rows<G><<<unsigned(rows), threads, 0, stream>>>(logits, labels, classes, rows, scale, dlogits,
                                                                                row_loss);
   GPUCMP_CUDA_CHECK_LAST("softmax cross-entropy kernel");
-  detail::mean_of_rows<><<<1, 256, 0, stream>>>(row_loss, rows, loss);
+  detail::mean_of_rows<><<<1, 256, 0, stream>>>(row_loss, rows, nullptr, loss);
   GPUCMP_CUDA_CHECK_LAST("loss mean kernel");
 }
 
