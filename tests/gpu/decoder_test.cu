@@ -140,7 +140,8 @@ class reference_decoder {
   std::vector<std::vector<std::vector<double>>> m_k, m_v;  // [sequence][layer]: position-major rows of kv heads
 };
 
-// The largest |got - reference| over a step's logits, over the largest |reference|.
+// The largest |got - reference| over a step's logits, over the largest |reference| (infinite
+// where a logit is not finite).
 template <class T>
 double logit_error(const gpucmp::decoder& d, std::size_t sequence, const std::vector<double>& reference) {
   const std::size_t vocab = reference.size();
