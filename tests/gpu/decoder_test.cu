@@ -149,9 +149,17 @@ double logit_error(const gpucmp::decoder& d, std::size_t sequence, const std::ve
   REQUIRE(cudaMemcpy(got.data(), static_cast<const T*>(d.logits()) + sequence * vocab, vocab * sizeof(T),
                      cudaMemcpyDeviceToHost) == cudaSuccess);
   double worst = 0, largest = 0;
+  std::size_t not_finite = 0, first = vocab;
+  for (std::size_t i = 0; i < vocab; ++i) {
+    if (!std::isfinite(gpucmp::to_double(got[i]))) first = not_finite++ == 0 ? i : first;
+  }
+  if (not_finite > 0) {  // std::max below would skip a NaN
+    UNSCOPED_INFO("sequence " << sequence << ": " << not_finite << " of " << vocab << " logits not finite, the first at " << first
+                              << ": " << gpucmp::to_double(got[first]));
+    return INFINITY;
+  }
   for (std::size_t i = 0; i < vocab; ++i) {
     const double logit = gpucmp::to_double(got[i]);
-    if (!std::isfinite(logit)) return INFINITY;  // std::max would skip a NaN
     worst = std::max(worst, std::fabs(logit - reference[i]));
     largest = std::max(largest, std::fabs(reference[i]));
   }

@@ -46,6 +46,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -356,6 +357,10 @@ class decoder_trainer {
     if (whole()) m_head = products(h, m_model.vocab_size, "lm_head");
     attention_options settings;
     settings.choice = m_options.choice;
+    // cuDNN's backward plans accumulate dQ in FP32 in their workspace (twice its size for the
+    // engines seen): at 8 x 4,096 tokens of 32 heads of 128 that is over the 1 GiB default.
+    const double dq_fp32 = 4.0 * double(m_tokens) * double(q_width());
+    settings.workspace_limit = std::max(settings.workspace_limit, std::size_t(4 * dq_fp32));
     m_attend.emplace(m_attention_problem, settings, stream);
     prepare_verified(*m_attend);
     for (block_activations& a : m_activations) {
