@@ -104,9 +104,13 @@ class decoder {
     }
     m_lengths.assign(std::size_t(o.max_batch), 0);
     const std::size_t cache = std::size_t(cache_tokens() * c.kv_heads * c.head_dim) * element_size();
+    // Zeros, not poison: cuDNN multiplies a masked key's probability (0) by its V row, and 0 x NaN
+    // is NaN, so positions no step has written yet must hold finite values.
     for (std::int64_t l = 0; l < c.layers; ++l) {
-      m_k_cache.emplace_back(cache, initial_fill::poison());
-      m_v_cache.emplace_back(cache, initial_fill::poison());
+      m_k_cache.emplace_back(cache, initial_fill::uninitialized());
+      m_v_cache.emplace_back(cache, initial_fill::uninitialized());
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_k_cache.back().data(), 0, cache, stream));
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_v_cache.back().data(), 0, cache, stream));
     }
     rope_problem table_rows = rope_of(1);
     const std::vector<float2> table = rope_table(table_rows);
