@@ -16,11 +16,13 @@
 // (a .safetensors file or model.safetensors.index.json; random seeded weights otherwise).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
-// `decoder train ...` times training steps (decoder_train.hpp).
+// `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
+// training step's gradients on a checkpoint for the comparison with PyTorch (decoder_train_check.hpp).
 #include "copy_rows.hpp"
 #include "decoder_logits.hpp"
 #include "decoder_serve.hpp"
 #include "decoder_train.hpp"
+#include "decoder_train_check.hpp"
 #include "library_versions.hpp"
 #include "program_flags.hpp"
 
@@ -150,6 +152,7 @@ void parse_flags(int& argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "logits") return gpucmp_bench::decoder_logits_main(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "serve") return gpucmp_bench::decoder_serve_main(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "train-check") return gpucmp_bench::decoder_train_check_main(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "train") return gpucmp_bench::decoder_train_main(argc, argv, GPUCMP_CUDA_ARCH_LIST);
   try {
     parse_flags(argc, argv);

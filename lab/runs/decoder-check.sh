@@ -11,6 +11,9 @@
 #             --contexts=2048) beside scripts/peers/transformers_decoder.py on the same steps,
 #             joined by scripts/peers/compare-decoder.py (ratios and the decode roofline; with
 #             --gpucmp_power in the flags, J/token; GPUCMP_USD_PER_HOUR, $ per million tokens)
+#   train-check  scripts/models/decoder-training-vs-pytorch.py on the small geometry: the training
+#             step's gradients, first AdamW update and 20-step loss curve against PyTorch autograd
+#             in FP32, PyTorch AMP beside it as the yardstick (with and without checkpointing)
 #   train     benchmarks/decoder train (GPUCMP_TRAIN_FLAGS, e.g. --model=llama-3-8b --scopes=blocks1
 #             --batch=8 --sequence=4096 --checkpointing=off,on) beside
 #             scripts/peers/torch_decoder_train.py on the same shapes, joined by
@@ -73,6 +76,15 @@ if part bench; then
     --out-json "$work/decoder_vs_transformers.json" --out-md "$work/decoder_vs_transformers.md" &&
     cat "$work/decoder_vs_transformers.md" || status=1
   stamp bench
+fi
+if part train-check; then
+  for mode in plain checkpointing; do
+    timeout "${GPUCMP_TRAIN_CHECK_TIMEOUT:-200}" python3 "$repo_root/scripts/models/decoder-training-vs-pytorch.py" "$build_dir" \
+      "$work/train_check_$mode" $([ $mode = checkpointing ] && echo --checkpointing) > "$work/train_check_$mode.log" 2>&1 || status=1
+    tail -4 "$work/train_check_$mode.log"
+    rm -rf "$work/train_check_$mode/checkpoint" "$work/train_check_$mode"/gpucmp_*.safetensors  # large, and rebuilt from the seed
+  done
+  stamp train-check
 fi
 if part train; then
   flag() { sed -n "s/.*--$1=\([^ ]*\).*/\1/p" <<< "${GPUCMP_TRAIN_FLAGS:-}"; }

@@ -10,6 +10,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/models/decoder_training_memory.hpp>
+#include <gpucmp/models/decoder_weights.hpp>
 #include <gpucmp/training/decoder_parameter_layout.hpp>
 #include <gpucmp/specs/specs.hpp>
 
@@ -153,4 +154,43 @@ TEST_CASE("a decoder training step's flat parameter layout: every tensor once, a
   CHECK_THROWS_AS(blocks.at("embedding"), gpucmp::invalid_argument);
   two.blocks = 17;
   CHECK_THROWS_WITH(gpucmp::plan_decoder_parameters(m, two), GPUCMP_CONTAINS("blocks must be 1 to the model's 16"));
+}
+
+TEST_CASE("a Hugging Face checkpoint's tensors map onto the training layout, fused rows and all", "[models][decoder]") {
+  gpucmp::decoder_config m = gpucmp::decoder_preset("llama-3-8b");  // untied
+  gpucmp::decoder_training_options whole;
+  whole.scope = gpucmp::decoder_training_scope::whole_model;
+  const std::vector<gpucmp::decoder_checkpoint_slice> slices = gpucmp::decoder_checkpoint_slices(m, whole);
+  const std::vector<gpucmp::decoder_tensor> names = gpucmp::decoder_checkpoint_tensors(m);
+  REQUIRE(slices.size() == names.size());
+  const gpucmp::decoder_parameter_layout layout = gpucmp::plan_decoder_parameters(m, whole);
+  std::int64_t covered = 0;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    INFO(names[i].name);
+    CHECK(slices[i].checkpoint_name == names[i].name);  // the checkpoint's order and names
+    std::int64_t n = 1;
+    for (std::int64_t e : names[i].shape) n *= e;
+    CHECK(slices[i].elements() == n);
+    const gpucmp::decoder_parameter& p = layout.at(slices[i].tensor);
+    CHECK(slices[i].cols == p.cols);
+    CHECK(slices[i].first_row + slices[i].rows <= p.rows);
+    covered += slices[i].elements();
+  }
+  CHECK(covered == layout.parameters());  // every trained element once
+  const auto find = [&](const std::string& name) {
+    for (const auto& s : slices) {
+      if (s.checkpoint_name == name) return s;
+    }
+    FAIL("no slice " << name);
+    return slices.front();
+  };
+  CHECK(find("model.layers.31.self_attn.k_proj.weight").tensor == "layers.31.qkv");
+  CHECK(find("model.layers.31.self_attn.k_proj.weight").first_row == 4096);
+  CHECK(find("model.layers.31.self_attn.v_proj.weight").first_row == 4096 + 1024);
+  CHECK(find("model.layers.0.mlp.up_proj.weight").first_row == 14336);
+  CHECK(find("lm_head.weight").tensor == "lm_head");
+  gpucmp::decoder_training_options one;  // blocks alone: the first block's nine tensors
+  const std::vector<gpucmp::decoder_checkpoint_slice> block = gpucmp::decoder_checkpoint_slices(m, one);
+  CHECK(block.size() == 9);
+  CHECK(block.front().checkpoint_name == "model.layers.0.input_layernorm.weight");
 }

@@ -27,10 +27,12 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/graph.hpp>
 #include <gpucmp/cuda/random.hpp>
+#include <gpucmp/io/safetensors_writer.hpp>
 #include <gpucmp/models/decoder_config.hpp>
 #include <gpucmp/models/decoder_kernels.cuh>
 #include <gpucmp/models/decoder_training_memory.hpp>
 #include <gpucmp/models/decoder_training_work.hpp>
+#include <gpucmp/models/decoder_weights.hpp>
 #include <gpucmp/ops/attention.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/operation.hpp>
@@ -131,6 +133,41 @@ class decoder_trainer {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors may go
   }
 
+  /// Replaces the master weights and their BF16 copy with `checkpoint`'s (F32, F16 or BF16
+  /// values), after checking it holds exactly what the model needs (weight_error naming the
+  /// file and the tensor), and starts AdamW afresh (zero moments, step 0). Blocks alone take
+  /// the checkpoint's first blocks.
+  void load(const decoder_checkpoint& checkpoint, cudaStream_t stream = nullptr) {
+    checkpoint.validate(m_model);
+    for (const decoder_checkpoint_slice& s : decoder_checkpoint_slices(m_model, m_training)) {
+      const std::vector<float> values = checkpoint.read_float(s.checkpoint_name, checkpoint_shape(s));
+      float* to = m_master.data() + m_layout.at(s.tensor).offset + s.first_row * s.cols;
+      GPUCMP_CUDA_CHECK(cudaMemcpyAsync(to, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // `values` goes at the end of this iteration
+    }
+    round_copy(m_master.data(), copy_at(0), m_layout.total, stream);
+    for (device_buffer<float>* zeroed : {&m_first_moment, &m_second_moment}) {
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(zeroed->data(), 0, zeroed->bytes(), stream));
+    }
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_step.data(), 0, m_step.bytes(), stream));
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  /// The master weights or the gradients of every checkpoint tensor the step trains, under
+  /// Hugging Face's names and shapes (decoder_checkpoint_slices()), for safetensors: how a
+  /// step is compared with PyTorch's (synchronizes the device).
+  std::vector<named_tensor> checkpoint_tensors(bool gradients) const {
+    std::vector<float> flat(std::size_t(m_layout.total));
+    copy_out(flat.data(), gradients ? m_gradients.data() : m_master.data(), flat.size() * sizeof(float));
+    std::vector<named_tensor> out;
+    for (const decoder_checkpoint_slice& s : decoder_checkpoint_slices(m_model, m_training)) {
+      const std::size_t first = std::size_t(m_layout.at(s.tensor).offset + s.first_row * s.cols);
+      out.push_back({s.checkpoint_name, checkpoint_shape(s),
+                     std::vector<float>(flat.begin() + std::ptrdiff_t(first), flat.begin() + std::ptrdiff_t(first + s.elements()))});
+    }
+    return out;
+  }
+
   /// Enqueues the forward and backward passes: the loss (whole model) and every gradient.
   void forward_backward(cudaStream_t stream) {
     forward(stream);
@@ -207,6 +244,11 @@ class decoder_trainer {
     device_buffer<float> inv_rms1, inv_rms2, stats;
     std::optional<attention_binding> backward;  // attention's backward on these tensors
   };
+
+  // Hugging Face's shape of a slice: a norm's weight is a vector.
+  static std::vector<std::int64_t> checkpoint_shape(const decoder_checkpoint_slice& s) {
+    return s.rows == 1 ? std::vector<std::int64_t>{s.cols} : std::vector<std::int64_t>{s.rows, s.cols};
+  }
 
   bool whole() const noexcept { return m_training.scope == decoder_training_scope::whole_model; }
   std::int64_t blocks() const noexcept { return m_training.blocks_of(m_model); }

@@ -138,7 +138,15 @@ __global__ void cross_entropy_rows_kernel(T* logits, const std::int32_t* __restr
   const std::int64_t row = blockIdx.x;
   T* x = logits + row * vocab;
   float top = -FLT_MAX, sum = 0;
-  for (std::int64_t k = threadIdx.x; k < vocab; k += blockDim.x) merge_softmax(top, sum, to_float(x[k]), 1.0f);
+  for (std::int64_t k = threadIdx.x; k < vocab; k += blockDim.x) {  // one exponential an element
+    const float v = to_float(x[k]);
+    if (v > top) {
+      sum = sum * __expf(top - v) + 1.0f;
+      top = v;
+    } else {
+      sum += __expf(v - top);
+    }
+  }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) {
     const float t = __shfl_xor_sync(0xffffffffu, top, offset), s = __shfl_xor_sync(0xffffffffu, sum, offset);
