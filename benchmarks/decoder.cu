@@ -8,12 +8,14 @@
 // bytes it must move: weights once, the K and V it reads and writes), so the report reads a
 // decode step's GB/s against bandwidth and a prefill's TFLOP/s against the dense peak; a copy
 // row of the same run gives the decode roofline (scripts/bandwidth-fraction.py).
-//   decoder/<model>/<dtype>/prefill/b<batch>_p<prompt>/graph
-//   decoder/<model>/<dtype>/decode/b<batch>_c<context>/graph
+//   decoder/<model>/<dtype>/prefill/b<batch>_p<prompt>[/serial]/graph
+//   decoder/<model>/<dtype>/decode/b<batch>_c<context>[/serial]/graph
 //   copy/kernel/<bytes>/graph
 // Flags: --model=<preset> (llama-3-8b, llama-3.1-8b, llama-3.2-1b, llama-3-70b), --dtype=bf16|fp16,
 // --prompts=128,...  --prefill_batch=1  --batches=1,...  --contexts=1024,...  --weights=<checkpoint>
-// (a .safetensors file or model.safetensors.index.json; random seeded weights otherwise).
+// (a .safetensors file or model.safetensors.index.json; random seeded weights otherwise),
+// --overlap=on|off (off: the step's kernels launch serially, rows named .../serial; what the
+// overlapped launches of decoder_options::overlap_kernels gain).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
 // `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
@@ -49,6 +51,7 @@ struct settings {
   std::vector<std::int64_t> batches{1, 4, 16};
   std::vector<std::int64_t> contexts{1024, 2048, 4095};
   std::string weights;
+  bool overlap = true;  // decoder_options::overlap_kernels
 };
 
 settings& config() {
@@ -66,6 +69,7 @@ gpucmp::decoder& model(cudaStream_t stream) {
     o.dtype = config().dtype;
     o.max_batch = std::max(config().prefill_batch, largest(config().batches));
     o.max_context = std::max(largest(config().prompts), largest(config().contexts) + 1);
+    o.overlap_kernels = config().overlap;
     d = std::make_unique<gpucmp::decoder>(gpucmp::decoder_preset(config().model), o, stream);
     if (!config().weights.empty()) d->load(gpucmp::decoder_checkpoint::open(config().weights), stream);
   }
@@ -76,7 +80,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
   const settings& c = config();
   const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
                            (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
-                           std::to_string(tokens_or_context);
+                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial");
   gpucmp::register_benchmark_as(name + "/graph", gpucmp::mode::graph, [decode_step, batch, tokens_or_context](gpucmp::state& st) {
     gpucmp::decoder& d = model(st.stream());
     const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;
@@ -92,6 +96,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
     st.set_axis("dtype", gpucmp::to_string(config().dtype));
     st.set_axis("batch", double(batch));
     st.set_axis(decode_step ? "context" : "prompt", double(tokens_or_context));
+    st.set_axis("launches", config().overlap ? "overlapped" : "serial");
     st.set_sweep_axis(decode_step ? "context" : "prompt");
     st.set_provider("gpucmp");
     for (const std::string& line : d.algorithms(batch, tokens, decode_step)) st.add_note(line);
@@ -136,6 +141,10 @@ void parse_flags(int& argc, char** argv) {
       config().contexts = numbers(v, 0, "--contexts");
     } else if (const char* v = value("--weights=")) {
       config().weights = v;
+    } else if (const char* v = value("--overlap=")) {
+      const std::string on = v;
+      if (on != "on" && on != "off") throw gpucmp::invalid_argument("decoder: --overlap takes on or off, got '" + on + "'");
+      config().overlap = on == "on";
     } else {
       argv[kept++] = argv[i];
     }

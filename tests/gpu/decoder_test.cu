@@ -218,6 +218,30 @@ TEST_CASE("decoder: prefill and decode steps match a double reference of the sam
   }
 }
 
+TEST_CASE("decoder: overlapped launches keep the reference's logits, with gpucmp's GEMV kernel searched in", "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  for (bool overlap : {true, false}) {
+    gpucmp::decoder_options o;
+    o.max_batch = 2;
+    o.max_context = 64;
+    o.choice = gpucmp::algorithm_choice::search;  // at 2 tokens gpucmp's GEMV kernel is a candidate
+    o.sustained_duel = false;
+    o.overlap_kernels = overlap;
+    gpucmp::decoder d(small_decoder_config(false), o, s.get());
+    INFO((overlap ? "overlapped" : "serial") << " launches");
+    run_against_reference<__nv_bfloat16>(d, s, 0.03);
+    // The overlapped GEMV kernel fetches W before it waits for x: the case needs it chosen.
+    std::size_t kernels = 0;
+    std::string chosen;
+    for (const std::string& line : d.algorithms(2, 1, true)) {
+      kernels += line.find("gpucmp kernel") != std::string::npos;
+      chosen += line + "; ";
+    }
+    INFO(chosen);
+    CHECK(kernels > 0);
+  }
+}
+
 TEST_CASE("decoder: a paged cache gives the same prefill and decode steps through its page tables", "[gpu][models][decoder]") {
   gpucmp::stream s;
   gpucmp::decoder_options o;

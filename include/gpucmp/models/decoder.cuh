@@ -67,6 +67,14 @@ struct decoder_options {
   /// step() replays each decode step shape's CUDA graph (captured on its first step) when its
   /// stream is not the legacy default stream; false: every kernel is launched.
   bool decode_graphs = true;
+  /// A step's own kernels (gpucmp's GEMV kernel, RMSNorm, RoPE, SwiGLU, the QKV split) may
+  /// start while the kernel before each still runs (cuda/launch.hpp; sm_90+): a decode step is
+  /// some 400 short kernels, and the gaps between them cost a tenth of its time. false: serial.
+  bool overlap_kernels = true;
+  /// With choice == search: whether each search ends in its sustained duel (search_options),
+  /// which settles about 1 % at up to 2 s for each linear layer of a large step. false: what
+  /// a serving warm-up over many step shapes can afford.
+  bool sustained_duel = true;
 };
 
 /// A Llama-style decoder's inference on the current device.
@@ -513,6 +521,9 @@ class decoder {
       m_tensors["lm_head.weight"] = m_lm_head.data();
     }
   }
+  launch_order overlap_order() const noexcept {
+    return m_options.overlap_kernels ? launch_order::overlapped : launch_order::serial;
+  }
   const void* lm_head_weights() const noexcept {
     return m_config.tied_embeddings ? m_embedding.data() : m_lm_head.data();
   }
@@ -532,11 +543,22 @@ class decoder {
     p.batch = batch;
     p.per_sequence = tokens;
     p.decode = decode_step;
+    const launch_order order = overlap_order();
     gemv_options linear_options;
     linear_options.choice = m_options.choice;
+    if (!m_options.sustained_duel) linear_options.search.duel_contenders = 0;
+    // A linear layer of a problem an earlier step shape searched (a decode step and a one-token
+    // prefill of the same batch share all five) takes that search's verdict, verified again here.
     auto linear = [&](std::optional<gemv>& op, std::int64_t rows, std::int64_t out, std::int64_t in) {
-      op.emplace(gemv_problem{rows, out, in, m_options.dtype}, linear_options, stream);
-      prepare_verified(*op);
+      const gemv_problem problem{rows, out, in, m_options.dtype};
+      const auto searched = m_linear_searches.find(problem.name());
+      gemv_options settings = linear_options;
+      if (searched != m_linear_searches.end()) settings.choice = algorithm_choice::heuristic;
+      op.emplace(problem, settings, stream);
+      if (searched != m_linear_searches.end()) op->adopt_search(searched->second.first, searched->second.second);
+      const prepared_operation prepared = prepare_verified(*op);
+      if (prepared.search) m_linear_searches[problem.name()] = {*prepared.search, op->search_log()};
+      op->set_launch_order(order);
     };
     linear(p.qkv, t, qkv_row(), h);
     linear(p.o, t, h, q);
@@ -559,6 +581,7 @@ class decoder {
     }
     attention_options attention_settings;
     attention_settings.choice = m_options.choice;
+    if (!m_options.sustained_duel) attention_settings.search.duel_contenders = 0;
     p.attend.emplace(a, attention_settings, stream);
     prepare_verified(*p.attend);
     p.norm = rmsnorm_problem{t, h, m_options.dtype, c.norm_eps, false};
@@ -569,6 +592,7 @@ class decoder {
     p.rope_shape = rope_shapes(p.rope).at(0);
     p.swiglu = swiglu_problem{t, m, m_options.dtype};
     p.swiglu_shape = swiglu_shapes(p.swiglu).at(0);
+    for (launch_shape* shape : {&p.norm_shape, &p.fused_norm_shape, &p.rope_shape, &p.swiglu_shape}) shape->order = order;
     auto rows = [&](std::int64_t count, std::int64_t width) {
       return device_buffer<std::uint8_t>(std::size_t(count * width * e), initial_fill::poison());
     };
@@ -629,7 +653,7 @@ class decoder {
         run_rope(p.rope, p.rope_shape, as(p.qkv_rows), p.positions.data(),
                  reinterpret_cast<const float2*>(m_rope_table.data()), stream);
         split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
-                             p.per_sequence, p.positions.data(), p.lengths(), stream);
+                             p.per_sequence, p.positions.data(), p.lengths(), stream, overlap_order());
         p.attend->run(p.attend_layers[l], stream);
         p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
         norm(w.norm2, true);
@@ -660,6 +684,8 @@ class decoder {
   std::vector<std::int64_t> m_lengths;  // tokens each slot holds
   device_buffer<float> m_rope_table;  // rope_table() of max_context positions
   std::map<std::tuple<std::int64_t, std::int64_t, bool>, std::unique_ptr<step_plan>> m_plans;
+  // gemv_problem::name() -> its search's verdict and timings, for the step shapes after it.
+  std::map<std::string, std::pair<search_choice, std::vector<candidate_time>>> m_linear_searches;
   const step_plan* m_last = nullptr;
 };
 

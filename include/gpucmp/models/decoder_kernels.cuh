@@ -15,6 +15,8 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/grid_dependency.cuh>
+#include <gpucmp/cuda/launch.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -101,12 +103,28 @@ struct kv_cache_at {
   }
 };
 
-struct qkv_head_at {  // row r = token x kv heads + head: that head of the token's K (or V), in vectors
-  std::int64_t kv_heads, row_vectors, offset, head_vectors;
-  __device__ std::int64_t operator()(std::int64_t r) const {
-    return (r / kv_heads) * row_vectors + offset + (r % kv_heads) * head_vectors;
-  }
+struct qkv_split_vectors {  // a fused QKV row in 16-byte vectors: Q, then K's and V's kv_heads heads
+  std::int64_t q, kv_heads, head;
 };
+
+// One thread a vector of the fused QKV rows: Q's to the dense Q rows, K's and V's to their
+// places in the cache (none for a padding token's).
+__global__ inline void split_qkv_kernel(const uint4* __restrict__ qkv, uint4* __restrict__ q, uint4* k_cache,
+                                        uint4* v_cache, qkv_split_vectors s, kv_cache_at at, std::int64_t total) {
+  wait_for_prior_grids();
+  let_next_grid_start();
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const std::int64_t kv = s.kv_heads * s.head, row = s.q + 2 * kv;
+  const std::int64_t token = i / row, c = i % row;
+  if (c < s.q) {
+    q[token * s.q + c] = qkv[i];
+    return;
+  }
+  const std::int64_t in_kv = (c - s.q) % kv, head = in_kv / s.head;
+  const std::int64_t to = at(token * s.kv_heads + head);
+  if (to >= 0) ((c - s.q) < kv ? k_cache : v_cache)[to + in_kv % s.head] = qkv[i];
+}
 
 struct last_token_at {  // sequence r's last new token (of per_sequence rows, q_lengths[r] real), in a dense matrix
   const std::int32_t* q_lengths;
@@ -175,14 +193,21 @@ struct qkv_split {
 /// positions[t]; rows past a sequence's q write no K or V.
 inline void split_qkv_into_cache(const void* qkv, void* q, void* k_cache, void* v_cache, const qkv_split& g,
                                  std::int64_t tokens, std::int64_t per_sequence, const std::int32_t* positions,
-                                 const decoder_step_lengths& lengths, cudaStream_t stream) {
-  const std::int64_t kv_heads = g.cache.kv_heads, hv = g.head_bytes / 16, qv = g.q_bytes / 16;
-  const std::int64_t row = qv + 2 * kv_heads * hv;
-  detail::copy_rows(q, qkv, tokens, g.q_bytes, detail::dense_at{qv, 0}, detail::dense_at{row, 0}, stream);
+                                 const decoder_step_lengths& lengths, cudaStream_t stream,
+                                 launch_order order = launch_order::serial) {
+  if (g.q_bytes % 16 != 0 || g.head_bytes % 16 != 0) {
+    throw invalid_argument("decoder: Q rows of " + std::to_string(g.q_bytes) + " bytes or heads of " + std::to_string(g.head_bytes) +
+                           " bytes are not 16-byte vectors");
+  }
+  const std::int64_t hv = g.head_bytes / 16, qv = g.q_bytes / 16;
+  const std::int64_t total = tokens * (qv + 2 * g.cache.kv_heads * hv);
+  if (total == 0) return;
+  const detail::qkv_split_vectors split{qv, g.cache.kv_heads, hv};
   const detail::kv_cache_at at{g.cache, positions, lengths.q(), per_sequence, hv};
-  detail::copy_rows(k_cache, qkv, tokens * kv_heads, g.head_bytes, at, detail::qkv_head_at{kv_heads, row, qv, hv}, stream);
-  detail::copy_rows(v_cache, qkv, tokens * kv_heads, g.head_bytes, at,
-                    detail::qkv_head_at{kv_heads, row, qv + kv_heads * hv, hv}, stream);
+  const unsigned threads = 256;
+  launch_kernel(detail::split_qkv_kernel, dim3(unsigned((total + threads - 1) / threads)), dim3(threads), 0, stream, order,
+                "decoder split_qkv_into_cache", static_cast<const uint4*>(qkv), static_cast<uint4*>(q),
+                static_cast<uint4*>(k_cache), static_cast<uint4*>(v_cache), split, at, total);
 }
 
 /// Each sequence's last new token (row q - 1 of its per_sequence rows of row_bytes) of `in`,

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/grid_dependency.cuh>
+#include <gpucmp/cuda/launch.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm.cuh>
 #include <gpucmp/ops/gemm_reference.cuh>
@@ -99,6 +101,8 @@ __device__ inline void gemv_accumulate(const weight_pack<W>& w, const T* x, std:
 // y[b][row] = scale sum_c x[b][c] W[row][c] for B tokens. A block's 8 warps hold 8 / split
 // rows; the `split` warps of a row read its 16-byte packs interleaved, gemv_loads_in_flight
 // at a time, then sum across lanes (shuffles) and across the row's warps (shared memory).
+// Launched overlapped (cuda/launch.hpp), its first packs of W, which no kernel writes, are in
+// flight before it waits for the kernel that writes x.
 template <class T, class W, int B>
 __global__ void __launch_bounds__(gemv_block_threads)
     gemv_kernel(const W* __restrict__ w, float scale, const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
@@ -107,20 +111,27 @@ __global__ void __launch_bounds__(gemv_block_threads)
   __shared__ float partial[warps][B];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const std::int64_t row = std::int64_t(blockIdx.x) * (warps / split) + warp / split;
-  float sum[B] = {};
-  if (row < n) {
-    const W* w_row = w + row * k;
-    const std::int64_t packs = k / E, stride = std::int64_t(split) * 32;
-    std::int64_t v = std::int64_t(warp % split) * 32 + lane;
-    for (; v + (U - 1) * stride < packs; v += U * stride) {
-      weight_pack<W> wv[U];
+  const W* w_row = w + (row < n ? row : 0) * k;
+  const std::int64_t packs = row < n ? k / E : 0, stride = std::int64_t(split) * 32;
+  std::int64_t v = std::int64_t(warp % split) * 32 + lane;
+  weight_pack<W> wv[U];
+  if (v + (U - 1) * stride < packs) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (v + u * stride) * E);
-#pragma unroll
-      for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B>(wv[u], x, k, (v + u * stride) * E, sum);
-    }
-    for (; v < packs; v += stride) gemv_accumulate<T, W, B>(load_weights(w_row + v * E), x, k, v * E, sum);
+    for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (v + u * stride) * E);
   }
+  wait_for_prior_grids();
+  let_next_grid_start();
+  float sum[B] = {};
+  for (; v + (U - 1) * stride < packs; v += U * stride) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B>(wv[u], x, k, (v + u * stride) * E, sum);
+    const std::int64_t next = v + U * stride;
+    if (next + (U - 1) * stride < packs) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (next + u * stride) * E);
+    }
+  }
+  for (; v < packs; v += stride) gemv_accumulate<T, W, B>(load_weights(w_row + v * E), x, k, v * E, sum);
 #pragma unroll
   for (int b = 0; b < B; ++b) {
     for (int offset = 16; offset > 0; offset /= 2) sum[b] += __shfl_xor_sync(0xffffffffu, sum[b], offset);
@@ -139,25 +150,25 @@ __global__ void __launch_bounds__(gemv_block_threads)
 
 template <class T, class W, int B>
 void launch_gemv(const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
-                 cudaStream_t stream) {
+                 launch_order order, cudaStream_t stream) {
   const std::int64_t rows_per_block = gemv_block_threads / 32 / split;
   const std::int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
-  gemv_kernel<T, W, B><<<unsigned(blocks), gemv_block_threads, 0, stream>>>(w, scale, x, y, n, k, split);
-  GPUCMP_CUDA_CHECK_LAST("gemv_kernel");
+  launch_kernel(gemv_kernel<T, W, B>, dim3(unsigned(blocks)), dim3(gemv_block_threads), 0, stream, order, "gemv_kernel", w, scale, x,
+                y, n, k, split);
 }
 
 template <class T, class W>
 void launch_gemv(int batch, const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
-                 cudaStream_t stream) {
+                 launch_order order, cudaStream_t stream) {
   switch (batch) {
-    case 1: return launch_gemv<T, W, 1>(w, scale, x, y, n, k, split, stream);
-    case 2: return launch_gemv<T, W, 2>(w, scale, x, y, n, k, split, stream);
-    case 3: return launch_gemv<T, W, 3>(w, scale, x, y, n, k, split, stream);
-    case 4: return launch_gemv<T, W, 4>(w, scale, x, y, n, k, split, stream);
-    case 5: return launch_gemv<T, W, 5>(w, scale, x, y, n, k, split, stream);
-    case 6: return launch_gemv<T, W, 6>(w, scale, x, y, n, k, split, stream);
-    case 7: return launch_gemv<T, W, 7>(w, scale, x, y, n, k, split, stream);
-    case 8: return launch_gemv<T, W, 8>(w, scale, x, y, n, k, split, stream);
+    case 1: return launch_gemv<T, W, 1>(w, scale, x, y, n, k, split, order, stream);
+    case 2: return launch_gemv<T, W, 2>(w, scale, x, y, n, k, split, order, stream);
+    case 3: return launch_gemv<T, W, 3>(w, scale, x, y, n, k, split, order, stream);
+    case 4: return launch_gemv<T, W, 4>(w, scale, x, y, n, k, split, order, stream);
+    case 5: return launch_gemv<T, W, 5>(w, scale, x, y, n, k, split, order, stream);
+    case 6: return launch_gemv<T, W, 6>(w, scale, x, y, n, k, split, order, stream);
+    case 7: return launch_gemv<T, W, 7>(w, scale, x, y, n, k, split, order, stream);
+    case 8: return launch_gemv<T, W, 8>(w, scale, x, y, n, k, split, order, stream);
   }
   throw invalid_argument("gemv kernel: batch " + std::to_string(batch) + " is over " +
                          std::to_string(gemv_kernel_max_batch));
@@ -320,6 +331,9 @@ class gemv {
     return {provider(), describe_candidate(m_selected), m_search.chosen_by, m_search.searched_seconds};
   }
   const gemv_problem& problem() const noexcept { return m_problem; }  ///< what it computes
+  /// How gpucmp's kernel is launched against the kernel before it (cuda/launch.hpp; cuBLASLt's
+  /// candidates launch as cuBLASLt does). Serial unless set: a decoder's step overlaps its kernels.
+  void set_launch_order(launch_order order) noexcept { m_order = order; }
   /// y, batch rows of n (column-major n x batch, as a GEMM's D).
   void* output() noexcept { return m_gemm ? m_gemm->d() : m_y.data(); }
   /// W, n rows of k (E4M3 weights: stored as drawn, their scale weight_scale()).
@@ -372,10 +386,10 @@ class gemv {
       T* y = static_cast<T*>(y_out);
       if (m_problem.fp8_weights) {
         detail::launch_gemv<T>(int(m_problem.batch), static_cast<const __nv_fp8_e4m3*>(w), scale, x, y, m_problem.n,
-                               m_problem.k, split, stream);
+                               m_problem.k, split, m_order, stream);
       } else {
         detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(w), 1.0f, x, y, m_problem.n, m_problem.k,
-                               split, stream);
+                               split, m_order, stream);
       }
     });
   }
@@ -391,6 +405,7 @@ class gemv {
   // 16-bit weights: W (A, k x n column-major), x (B), y (D), cuBLASLt's candidates and the reference.
   std::optional<gemm> m_gemm;
   device_buffer<std::uint8_t> m_w8, m_x, m_y;  // E4M3 weights: W, x and y
+  launch_order m_order = launch_order::serial;
   float m_scale = 0.5f;                         // E4M3 weights: W's per-tensor scale (unused for 16-bit weights)
   std::size_t m_from_cublaslt = 0;
   std::vector<int> m_splits;  // the kernel's candidates: warps a row

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/launch.hpp>
 #include <gpucmp/measure/result_schema.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/specs/work.hpp>
@@ -28,6 +29,9 @@ struct launch_shape {
   int threads = 256;       ///< threads per block
   int items = 1;           ///< 16-byte vectors (or elements, when not vectorized) each thread handles
   bool vectorized = true;  ///< 16-byte loads and stores; false: one element at a time (any alignment)
+  /// Against the kernel before it in the stream: a decoder's step overlaps its kernels
+  /// (cuda/launch.hpp); a search times each candidate serially, as it is left by default.
+  launch_order order = launch_order::serial;
   /// "256x4v" (vectorized) or "256x4e" (element by element).
   std::string describe() const { return std::to_string(threads) + "x" + std::to_string(items) + (vectorized ? "v" : "e"); }
 };

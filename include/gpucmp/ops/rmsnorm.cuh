@@ -14,6 +14,7 @@
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/element_type.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/grid_dependency.cuh>
 #include <gpucmp/ops/block_reduce.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/kernel_candidates.hpp>
@@ -48,6 +49,8 @@ namespace detail {
 // One block a row; thread t holds vectors t, t + blockDim.x, ... of its row in registers.
 template <class T, int Items, bool Residual>
 __global__ void rmsnorm_vector_kernel(rmsnorm_tensors<T> t, int hidden, float eps) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   constexpr int V = vector_elements<T>;
   const std::size_t base = std::size_t(blockIdx.x) * std::size_t(hidden);
   float v[Items][V];
@@ -86,6 +89,8 @@ __global__ void rmsnorm_vector_kernel(rmsnorm_tensors<T> t, int hidden, float ep
 // One block a row, element by element, any row length: the second pass reads the row again.
 template <class T, bool Residual>
 __global__ void rmsnorm_element_kernel(rmsnorm_tensors<T> t, int hidden, float eps) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   const std::size_t base = std::size_t(blockIdx.x) * std::size_t(hidden);
   float squares = 0;
   for (int col = int(threadIdx.x); col < hidden; col += int(blockDim.x)) {
@@ -110,18 +115,18 @@ void launch_rmsnorm(const rmsnorm_tensors<T>& t, std::int64_t tokens, std::int64
                     const launch_shape& shape, cudaStream_t stream) {
   const dim3 grid{unsigned(tokens)}, block{unsigned(shape.threads)};
   const int h = int(hidden);
+  auto launch = [&](auto kernel) { launch_kernel(kernel, grid, block, 0, stream, shape.order, "rmsnorm kernel", t, h, eps); };
   if (!shape.vectorized) {
-    rmsnorm_element_kernel<T, Residual><<<grid, block, 0, stream>>>(t, h, eps);
+    launch(rmsnorm_element_kernel<T, Residual>);
   } else {
     switch (shape.items) {
-      case 1: rmsnorm_vector_kernel<T, 1, Residual><<<grid, block, 0, stream>>>(t, h, eps); break;
-      case 2: rmsnorm_vector_kernel<T, 2, Residual><<<grid, block, 0, stream>>>(t, h, eps); break;
-      case 4: rmsnorm_vector_kernel<T, 4, Residual><<<grid, block, 0, stream>>>(t, h, eps); break;
-      case 8: rmsnorm_vector_kernel<T, 8, Residual><<<grid, block, 0, stream>>>(t, h, eps); break;
+      case 1: launch(rmsnorm_vector_kernel<T, 1, Residual>); break;
+      case 2: launch(rmsnorm_vector_kernel<T, 2, Residual>); break;
+      case 4: launch(rmsnorm_vector_kernel<T, 4, Residual>); break;
+      case 8: launch(rmsnorm_vector_kernel<T, 8, Residual>); break;
       default: throw invalid_argument("rmsnorm: vectors per thread must be 1, 2, 4 or 8, got " + std::to_string(shape.items));
     }
   }
-  GPUCMP_CUDA_CHECK_LAST("rmsnorm kernel");
 }
 
 // The largest block the kernel of `shape` launches with (its registers decide).

@@ -12,6 +12,7 @@
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/element_type.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/grid_dependency.cuh>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/kernel_candidates.hpp>
@@ -70,6 +71,8 @@ __device__ inline void rotate(float& x1, float& x2, float2 cs) {
 template <class T, int Items>
 __global__ void rope_vector_kernel(T* qkv, const int* __restrict__ positions, const float2* __restrict__ table,
                                    rope_geometry g, std::int64_t units) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   constexpr int V = vector_elements<T>;
   const int groups = g.interleaved ? 2 * g.half / V : g.half / V;
   const std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x * Items + threadIdx.x;
@@ -103,6 +106,8 @@ __global__ void rope_vector_kernel(T* qkv, const int* __restrict__ positions, co
 template <class T>
 __global__ void rope_element_kernel(T* qkv, const int* __restrict__ positions, const float2* __restrict__ table,
                                     rope_geometry g, std::int64_t units) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   for (std::int64_t u = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < units; u += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t token = u / (std::int64_t(g.heads) * g.half);
     const int rest = int(u - token * g.heads * g.half), head = rest / g.half, i = rest % g.half;
@@ -172,7 +177,8 @@ void run_rope(const rope_problem& p, const launch_shape& shape, T* qkv, const in
   if (!shape.vectorized) {
     const std::int64_t units = p.tokens * g.heads * g.half;
     const std::int64_t blocks = std::min<std::int64_t>((units + shape.threads - 1) / shape.threads, 1 << 20);
-    detail::rope_element_kernel<T><<<unsigned(blocks), unsigned(shape.threads), 0, stream>>>(qkv, positions, table, g, units);
+    launch_kernel(detail::rope_element_kernel<T>, dim3(unsigned(blocks)), dim3(unsigned(shape.threads)), 0, stream, shape.order,
+                  "rope kernel", qkv, positions, table, g, units);
   } else {
     constexpr int V = vector_elements<T>;
     const std::int64_t groups = g.interleaved ? 2 * g.half / V : g.half / V;
@@ -180,14 +186,16 @@ void run_rope(const rope_problem& p, const launch_shape& shape, T* qkv, const in
     const std::int64_t blocks = (units + per_block - 1) / per_block;
     if (blocks > std::numeric_limits<int>::max()) throw invalid_argument("rope " + p.name() + ": too large for one grid");
     const dim3 grid{unsigned(blocks)}, block{unsigned(shape.threads)};
+    auto launch = [&](auto kernel) {
+      launch_kernel(kernel, grid, block, 0, stream, shape.order, "rope kernel", qkv, positions, table, g, units);
+    };
     switch (shape.items) {
-      case 1: detail::rope_vector_kernel<T, 1><<<grid, block, 0, stream>>>(qkv, positions, table, g, units); break;
-      case 2: detail::rope_vector_kernel<T, 2><<<grid, block, 0, stream>>>(qkv, positions, table, g, units); break;
-      case 4: detail::rope_vector_kernel<T, 4><<<grid, block, 0, stream>>>(qkv, positions, table, g, units); break;
+      case 1: launch(detail::rope_vector_kernel<T, 1>); break;
+      case 2: launch(detail::rope_vector_kernel<T, 2>); break;
+      case 4: launch(detail::rope_vector_kernel<T, 4>); break;
       default: throw invalid_argument("rope: vectors per thread must be 1, 2 or 4, got " + std::to_string(shape.items));
     }
   }
-  GPUCMP_CUDA_CHECK_LAST("rope kernel");
 }
 
 /// One verified RoPE on the current device: random Q, K and V, random positions.

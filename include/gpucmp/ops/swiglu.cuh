@@ -13,6 +13,7 @@
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/element_type.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/grid_dependency.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/kernel_candidates.hpp>
 #include <gpucmp/ops/operation.hpp>
@@ -94,6 +95,8 @@ __global__ void swiglu_backward_element_kernel(const T* __restrict__ in, const T
 template <class T, int Items>
 __global__ void swiglu_vector_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t per_row,
                                      std::int64_t vectors) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   constexpr int V = vector_elements<T>;
   const std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x * Items + threadIdx.x;
   float g[Items][V], u[Items][V];
@@ -121,6 +124,8 @@ __global__ void swiglu_vector_kernel(const T* __restrict__ in, T* __restrict__ o
 template <class T>
 __global__ void swiglu_element_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t intermediate,
                                       std::int64_t outputs) {
+  wait_for_prior_grids();
+  let_next_grid_start();
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < outputs;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t row = i / intermediate, col = i - row * intermediate;
@@ -208,13 +213,14 @@ void run_swiglu(const swiglu_problem& p, const launch_shape& shape, const T* in,
   if (p.backward) throw invalid_argument("swiglu " + p.name() + ": a backward runs with run_swiglu_backward");
   const detail::swiglu_grid g = detail::swiglu_grid_of<T>(p, shape);
   if (!shape.vectorized) {
-    detail::swiglu_element_kernel<T><<<g.grid, g.block, 0, stream>>>(in, out, p.intermediate, g.outputs);
+    launch_kernel(detail::swiglu_element_kernel<T>, g.grid, g.block, 0, stream, shape.order, "swiglu kernel", in, out,
+                  p.intermediate, g.outputs);
   } else {
     detail::with_items(shape.items, [&](auto items) {
-      detail::swiglu_vector_kernel<T, decltype(items)::value><<<g.grid, g.block, 0, stream>>>(in, out, g.per_row, g.vectors);
+      launch_kernel(detail::swiglu_vector_kernel<T, decltype(items)::value>, g.grid, g.block, 0, stream, shape.order,
+                    "swiglu kernel", in, out, g.per_row, g.vectors);
     });
   }
-  GPUCMP_CUDA_CHECK_LAST("swiglu kernel");
 }
 
 /// Enqueues one SwiGLU backward of `p` (p.backward) from `in` (tokens x [gate | up], as the
