@@ -6,7 +6,8 @@
 // multiples, verified against the double reference; a corrupted output is caught and located;
 // a search keeps a verified plan; the backward's dQ, dK and dV (BF16, FP16 and FP8) against the
 // FP64 GPU reference at the same shapes and a long GQA sequence; padded, packed and paged
-// serving batches (bad problems: tests/unit/transformer_problems_test.cpp).
+// serving batches; gpucmp's split-KV decode kernel at every chunk size (bad problems:
+// tests/unit/transformer_problems_test.cpp).
 #include "catch.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -256,6 +258,49 @@ TEST_CASE("attention backward: a long causal GQA sequence; a corrupted dK is cau
   CHECK(v.failed == 1);
   CHECK(v.worst_where == "dK batch 0, position 4095, head 7, element 9");
   CHECK_THROWS_AS(op.gradient("do"), gpucmp::invalid_argument);
+}
+
+TEST_CASE("attention decode: gpucmp's split-KV kernel matches the reference at every chunk size, twice in a row",
+          "[gpu][ops][attention][paged]") {
+  gpucmp::stream s;
+  gpucmp::attention_options options;
+  options.max_plans = 1;
+  for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
+    for (std::int64_t d : {64, 128, 256}) {
+      for (std::int64_t kv_heads : {8, 2, 1}) {  // 1, 4 and 8 query heads a KV head
+        for (bool paged : {false, true}) {
+          gpucmp::attention_problem p;
+          p.batch = 2;
+          p.q_heads = 8;
+          p.kv_heads = kv_heads;
+          p.seq_q = 1;
+          p.seq_kv = 777;
+          p.head_dim = d;
+          p.dtype = t;
+          p.mask = gpucmp::attention_mask::none;
+          p.kv_lengths = std::vector<std::int64_t>{777, 1};  // chunks merged, the last cut short; one key
+          if (paged) p.page_size = 64;
+          gpucmp::attention op(p, options, s.get());
+          std::size_t kernels = 0;
+          for (std::size_t i = 0; i < op.candidate_count(); ++i) {
+            if (op.candidate_group(i) != 1) continue;
+            ++kernels;
+            op.select(i, s.get());
+            CHECK(op.provider() == "gpucmp");
+            for (int call = 0; call < 2; ++call) {  // each call leaves its arrival counts at zero for the next
+              const gpucmp::verification v = op.verify(s.get());
+              INFO(op.name() << (paged ? " paged" : "") << " with " << op.describe_candidate(i) << ", call " << call << ": "
+                             << v.summary());
+              CHECK(v.passed());
+              CHECK(v.checked == std::size_t(2 * 8 * d));  // both sequences, every head
+            }
+          }
+          CHECK(kernels == gpucmp::decode_attention_chunks(p).size());
+          CHECK(kernels == 5);  // 64, 128, 256 and 512 keys a block, and the whole sequence
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("attention serving: padded lengths and paged K and V match the double reference", "[gpu][ops][attention][paged]") {

@@ -6,6 +6,7 @@
 #include "catch.hpp"
 
 #include <gpucmp/ops/attention_problem.hpp>
+#include <gpucmp/ops/decode_attention_chunks.hpp>
 #include <gpucmp/ops/gemv_problem.hpp>
 #include <gpucmp/ops/kernel_candidates.hpp>
 #include <gpucmp/ops/rmsnorm_problem.hpp>
@@ -238,6 +239,37 @@ TEST_CASE("attention: bad problems are refused by name", "[ops][attention]") {
   CHECK_THROWS_AS(p.validate(), gpucmp::unsupported);
   p.dtype = gpucmp::numerics::fp16;
   CHECK_NOTHROW(p.validate());
+}
+
+TEST_CASE("decode attention: where gpucmp's split-KV kernel applies, its chunk sizes and partial sums", "[ops][attention]") {
+  gpucmp::attention_problem p;  // Llama-3-8B's decode: 32 query heads over 8 KV heads of 128
+  p.batch = 16;
+  p.seq_q = 1;
+  p.seq_kv = 2049;
+  p.mask = gpucmp::attention_mask::none;
+  CHECK(gpucmp::decode_attention_applies(p));
+  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{64, 128, 256, 512, 1024, 2048, 2049});
+  CHECK(gpucmp::decode_attention_partial_floats(p, 64) == std::size_t(16 * 32 * 33 * 130));  // 33 chunks of 64
+  CHECK(gpucmp::decode_attention_partial_floats(p, 2049) == 0);                             // one chunk: no merge
+  p.seq_kv = 32768;  // chunks of 64 to 256 would split a sequence into more than 64
+  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{512, 1024, 2048, 4096, 32768});
+  p.seq_kv = 40;
+  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{40});
+  p.q_lengths.assign(16, 1);
+  CHECK(gpucmp::decode_attention_applies(p));
+  auto refused = [&](auto change) {
+    gpucmp::attention_problem q = p;
+    change(q);
+    return !gpucmp::decode_attention_applies(q) && gpucmp::decode_attention_chunks(q).empty();
+  };
+  CHECK(refused([](gpucmp::attention_problem& q) { q.mask = gpucmp::attention_mask::causal; }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.seq_q = 2; q.q_lengths.clear(); }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.q_lengths[3] = 0; }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.head_dim = 96; }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.kv_heads = 32; q.q_heads = 96; }));  // 3 query heads a KV head
+  CHECK(refused([](gpucmp::attention_problem& q) { q.dtype = gpucmp::numerics::fp8_e4m3; }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.pass = gpucmp::attention_pass::backward; }));
+  CHECK(refused([](gpucmp::attention_problem& q) { q.packed = true; }));
 }
 
 TEST_CASE("gemv: bytes, FLOPs, the GEMM it is, Llama-3-8B's shapes, bad problems", "[ops][gemv]") {

@@ -67,9 +67,9 @@ struct decoder_options {
   /// step() replays each decode step shape's CUDA graph (captured on its first step) when its
   /// stream is not the legacy default stream; false: every kernel is launched.
   bool decode_graphs = true;
-  /// A step's own kernels (gpucmp's GEMV kernel, RMSNorm, RoPE, SwiGLU, the QKV split) may
-  /// start while the kernel before each still runs (cuda/launch.hpp; sm_90+): a decode step is
-  /// some 400 short kernels, and the gaps between them cost a tenth of its time. false: serial.
+  /// A step's own kernels (gpucmp's GEMV and decode attention kernels, RMSNorm, RoPE, SwiGLU,
+  /// the QKV split) may start while the kernel before each still runs (cuda/launch.hpp; sm_90+):
+  /// a decode step is some 350 short kernels, and the gaps between them add up. false: serial.
   bool overlap_kernels = true;
   /// With choice == search: whether each search ends in its sustained duel (search_options),
   /// which settles about 1 % at up to 2 s for each linear layer of a large step. false: what
@@ -654,7 +654,7 @@ class decoder {
                  reinterpret_cast<const float2*>(m_rope_table.data()), stream);
         split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
                              p.per_sequence, p.positions.data(), p.lengths(), stream, overlap_order());
-        p.attend->run(p.attend_layers[l], stream);
+        p.attend->run(p.attend_layers[l], stream, overlap_order());
         p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
         norm(w.norm2, true);
         p.gate_up->run_on(w.gate_up.data(), p.normed.data(), p.gate_up_rows.data(), stream);

@@ -7,7 +7,9 @@
 // cuDNN's FP8 graph with per-tensor scales; serving: the padding mask and sequence lengths, a
 // packed batch's ragged offsets, K and V in a page pool behind page tables), its execution
 // plans the candidates
-// (ops/cudnn_graph.hpp: heuristic mode A, then the fallback list), timed by the engine. A
+// (ops/cudnn_graph.hpp: heuristic mode A, then the fallback list), timed by the engine; a decode
+// step's forward (one query token a sequence) also has gpucmp's split-KV kernel as candidates,
+// one a chunk size (ops/decode_attention_kernel.cuh), so the search keeps whichever is faster. A
 // forward's output is checked against a double reference on the CPU over sampled query
 // positions of the first and last batch, every head. A backward is prepared by one forward
 // that also writes the softmax statistics (its O checked the same way); its dQ, dK and dV are
@@ -24,6 +26,7 @@
 #include <gpucmp/ops/attention_reference.cuh>
 #include <gpucmp/ops/cudnn_graph.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
+#include <gpucmp/ops/decode_attention_kernel.cuh>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/operation.hpp>
 
@@ -76,7 +79,8 @@ struct attention_tensors {
 /// attention on the same buffers every step binds them once, not on every call.
 class attention_binding {
   friend class attention;
-  cudnn_variant_pack m_pack;  // the plan's tensors by uid
+  cudnn_variant_pack m_pack;    // the plan's tensors by uid
+  attention_tensors m_tensors;  // the same, for gpucmp's decode kernel (lengths and page table filled in)
 };
 
 namespace detail {
@@ -156,6 +160,14 @@ class attention {
     if (backward) workspace = std::max(workspace, m_forward->plan(0).workspace);
     if (workspace > 0) m_workspace = device_buffer<std::uint8_t>(workspace, initial_fill::uninitialized());
     m_pack = variant_pack();  // once: the buffers never move, and a call should not rebuild it
+    m_chunks = decode_attention_chunks(p);
+    if (!m_chunks.empty()) {  // the smallest chunk leaves the most partial sums
+      const std::size_t partials = decode_attention_partial_floats(p, m_chunks.front());
+      if (partials > 0) m_partials = device_buffer<float>(partials, initial_fill::uninitialized());
+      m_arrivals = device_buffer<unsigned>(std::size_t(p.batch * p.kv_heads), initial_fill::uninitialized());
+      GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_arrivals.data(), 0, m_arrivals.bytes(), stream));
+      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
     if (backward) run_forward(stream);
     if (backward && p.is_fp8()) calibrate_fp8_gradients(stream);
   }
@@ -167,12 +179,17 @@ class attention {
     const double bytes = double(p.element_size());
     const double q = bytes * double(p.head_dim) * double(p.q_rows()) * double(p.q_heads);
     const double kv = bytes * double(p.head_dim) * double(p.kv_rows()) * double(p.kv_heads);
-    if (p.pass == attention_pass::forward) return 2 * q + 2 * kv;
+    if (p.pass == attention_pass::forward) {
+      const std::vector<std::int64_t> chunks = decode_attention_chunks(p);
+      const double partials = chunks.empty() ? 0 : 4.0 * double(decode_attention_partial_floats(p, chunks.front()));
+      return 2 * q + 2 * kv + partials;
+    }
     return 4 * q + 4 * kv + 4 * double(p.batch) * double(p.q_heads) * double(p.seq_q);
   }
 
   /// Enqueues one call of the selected plan.
   void operator()(cudaStream_t stream) {
+    if (kernel_selected()) return launch_kernel_on(own_tensors(), stream);
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     m_graph->execute(m_handle.get(), m_selected, m_pack, m_workspace.data());
   }
@@ -213,11 +230,17 @@ class attention {
       pack[uid::page_table_k] = const_cast<std::int32_t*>(t.page_table);  // one table for both pools
       pack[uid::page_table_v] = const_cast<std::int32_t*>(t.page_table);
     }
+    binding.m_tensors = t;
+    const attention_tensors own = own_tensors();
+    if (t.seq_lengths == nullptr) binding.m_tensors.seq_lengths = own.seq_lengths;
+    if (t.page_table == nullptr) binding.m_tensors.page_table = own.page_table;
     return binding;
   }
 
-  /// Enqueues one call of the selected plan on tensors bound by bind().
-  void run(const attention_binding& b, cudaStream_t stream) {
+  /// Enqueues one call of the selected plan on tensors bound by bind(). gpucmp's decode kernel
+  /// is launched in `order` (cuDNN's plans launch as cuDNN does).
+  void run(const attention_binding& b, cudaStream_t stream, launch_order order = launch_order::serial) {
+    if (kernel_selected()) return launch_kernel_on(b.m_tensors, stream, order);
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle.get(), stream));
     m_graph->execute(m_handle.get(), m_selected, b.m_pack, m_workspace.data());
   }
@@ -247,19 +270,28 @@ class attention {
   gpucmp::work work() const { return m_problem.work(); }       ///< the problem's
   std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
   std::string sweep_axis() const { return "seq_q"; }           ///< what a sweep varies
-  std::string provider() const { return "cuDNN"; }             ///< what runs it
+  /// What runs it: "cuDNN", or "gpucmp" when its decode kernel is selected. The name keeps
+  /// "cudnn" either way: it names the operation (its rows and their peers), not the candidate.
+  std::string provider() const { return kernel_selected() ? "gpucmp" : "cuDNN"; }
   /// cuDNN's version, which every row records (several 9.1x releases have SDPA bugs).
   std::vector<std::pair<std::string, std::string>> libraries() const { return {{"cudnn", std::to_string(cudnnGetVersion())}}; }
-  std::size_t candidate_count() const noexcept { return m_graph->size(); }  ///< the plans built
-  /// "engine 8 k2=3,k3=0 ws 0 B (TENSOR_CORE)".
+  /// cuDNN's plans, then gpucmp's decode kernel at each of its chunk sizes (where it applies).
+  std::size_t candidate_count() const noexcept { return m_graph->size() + m_chunks.size(); }
+  /// "engine 8 k2=3,k3=0 ws 0 B (TENSOR_CORE)", or "gpucmp split-KV decode kernel, 256 keys a block".
   std::string describe_candidate(std::size_t i) const {
+    if (i >= m_graph->size() && i < candidate_count()) {
+      return "gpucmp split-KV decode kernel, " + std::to_string(m_chunks[i - m_graph->size()]) + " keys a block";
+    }
     const cudnn_plan& p = m_graph->plan(i);
     return "engine " + std::to_string(p.engine) + (p.knobs.empty() ? "" : " " + p.knobs) + " ws " +
            std::to_string(p.workspace) + " B" + (p.notes().empty() ? "" : " (" + p.notes() + ")");
   }
-  /// Runs plan `i` from now on.
+  /// 0: cuDNN's plans, 1: gpucmp's kernel (each group's fastest is re-timed).
+  int candidate_group(std::size_t i) const noexcept { return i < m_graph->size() ? 0 : 1; }
+  /// Runs candidate `i` from now on.
   void select(std::size_t i, cudaStream_t /*stream*/) {
-    (void)m_graph->plan(i);
+    if (i >= candidate_count()) throw invalid_argument(name() + ": no candidate " + std::to_string(i));
+    if (i < m_graph->size()) (void)m_graph->plan(i);
     m_selected = i;
   }
   algorithm_choice choice() const noexcept { return m_options.choice; }          ///< its options'
@@ -356,6 +388,28 @@ class attention {
 
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
+
+  bool kernel_selected() const noexcept { return m_selected >= m_graph->size(); }
+  /// Its own Q, K, V and O, with its sequence lengths and page table where it has them.
+  attention_tensors own_tensors() const {
+    attention_tensors t{m_q.data(), m_k.data(), m_v.data(), const_cast<std::uint8_t*>(m_o.data())};
+    if (m_problem.serving()) t.seq_lengths = m_serving.data();
+    if (m_problem.page_size > 0) t.page_table = m_serving.data() + 2 * m_problem.batch;
+    return t;
+  }
+  /// gpucmp's decode kernel, at the selected chunk size, on `t`.
+  void launch_kernel_on(const attention_tensors& t, cudaStream_t stream, launch_order order = launch_order::serial) {
+    decode_attention_args a;
+    a.q = t.q;
+    a.k = t.k;
+    a.v = t.v;
+    a.o = t.o;
+    a.kv_lengths = t.seq_lengths != nullptr ? t.seq_lengths + m_problem.batch : nullptr;
+    a.page_table = t.page_table;
+    a.partials = m_partials.data();
+    a.arrivals = m_arrivals.data();
+    launch_decode_attention(m_problem, a, m_chunks[m_selected - m_graph->size()], stream, order);
+  }
 
   /// Q's (and O's) elements (attention_problem::q_rows() tokens).
   std::size_t q_elements() const noexcept { return std::size_t(m_problem.q_rows() * m_problem.q_heads * m_problem.head_dim); }
@@ -619,6 +673,9 @@ class attention {
   std::size_t m_ragged_at = 0;             // where m_serving's ragged offsets start
   std::size_t m_selected = 0;
   search_record m_search;
+  std::vector<std::int64_t> m_chunks;  // gpucmp's decode kernel's chunk sizes (decode_attention_chunks())
+  device_buffer<float> m_partials;     // its partial sums (at the smallest chunk)
+  device_buffer<unsigned> m_arrivals;  // its arrival counts, zero between calls
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE
