@@ -12,6 +12,7 @@
 #include "small_decoder.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/models/decoder_training_memory.hpp>
 #include <gpucmp/training/decoder_reference.hpp>
 #include <gpucmp/training/decoder_training.cuh>
 
@@ -180,6 +181,15 @@ TEST_CASE("decoder training: checkpointing keeps the loss bit for bit and the gr
   gpucmp::decoder_trainer a(c, 2, 128, plain, quick_options(), s.get());
   gpucmp::decoder_trainer b(c, 2, 128, checkpointed, quick_options(), s.get());
   CHECK(b.allocated_bytes() < a.allocated_bytes());
+  // The memory plan counts what a trainer holds, all but the workspaces: cuDNN's, and for the
+  // plan's workspace_bytes the trainer's own 32 MiB.
+  for (const auto& [trainer, options] : {std::pair<const gpucmp::decoder_trainer*, gpucmp::decoder_training_options>{&a, plain},
+                                         {&b, checkpointed}}) {
+    const gpucmp::decoder_training_memory_plan plan = gpucmp::plan_decoder_training_memory(c, 2, 128, options);
+    const double held = plan.total() - plan.attention_workspace_bytes - plan.workspace_bytes + 32.0 * 1048576;
+    INFO((options.checkpointing ? "checkpointed" : "plain") << ": planned " << held << " B, held " << trainer->allocated_bytes() << " B");
+    CHECK(held == Approx(trainer->allocated_bytes()).epsilon(0.02));
+  }
   a.forward_backward(s.get());
   b.forward_backward(s.get());
   CHECK(a.loss(s.get()) == b.loss(s.get()));
