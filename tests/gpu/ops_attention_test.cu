@@ -267,8 +267,9 @@ TEST_CASE("attention decode: gpucmp's split-KV kernel matches the reference at e
   options.max_plans = 1;
   for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
     for (std::int64_t d : {64, 128, 256}) {
-      for (std::int64_t kv_heads : {8, 2, 1}) {  // 1, 4 and 8 query heads a KV head
-        for (bool paged : {false, true}) {
+      for (std::int64_t kv_heads : {8, 4, 2, 1}) {  // 1, 2, 4 and 8 query heads a KV head
+        for (std::int64_t page_size : {0, 64, 16}) {  // contiguous, pages of 64 and 16 keys
+          const bool paged = page_size > 0;
           gpucmp::attention_problem p;
           p.batch = 2;
           p.q_heads = 8;
@@ -279,7 +280,7 @@ TEST_CASE("attention decode: gpucmp's split-KV kernel matches the reference at e
           p.dtype = t;
           p.mask = gpucmp::attention_mask::none;
           p.kv_lengths = std::vector<std::int64_t>{777, 1};  // chunks merged, the last cut short; one key
-          if (paged) p.page_size = 64;
+          p.page_size = page_size;
           gpucmp::attention op(p, options, s.get());
           std::size_t kernels = 0;
           for (std::size_t i = 0; i < op.candidate_count(); ++i) {
@@ -289,8 +290,8 @@ TEST_CASE("attention decode: gpucmp's split-KV kernel matches the reference at e
             CHECK(op.provider() == "gpucmp");
             for (int call = 0; call < 2; ++call) {  // each call leaves its arrival counts at zero for the next
               const gpucmp::verification v = op.verify(s.get());
-              INFO(op.name() << (paged ? " paged" : "") << " with " << op.describe_candidate(i) << ", call " << call << ": "
-                             << v.summary());
+              INFO(op.name() << (paged ? " pages of " + std::to_string(page_size) : std::string(" contiguous")) << " with "
+                             << op.describe_candidate(i) << ", call " << call << ": " << v.summary());
               CHECK(v.passed());
               CHECK(v.checked == std::size_t(2 * 8 * d));  // both sequences, every head
             }

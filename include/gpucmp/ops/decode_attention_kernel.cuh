@@ -13,6 +13,7 @@
 // where it applies (decode_attention_applies()), and its search keeps the faster.
 #pragma once
 
+#include <gpucmp/cuda/async_copy.cuh>
 #include <gpucmp/cuda/grid_dependency.cuh>
 #include <gpucmp/cuda/launch.hpp>
 #include <gpucmp/ops/attention_problem.hpp>
@@ -46,36 +47,36 @@ struct decode_attention_args {
   const std::int32_t* page_table = nullptr;  ///< paged: batch x pages_per_sequence; null: contiguous
   float* partials = nullptr;                 ///< decode_attention_partial_floats()
   unsigned* arrivals = nullptr;              ///< batch x kv_heads, zero between calls
-  std::int64_t seq_kv = 0, page_size = 0, pages_per_sequence = 0;
+  std::int64_t pages_per_sequence = 0;
+  int seq_kv = 0, page_size = 0, page_shift = 0;         ///< page_size: 1 << page_shift
   int q_heads = 0, kv_heads = 0, chunk = 0, chunks = 0;  ///< chunks: of seq_kv, the grid's
   float scale_log2 = 0;                                  ///< the softmax scale times log2(e)
 };
 
 namespace detail {
 
-// Where key j of sequence b, KV head h starts, in elements.
-__device__ inline std::int64_t decode_kv_at(const decode_attention_args& a, int b, int h, std::int64_t j, int d) {
-  if (a.page_table == nullptr) return ((std::int64_t(b) * a.seq_kv + j) * a.kv_heads + h) * d;
-  const std::int64_t page = a.page_table[std::int64_t(b) * a.pages_per_sequence + j / a.page_size];
-  return ((page * a.kv_heads + h) * a.page_size + j % a.page_size) * d;
-}
-
-// Block (chunk, KV head, sequence). A team of D / 8 lanes holds one key's 16-byte vectors and
-// each of the G query heads' matching 8 elements; the block's teams take the chunk's keys in
-// turn, U at a time (their K and V loads in flight together), each keeping an online softmax
-// (maximum, sum, weighted V) a query head, merged across teams in shared memory.
+// Block (chunk, KV head, sequence). A team of D / 8 lanes takes one key at a time, each lane
+// 8 of its elements and the matching 8 of each of the G query heads; the block's teams take
+// the chunk's keys in turn, U a team a trip. Every thread copies its own K and V vectors into
+// shared memory (cp.async) Stages - 1 trips ahead of the trip it computes, so the copies stay
+// in flight without a barrier and without registers; a paged cache's page numbers are read one
+// trip before their copies start. Each team keeps an online softmax (maximum, sum, weighted V) a
+// query head; the teams merge in shared memory, the chunks through decode_attention_partials.
 template <class T, int D, int G>
 __global__ void __launch_bounds__(decode_attention_threads) decode_attention_kernel(decode_attention_args a) {
-  constexpr int TL = D / 8, TEAMS = decode_attention_threads / TL, U = 4, E = 8;
-  __shared__ float s_max[TEAMS][G], s_sum[TEAMS][G], s_acc[TEAMS][G][D];
+  constexpr int TL = D / 8, TEAMS = decode_attention_threads / TL, U = 2, E = 8, STAGES = 4, TRIP = TEAMS * U;
+  constexpr int PIPELINE = STAGES * 2 * U * decode_attention_threads;  // 16-byte vectors
+  constexpr int MERGE = TEAMS * G * D * 4 / 16;                        // s_acc, in vectors
+  __shared__ uint4 s_tiles[PIPELINE > MERGE ? PIPELINE : MERGE];       // the copies, then the teams' sums
+  __shared__ float s_max[TEAMS][G], s_sum[TEAMS][G], s_weight[G][decode_attention_max_chunks];
   __shared__ bool s_last;
   wait_for_prior_grids();
   let_next_grid_start();
   const int chunk = int(blockIdx.x), h = int(blockIdx.y), b = int(blockIdx.z);
-  const std::int64_t length = a.kv_lengths != nullptr ? ::min(std::int64_t(a.kv_lengths[b]), a.seq_kv) : a.seq_kv;
-  const int chunks = int((length + a.chunk - 1) / a.chunk);
+  const int length = a.kv_lengths != nullptr ? ::min(a.kv_lengths[b], a.seq_kv) : a.seq_kv;
+  const int chunks = (length + a.chunk - 1) / a.chunk;
   if (chunk >= (chunks > 1 ? chunks : 1)) return;
-  const int team = int(threadIdx.x) / TL, lane = int(threadIdx.x) % TL;
+  const int tid = int(threadIdx.x), team = tid / TL, lane = tid % TL;
   const T* q = static_cast<const T*>(a.q) + (std::int64_t(b) * a.q_heads + std::int64_t(h) * G) * D + lane * E;
   float qv[G][E], best[G], sum[G], acc[G][E];
 #pragma unroll
@@ -91,34 +92,68 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   }
   const T* k = static_cast<const T*>(a.k);
   const T* v = static_cast<const T*>(a.v);
-  const std::int64_t begin = std::int64_t(chunk) * a.chunk, end = ::min(begin + std::int64_t(a.chunk), length);
-  // Every team makes the same trips (the shuffles need the whole warp); keys past the end count as -inf.
-  for (std::int64_t base = begin; base < end; base += std::int64_t(TEAMS) * U) {
-    const std::int64_t j0 = base + team;
+  const int begin = chunk * a.chunk, end = ::min(begin + a.chunk, length), trips = (end - begin + TRIP - 1) / TRIP;
+  const std::int32_t* pages = a.page_table != nullptr ? a.page_table + std::int64_t(b) * a.pages_per_sequence : nullptr;
+  auto key = [&](int trip, int u) { return begin + trip * TRIP + u * TEAMS + team; };
+  // This lane's 8 elements of key j (in `page`, when paged), in elements from K's or V's start.
+  auto element = [&](int j, std::int32_t page) {
+    if (pages == nullptr) return ((std::int64_t(b) * a.seq_kv + j) * a.kv_heads + h) * D + lane * E;
+    return ((std::int64_t(page) * a.kv_heads + h) * a.page_size + (j & (a.page_size - 1))) * D + lane * E;
+  };
+  std::int32_t page_of[U];  // the page table's entries for the next trip to copy
+  auto read_pages = [&](int trip) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = key(trip, u);
+      page_of[u] = pages != nullptr && trip < trips && j < end ? pages[j >> a.page_shift] : 0;
+    }
+  };
+  auto start_copies = [&](int trip) {
+    uint4* stage = s_tiles + (trip % STAGES) * 2 * U * decode_attention_threads;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = key(trip, u);
+      const bool inside = j < end;
+      const std::int64_t at = inside ? element(j, page_of[u]) : 0;
+      copy_16_async(stage + u * decode_attention_threads + tid, k + at, inside);
+      copy_16_async(stage + (U + u) * decode_attention_threads + tid, v + at, inside);
+    }
+  };
+  read_pages(0);
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) {
+    if (t < trips) start_copies(t);
+    commit_async_copies();
+    read_pages(t + 1);
+  }
+  for (int trip = 0; trip < trips; ++trip) {
+    if (trip + STAGES - 1 < trips) start_copies(trip + STAGES - 1);  // the stage this thread read last trip
+    commit_async_copies();
+    read_pages(trip + STAGES);
+    wait_async_copies<STAGES - 1>();  // this trip's copies have landed
+    const uint4* stage = s_tiles + (trip % STAGES) * 2 * U * decode_attention_threads;
     packed<T> kr[U], vr[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const std::int64_t j = j0 + std::int64_t(u) * TEAMS;
-      if (j < end) {
-        const std::int64_t at = decode_kv_at(a, b, h, j, D) + lane * E;
-        kr[u] = *reinterpret_cast<const packed<T>*>(k + at);
-        vr[u] = *reinterpret_cast<const packed<T>*>(v + at);
-      } else {
-        kr[u] = packed<T>{};
-        vr[u] = packed<T>{};
-      }
+      kr[u] = *reinterpret_cast<const packed<T>*>(stage + u * decode_attention_threads + tid);
+      vr[u] = *reinterpret_cast<const packed<T>*>(stage + (U + u) * decode_attention_threads + tid);
     }
+    // Every team makes the same trips (the shuffles need the whole warp); keys past the end
+    // count as -inf (their V was zero-filled, so they add nothing).
     float s[U][G];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
+      float kf[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) kf[e] = to_float(kr[u].v[e]);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float dot = 0;
 #pragma unroll
-        for (int e = 0; e < E; ++e) dot += qv[g][e] * to_float(kr[u].v[e]);
+        for (int e = 0; e < E; ++e) dot += qv[g][e] * kf[e];
 #pragma unroll
         for (int offset = TL / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-        s[u][g] = j0 + std::int64_t(u) * TEAMS < end ? dot : -INFINITY;
+        s[u][g] = key(trip, u) < end ? dot : -INFINITY;
       }
     }
 #pragma unroll
@@ -141,6 +176,9 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
       best[g] = top;
     }
   }
+  wait_async_copies<0>();
+  __syncthreads();  // s_acc below takes the tiles' place
+  float(*s_acc)[G][D] = reinterpret_cast<float(*)[G][D]>(s_tiles);
 #pragma unroll
   for (int g = 0; g < G; ++g) {
     if (lane == 0) {
@@ -153,7 +191,7 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   __syncthreads();
   T* o = static_cast<T*>(a.o) + (std::int64_t(b) * a.q_heads + std::int64_t(h) * G) * D;
   const std::int64_t slot = (std::int64_t(b) * a.kv_heads + h) * a.chunks;  // this head's first chunk
-  for (int i = int(threadIdx.x); i < G * D; i += decode_attention_threads) {
+  for (int i = tid; i < G * D; i += decode_attention_threads) {
     const int g = i / D, d = i % D;
     float top = -INFINITY;
     for (int t = 0; t < TEAMS; ++t) top = fmaxf(top, s_max[t][g]);
@@ -179,7 +217,7 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   // The last of the head's chunks to arrive merges them all.
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (tid == 0) {
     unsigned* arrived = a.arrivals + std::int64_t(b) * a.kv_heads + h;
     s_last = atomicAdd(arrived, 1u) == unsigned(chunks - 1);
     if (s_last) *arrived = 0;  // every other chunk has arrived: ready for the next call
@@ -187,16 +225,27 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  for (int i = int(threadIdx.x); i < G * D; i += decode_attention_threads) {
-    const int g = i / D, d = i % D;
+  // Each chunk's weight a query head once (its maximum against the head's), then the weighted
+  // sums along d, every chunk's load independent of the others.
+  for (int i = tid; i < G * chunks; i += decode_attention_threads) {
+    const int g = i / chunks, c = i % chunks;
+    s_weight[g][c] = __ldcg(a.partials + ((slot + c) * G + g) * (D + 2));
+  }
+  __syncthreads();
+  if (tid < G) {
     float top = -INFINITY;
-    for (int c = 0; c < chunks; ++c) top = fmaxf(top, __ldcg(a.partials + ((slot + c) * G + g) * (D + 2)));
+    for (int c = 0; c < chunks; ++c) top = fmaxf(top, s_weight[tid][c]);
+    for (int c = 0; c < chunks; ++c) {
+      s_weight[tid][c] = s_weight[tid][c] == -INFINITY ? 0.0f : exp2f(s_weight[tid][c] - top);
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += decode_attention_threads) {
+    const int g = i / D, d = i % D;
     float total = 0, weighted = 0;
     for (int c = 0; c < chunks; ++c) {
       const float* partial = a.partials + ((slot + c) * G + g) * (D + 2);
-      const float m = __ldcg(partial);
-      if (m == -INFINITY) continue;
-      const float w = exp2f(m - top);
+      const float w = s_weight[g][c];
       total += __ldcg(partial + 1) * w;
       weighted += __ldcg(partial + 2 + d) * w;
     }
@@ -223,14 +272,19 @@ void launch_decode_attention_for(const decode_attention_args& a, int group, dim3
 inline void launch_decode_attention(const attention_problem& p, decode_attention_args a, std::int64_t chunk, cudaStream_t stream,
                                     launch_order order = launch_order::serial) {
   if (!decode_attention_applies(p) || chunk < 1) throw invalid_argument("decode attention: does not compute " + p.name());
-  a.seq_kv = p.seq_kv;
-  a.page_size = p.page_size;
+  a.seq_kv = int(p.seq_kv);
+  a.page_size = int(p.page_size);
+  while (std::int64_t(1) << a.page_shift < p.page_size) ++a.page_shift;
   a.pages_per_sequence = p.pages_per_sequence();
   a.q_heads = int(p.q_heads);
   a.kv_heads = int(p.kv_heads);
   a.chunk = int(chunk);
   a.chunks = int((p.seq_kv + chunk - 1) / chunk);
   a.scale_log2 = float(p.applied_scale() * 1.4426950408889634);
+  if (a.chunks > decode_attention_max_chunks) {
+    throw invalid_argument("decode attention: chunks of " + std::to_string(chunk) + " keys make " + std::to_string(a.chunks) +
+                           " chunks of " + p.name() + " (at most " + std::to_string(decode_attention_max_chunks) + ")");
+  }
   if (a.chunks > 1 && (a.partials == nullptr || a.arrivals == nullptr)) {
     throw invalid_argument("decode attention: " + std::to_string(a.chunks) + " chunks need the partial sums and arrival counts");
   }
