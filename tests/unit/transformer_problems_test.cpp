@@ -251,10 +251,12 @@ TEST_CASE("decode attention: where gpucmp's split-KV kernel applies, its chunk s
   CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{64, 128, 256, 512, 1024, 2048, 2049});
   CHECK(gpucmp::decode_attention_partial_floats(p, 64) == std::size_t(16 * 32 * 33 * 130));  // 33 chunks of 64
   CHECK(gpucmp::decode_attention_partial_floats(p, 2049) == 0);                             // one chunk: no merge
-  p.seq_kv = 32768;  // chunks of 64 to 256 would split a sequence into more than 64
+  p.seq_kv = 32768;  // chunks of 32 to 256 would split a sequence into more than 64
   CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{512, 1024, 2048, 4096, 32768});
   p.seq_kv = 40;
-  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{40});
+  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{32, 40});
+  p.seq_kv = 32;
+  CHECK(gpucmp::decode_attention_chunks(p) == std::vector<std::int64_t>{32});
   p.q_lengths.assign(16, 1);
   CHECK(gpucmp::decode_attention_applies(p));
   auto refused = [&](auto change) {

@@ -30,13 +30,13 @@ inline bool decode_attention_applies(const attention_problem& p) noexcept {
          (p.page_size == 0 || (p.page_size & (p.page_size - 1)) == 0);  // pages found by shifts
 }
 
-/// The chunk sizes (keys a block) offered for `p`: powers of two from 64 keys, each splitting
+/// The chunk sizes (keys a block) offered for `p`: powers of two from 32 keys, each splitting
 /// a sequence into at most decode_attention_max_chunks chunks, and one chunk for the whole
 /// sequence (no merge); empty where the kernel does not apply.
 inline std::vector<std::int64_t> decode_attention_chunks(const attention_problem& p) {
   std::vector<std::int64_t> chunks;
   if (!decode_attention_applies(p)) return chunks;
-  for (std::int64_t c = 64; c < p.seq_kv && c <= 4096; c *= 2) {
+  for (std::int64_t c = 32; c < p.seq_kv && c <= 4096; c *= 2) {
     if ((p.seq_kv + c - 1) / c <= decode_attention_max_chunks) chunks.push_back(c);
   }
   chunks.push_back(p.seq_kv);

@@ -132,11 +132,12 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
     read_pages(trip + STAGES);
     wait_async_copies<STAGES - 1>();  // this trip's copies have landed
     const uint4* stage = s_tiles + (trip % STAGES) * 2 * U * decode_attention_threads;
-    packed<T> kr[U], vr[U];
+    packed<T> kr[U];
+    float vf[U][E];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       kr[u] = *reinterpret_cast<const packed<T>*>(stage + u * decode_attention_threads + tid);
-      vr[u] = *reinterpret_cast<const packed<T>*>(stage + (U + u) * decode_attention_threads + tid);
+      load_vector(reinterpret_cast<const T*>(stage + (U + u) * decode_attention_threads + tid), vf[u]);
     }
     // Every team makes the same trips (the shuffles need the whole warp); keys past the end
     // count as -inf (their V was zero-filled, so they add nothing).
@@ -162,18 +163,20 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
 #pragma unroll
       for (int u = 0; u < U; ++u) top = fmaxf(top, s[u][g]);
       if (top == -INFINITY) continue;  // no key yet (this team's first keys all past the end)
-      const float keep = exp2f(best[g] - top);  // 0 when best was -inf
-      sum[g] *= keep;
+      if (top > best[g]) {             // rescaled only when the maximum grows: rarely, after the first keys
+        const float keep = exp2f(best[g] - top);  // 0 when best was -inf
+        sum[g] *= keep;
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc[g][e] *= keep;
+        for (int e = 0; e < E; ++e) acc[g][e] *= keep;
+        best[g] = top;
+      }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const float p = exp2f(s[u][g] - top);
         sum[g] += p;
 #pragma unroll
-        for (int e = 0; e < E; ++e) acc[g][e] += p * to_float(vr[u].v[e]);
+        for (int e = 0; e < E; ++e) acc[g][e] += p * vf[u][e];
       }
-      best[g] = top;
     }
   }
   wait_async_copies<0>();
