@@ -272,7 +272,8 @@ TEST_CASE("decode attention: where gpucmp's split-KV kernel applies, its chunk s
   CHECK(refused([](gpucmp::attention_problem& q) { q.dtype = gpucmp::numerics::fp8_e4m3; }));
   CHECK(refused([](gpucmp::attention_problem& q) { q.pass = gpucmp::attention_pass::backward; }));
   CHECK(refused([](gpucmp::attention_problem& q) { q.packed = true; }));
-  CHECK(refused([](gpucmp::attention_problem& q) { q.page_size = 48; }));  // pages of a power of two keys only
+  CHECK(refused([](gpucmp::attention_problem& q) { q.page_size = 48; }));  // pages of a power of two keys only,
+  CHECK(refused([](gpucmp::attention_problem& q) { q.page_size = 8; }));   // at least 16 (one tile)
   p.page_size = 16;
   CHECK(gpucmp::decode_attention_applies(p));
 }

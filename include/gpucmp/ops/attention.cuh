@@ -160,7 +160,7 @@ class attention {
     if (backward) workspace = std::max(workspace, m_forward->plan(0).workspace);
     if (workspace > 0) m_workspace = device_buffer<std::uint8_t>(workspace, initial_fill::uninitialized());
     m_pack = variant_pack();  // once: the buffers never move, and a call should not rebuild it
-    m_chunks = decode_attention_chunks(p);
+    if (decode_attention_runs_here()) m_chunks = decode_attention_chunks(p);
     if (!m_chunks.empty()) {  // the smallest chunk leaves the most partial sums
       const std::size_t partials = decode_attention_partial_floats(p, m_chunks.front());
       if (partials > 0) m_partials = device_buffer<float>(partials, initial_fill::uninitialized());

@@ -19,7 +19,7 @@ inline constexpr std::int64_t decode_attention_max_chunks = 64;
 
 /// Whether the split-KV decode kernel computes `p`: a BF16 or FP16 forward of one query token
 /// a sequence, no mask, not packed, head_dim 64, 128 or 256, 1, 2, 4 or 8 query heads a KV head,
-/// at most 2^30 keys, pages (if paged) of a power of two keys.
+/// at most 2^30 keys, pages (if paged) of a power of two keys, at least 16.
 inline bool decode_attention_applies(const attention_problem& p) noexcept {
   const std::int64_t group = p.kv_heads > 0 ? p.q_heads / p.kv_heads : 0;
   const bool one_query = p.seq_q == 1 && std::all_of(p.q_lengths.begin(), p.q_lengths.end(), [](std::int64_t l) { return l == 1; });
@@ -27,7 +27,7 @@ inline bool decode_attention_applies(const attention_problem& p) noexcept {
          (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256) &&
          (group == 1 || group == 2 || group == 4 || group == 8) && p.batch <= 65535 && p.kv_heads <= 65535 &&
          p.seq_kv <= (std::int64_t(1) << 30) &&            // key indices in 32 bits
-         (p.page_size == 0 || (p.page_size & (p.page_size - 1)) == 0);  // pages found by shifts
+         (p.page_size == 0 || (p.page_size >= 16 && (p.page_size & (p.page_size - 1)) == 0));  // a tile in one page
 }
 
 /// The chunk sizes (keys a block) offered for `p`: powers of two from 32 keys, each splitting

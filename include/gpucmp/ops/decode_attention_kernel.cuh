@@ -9,17 +9,20 @@
 // block takes one KV head of one sequence over a chunk of its keys, for every query head of
 // that head's group; the chunks' partial softmax sums are merged by the block that finishes
 // last (an arrival count a sequence and head, left at zero for the next call), so a call is one
-// launch. ops/attention.cuh offers it as candidates beside cuDNN's plans, one a chunk size,
-// where it applies (decode_attention_applies()), and its search keeps the faster.
+// launch. Its products run on tensor cores (a warp's 16 keys against the head's query heads):
+// with one FMA a lane a key and head, the first version of this kernel was issue-bound at 0.5
+// to 0.9 of cuDNN's speed. ops/attention.cuh offers it as candidates beside cuDNN's plans, one
+// a chunk size, where it applies (decode_attention_applies(), sm_80 on), and its search keeps
+// the faster.
 #pragma once
 
 #include <gpucmp/cuda/async_copy.cuh>
 #include <gpucmp/cuda/grid_dependency.cuh>
+#include <gpucmp/cuda/warp_mma.cuh>
 #include <gpucmp/cuda/launch.hpp>
 #include <gpucmp/ops/attention_problem.hpp>
 #include <gpucmp/ops/decode_attention_chunks.hpp>
 #include <gpucmp/ops/packed_elements.cuh>
-#include <gpucmp/ops/vector_access.cuh>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -55,20 +58,37 @@ struct decode_attention_args {
 
 namespace detail {
 
-// Block (chunk, KV head, sequence). A team of D / 8 lanes takes one key at a time, each lane
-// 8 of its elements and the matching 8 of each of the G query heads; the block's teams take
-// the chunk's keys in turn, U a team a trip. Every thread copies its own K and V vectors into
-// shared memory (cp.async) Stages - 1 trips ahead of the trip it computes, so the copies stay
-// in flight without a barrier and without registers; a paged cache's page numbers are read one
-// trip before their copies start. Each team keeps an online softmax (maximum, sum, weighted V) a
-// query head; the teams merge in shared memory, the chunks through decode_attention_partials.
+// Keys a warp's tile: one m16n8k16 product's K dimension.
+inline constexpr int decode_attention_tile = 16;
+inline constexpr int decode_attention_warps = decode_attention_threads / 32;
+
+// Tiles a warp keeps in flight besides the one it computes, plus one.
+template <int D>
+inline constexpr int decode_attention_stages = D >= 256 ? 2 : 3;
+
+// Dynamic shared memory of a block: each warp's K and V tiles of every stage.
+template <int D>
+inline constexpr int decode_attention_shared_bytes = decode_attention_warps * decode_attention_stages<D> * 2 * decode_attention_tile * D * 2;
+
+extern __shared__ __align__(16) unsigned char decode_attention_shared[];
+
+// Block (chunk, KV head, sequence); its 4 warps take the chunk's tiles of 16 keys in turn.
+// Per tile a warp computes S^T = K Q^T on tensor cores (16 keys the rows, the G query heads of
+// the KV head the 8 columns, zero past G), keeps an online softmax a query head on the columns
+// its lanes hold, and adds O^T += V^T P^T (P rounded to T, as flash attention does; P^T's
+// fragment needs P transposed, through 256 bytes of shared memory). Every lane copies its share
+// of the tile's K and V into the warp's shared memory (cp.async, rows swizzled so that ldmatrix
+// reads them without bank conflicts) Stages - 1 tiles ahead of the one computed; a paged cache's
+// page number (a tile lies in one page: pages of at least 16 keys) is read a tile before its
+// copies. The warps merge in shared memory, the chunks through the partial sums.
 template <class T, int D, int G>
 __global__ void __launch_bounds__(decode_attention_threads) decode_attention_kernel(decode_attention_args a) {
-  constexpr int TL = D / 8, TEAMS = decode_attention_threads / TL, U = 2, E = 8, STAGES = 4, TRIP = TEAMS * U;
-  constexpr int PIPELINE = STAGES * 2 * U * decode_attention_threads;  // 16-byte vectors
-  constexpr int MERGE = TEAMS * G * D * 4 / 16;                        // s_acc, in vectors
-  __shared__ uint4 s_tiles[PIPELINE > MERGE ? PIPELINE : MERGE];       // the copies, then the teams' sums
-  __shared__ float s_max[TEAMS][G], s_sum[TEAMS][G], s_weight[G][decode_attention_max_chunks];
+  constexpr int W = decode_attention_warps, TILE = decode_attention_tile, STAGES = decode_attention_stages<D>;
+  constexpr int ROW = D / 8;               // 16-byte pieces of a key
+  constexpr int PIECES = TILE * ROW / 32;  // of K (and of V) a lane copies a tile
+  constexpr int STAGE = 2 * TILE * ROW;    // 16-byte pieces of a stage: K, then V
+  __shared__ float s_max[W][G], s_sum[W][G], s_weight[G][decode_attention_max_chunks];
+  __shared__ __align__(16) T s_p[W][8][TILE];  // each warp's P, heads by keys
   __shared__ bool s_last;
   wait_for_prior_grids();
   let_next_grid_start();
@@ -76,120 +96,138 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   const int length = a.kv_lengths != nullptr ? ::min(a.kv_lengths[b], a.seq_kv) : a.seq_kv;
   const int chunks = (length + a.chunk - 1) / a.chunk;
   if (chunk >= (chunks > 1 ? chunks : 1)) return;
-  const int tid = int(threadIdx.x), team = tid / TL, lane = tid % TL;
-  const T* q = static_cast<const T*>(a.q) + (std::int64_t(b) * a.q_heads + std::int64_t(h) * G) * D + lane * E;
-  float qv[G][E], best[G], sum[G], acc[G][E];
+  const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, group = lane / 4, place = lane % 4;
+  const int begin = chunk * a.chunk, end = ::min(begin + a.chunk, length);
+  const int tiles = (end - begin + TILE - 1) / TILE, mine = tiles > warp ? (tiles - warp + W - 1) / W : 0;
+  // Q^T as B fragments, one a 16 dimensions: this lane's column is query head `group` (zero past G).
+  const T* q = static_cast<const T*>(a.q) + (std::int64_t(b) * a.q_heads + std::int64_t(h) * G) * D;
+  unsigned qb[D / 16][2];
 #pragma unroll
-  for (int g = 0; g < G; ++g) {
-    load_vector(q + g * D, qv[g]);
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      qv[g][e] *= a.scale_log2;
-      acc[g][e] = 0;
-    }
-    best[g] = -INFINITY;
-    sum[g] = 0;
+  for (int s = 0; s < D / 16; ++s) {
+    const bool column = group < G;
+    qb[s][0] = column ? *reinterpret_cast<const unsigned*>(q + group * D + 16 * s + 2 * place) : 0u;
+    qb[s][1] = column ? *reinterpret_cast<const unsigned*>(q + group * D + 16 * s + 8 + 2 * place) : 0u;
   }
   const T* k = static_cast<const T*>(a.k);
   const T* v = static_cast<const T*>(a.v);
-  const int begin = chunk * a.chunk, end = ::min(begin + a.chunk, length), trips = (end - begin + TRIP - 1) / TRIP;
   const std::int32_t* pages = a.page_table != nullptr ? a.page_table + std::int64_t(b) * a.pages_per_sequence : nullptr;
-  auto key = [&](int trip, int u) { return begin + trip * TRIP + u * TEAMS + team; };
-  // This lane's 8 elements of key j (in `page`, when paged), in elements from K's or V's start.
-  auto element = [&](int j, std::int32_t page) {
-    if (pages == nullptr) return ((std::int64_t(b) * a.seq_kv + j) * a.kv_heads + h) * D + lane * E;
-    return ((std::int64_t(page) * a.kv_heads + h) * a.page_size + (j & (a.page_size - 1))) * D + lane * E;
+  uint4* tiles_of_warp = reinterpret_cast<uint4*>(decode_attention_shared) + warp * STAGES * STAGE;
+  auto first_key = [&](int i) { return begin + (warp + i * W) * TILE; };  // of this warp's i-th tile
+  std::int32_t page = 0;  // the page of the next tile to copy
+  auto read_page = [&](int i) {
+    if (pages != nullptr && i < mine) page = pages[first_key(i) >> a.page_shift];
   };
-  std::int32_t page_of[U];  // the page table's entries for the next trip to copy
-  auto read_pages = [&](int trip) {
+  auto start_copies = [&](int i) {
+    uint4* stage = tiles_of_warp + (i % STAGES) * STAGE;
+    const int first = first_key(i);
+    // Rows of D elements: key `first`'s, and the step between keys.
+    const std::int64_t row0 = pages == nullptr ? (std::int64_t(b) * a.seq_kv + first) * a.kv_heads + h
+                                               : (std::int64_t(page) * a.kv_heads + h) * a.page_size + (first & (a.page_size - 1));
+    const std::int64_t step = pages == nullptr ? a.kv_heads : 1;
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int j = key(trip, u);
-      page_of[u] = pages != nullptr && trip < trips && j < end ? pages[j >> a.page_shift] : 0;
+    for (int n = 0; n < PIECES; ++n) {
+      const int piece = n * 32 + lane, r = piece / ROW, c = piece % ROW;
+      const bool inside = first + r < end;
+      const std::int64_t at = inside ? (row0 + r * step) * D + c * 8 : 0;
+      const int slot = r * ROW + (c ^ (r & 7));  // swizzled: a column of 8 rows spans 8 bank groups
+      copy_16_async(stage + slot, k + at, inside);
+      copy_16_async(stage + TILE * ROW + slot, v + at, inside);
     }
   };
-  auto start_copies = [&](int trip) {
-    uint4* stage = s_tiles + (trip % STAGES) * 2 * U * decode_attention_threads;
+  // This lane's two query heads (2 place and the next): running maximum and sum (its keys'
+  // share), and O^T's fragments, one a 16 dimensions.
+  float best[2] = {-INFINITY, -INFINITY}, sum[2] = {0, 0}, acc[D / 16][4];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int j = key(trip, u);
-      const bool inside = j < end;
-      const std::int64_t at = inside ? element(j, page_of[u]) : 0;
-      copy_16_async(stage + u * decode_attention_threads + tid, k + at, inside);
-      copy_16_async(stage + (U + u) * decode_attention_threads + tid, v + at, inside);
-    }
-  };
-  read_pages(0);
+  for (int m = 0; m < D / 16; ++m) acc[m][0] = acc[m][1] = acc[m][2] = acc[m][3] = 0;
+  read_page(0);
 #pragma unroll
-  for (int t = 0; t < STAGES - 1; ++t) {
-    if (t < trips) start_copies(t);
+  for (int i = 0; i < STAGES - 1; ++i) {
+    if (i < mine) start_copies(i);
     commit_async_copies();
-    read_pages(t + 1);
+    read_page(i + 1);
   }
-  for (int trip = 0; trip < trips; ++trip) {
-    if (trip + STAGES - 1 < trips) start_copies(trip + STAGES - 1);  // the stage this thread read last trip
+  for (int i = 0; i < mine; ++i) {
+    __syncwarp();  // every lane has read the stage refilled next, and s_p
+    if (i + STAGES - 1 < mine) start_copies(i + STAGES - 1);
     commit_async_copies();
-    read_pages(trip + STAGES);
-    wait_async_copies<STAGES - 1>();  // this trip's copies have landed
-    const uint4* stage = s_tiles + (trip % STAGES) * 2 * U * decode_attention_threads;
-    packed<T> kr[U];
-    float vf[U][E];
+    read_page(i + STAGES);
+    wait_async_copies<STAGES - 1>();
+    __syncwarp();  // and every lane's copies of tile i have landed
+    const uint4* kt = tiles_of_warp + (i % STAGES) * STAGE;
+    const uint4* vt = kt + TILE * ROW;
+    float st[4] = {0, 0, 0, 0};  // S^T: (key group, heads 2 place, +1), then key group + 8
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      kr[u] = *reinterpret_cast<const packed<T>*>(stage + u * decode_attention_threads + tid);
-      load_vector(reinterpret_cast<const T*>(stage + (U + u) * decode_attention_threads + tid), vf[u]);
+    for (int s = 0; s < D / 16; ++s) {
+      const int r = (lane / 8) % 2 * 8 + lane % 8, c = 2 * s + lane / 16;  // keys 0-7 | 8-15, then d low | high
+      unsigned ka[4];
+      load_matrices_x4<false>(ka, kt + r * ROW + (c ^ (r & 7)));
+      mma_16x8x16<T>(st, ka, qb[s][0], qb[s][1]);
     }
-    // Every team makes the same trips (the shuffles need the whole warp); keys past the end
-    // count as -inf (their V was zero-filled, so they add nothing).
-    float s[U][G];
+    const int first = first_key(i);
+    const bool low = first + group < end, high = first + group + 8 < end;
+    float p[2][2];  // head j, key group | group + 8
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      float kf[E];
+    for (int j = 0; j < 2; ++j) {
+      const float x0 = low ? st[j] * a.scale_log2 : -INFINITY, x1 = high ? st[2 + j] * a.scale_log2 : -INFINITY;
+      float top = fmaxf(x0, x1);
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 4));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 8));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 16));  // the tile's first key is inside: finite
+      if (top > best[j]) {  // rescaled only when the maximum grows
+        const float keep = exp2f(best[j] - top);
+        sum[j] *= keep;
 #pragma unroll
-      for (int e = 0; e < E; ++e) kf[e] = to_float(kr[u].v[e]);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float dot = 0;
-#pragma unroll
-        for (int e = 0; e < E; ++e) dot += qv[g][e] * kf[e];
-#pragma unroll
-        for (int offset = TL / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-        s[u][g] = key(trip, u) < end ? dot : -INFINITY;
+        for (int m = 0; m < D / 16; ++m) {
+          acc[m][j] *= keep;
+          acc[m][2 + j] *= keep;
+        }
+        best[j] = top;
       }
+      p[j][0] = exp2f(x0 - best[j]);
+      p[j][1] = exp2f(x1 - best[j]);
+      sum[j] += p[j][0] + p[j][1];
     }
+    // P^T as a B fragment wants (keys 2 place and the next, head group): transposed through s_p.
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float top = best[g];
-#pragma unroll
-      for (int u = 0; u < U; ++u) top = fmaxf(top, s[u][g]);
-      if (top == -INFINITY) continue;  // no key yet (this team's first keys all past the end)
-      if (top > best[g]) {             // rescaled only when the maximum grows: rarely, after the first keys
-        const float keep = exp2f(best[g] - top);  // 0 when best was -inf
-        sum[g] *= keep;
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[g][e] *= keep;
-        best[g] = top;
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const float p = exp2f(s[u][g] - top);
-        sum[g] += p;
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[g][e] += p * vf[u][e];
-      }
+    for (int j = 0; j < 2; ++j) {
+      s_p[warp][2 * place + j][group] = from_float<T>(p[j][0]);
+      s_p[warp][2 * place + j][group + 8] = from_float<T>(p[j][1]);
     }
+    __syncwarp();
+    const unsigned pb0 = *reinterpret_cast<const unsigned*>(&s_p[warp][group][2 * place]);
+    const unsigned pb1 = *reinterpret_cast<const unsigned*>(&s_p[warp][group][8 + 2 * place]);
+    // O^T += V^T P^T: V's A fragments transposed out of its rows, 16 dimensions a load.
+#pragma unroll
+    for (int m = 0; m < D / 16; ++m) {
+      const int r = (lane / 16) * 8 + lane % 8, c = 2 * m + (lane / 8) % 2;  // d low | high, then keys 0-7 | 8-15
+      unsigned va[4];
+      load_matrices_x4<true>(va, vt + r * ROW + (c ^ (r & 7)));
+      mma_16x8x16<T>(acc[m], va, pb0, pb1);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], 4);
+    sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], 8);
+    sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], 16);
   }
   wait_async_copies<0>();
   __syncthreads();  // s_acc below takes the tiles' place
-  float(*s_acc)[G][D] = reinterpret_cast<float(*)[G][D]>(s_tiles);
+  float(*s_acc)[G][D] = reinterpret_cast<float(*)[G][D]>(decode_attention_shared);
 #pragma unroll
-  for (int g = 0; g < G; ++g) {
-    if (lane == 0) {
-      s_max[team][g] = best[g];
-      s_sum[team][g] = sum[g];
+  for (int j = 0; j < 2; ++j) {
+    const int head = 2 * place + j;
+    if (head < G) {
+      if (group == 0) {
+        s_max[warp][head] = best[j];
+        s_sum[warp][head] = sum[j];
+      }
+#pragma unroll
+      for (int m = 0; m < D / 16; ++m) {
+        s_acc[warp][head][16 * m + group] = acc[m][j];
+        s_acc[warp][head][16 * m + group + 8] = acc[m][2 + j];
+      }
     }
-#pragma unroll
-    for (int e = 0; e < E; ++e) s_acc[team][g][lane * E + e] = acc[g][e];
   }
   __syncthreads();
   T* o = static_cast<T*>(a.o) + (std::int64_t(b) * a.q_heads + std::int64_t(h) * G) * D;
@@ -197,13 +235,13 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   for (int i = tid; i < G * D; i += decode_attention_threads) {
     const int g = i / D, d = i % D;
     float top = -INFINITY;
-    for (int t = 0; t < TEAMS; ++t) top = fmaxf(top, s_max[t][g]);
+    for (int w = 0; w < W; ++w) top = fmaxf(top, s_max[w][g]);
     float total = 0, weighted = 0;
-    for (int t = 0; t < TEAMS; ++t) {
-      if (s_max[t][g] == -INFINITY) continue;
-      const float w = exp2f(s_max[t][g] - top);
-      total += s_sum[t][g] * w;
-      weighted += s_acc[t][g][d] * w;
+    for (int w = 0; w < W; ++w) {
+      if (s_max[w][g] == -INFINITY) continue;  // a warp without a tile
+      const float f = exp2f(s_max[w][g] - top);
+      total += s_sum[w][g] * f;
+      weighted += s_acc[w][g][d] * f;
     }
     if (chunks <= 1) {
       o[g * D + d] = from_float<T>(total > 0 ? weighted / total : 0.0f);
@@ -256,25 +294,47 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
   }
 }
 
+template <class T, int D, int G>
+void launch_decode_attention_kernel(const decode_attention_args& a, dim3 grid, cudaStream_t stream, launch_order order) {
+  // Past the 48 KB a block gets unasked; set each time (cheap, and per device).
+  constexpr int bytes = decode_attention_shared_bytes<D>;
+  GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<T, D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  launch_kernel(decode_attention_kernel<T, D, G>, grid, dim3(decode_attention_threads), std::size_t(bytes), stream, order,
+                "decode attention", a);
+}
+
 template <class T, int D>
 void launch_decode_attention_for(const decode_attention_args& a, int group, dim3 grid, cudaStream_t stream, launch_order order) {
   switch (group) {
-    case 1: return launch_kernel(decode_attention_kernel<T, D, 1>, grid, dim3(decode_attention_threads), 0, stream, order, "decode attention", a);
-    case 2: return launch_kernel(decode_attention_kernel<T, D, 2>, grid, dim3(decode_attention_threads), 0, stream, order, "decode attention", a);
-    case 4: return launch_kernel(decode_attention_kernel<T, D, 4>, grid, dim3(decode_attention_threads), 0, stream, order, "decode attention", a);
-    case 8: return launch_kernel(decode_attention_kernel<T, D, 8>, grid, dim3(decode_attention_threads), 0, stream, order, "decode attention", a);
+    case 1: return launch_decode_attention_kernel<T, D, 1>(a, grid, stream, order);
+    case 2: return launch_decode_attention_kernel<T, D, 2>(a, grid, stream, order);
+    case 4: return launch_decode_attention_kernel<T, D, 4>(a, grid, stream, order);
+    case 8: return launch_decode_attention_kernel<T, D, 8>(a, grid, stream, order);
   }
   throw invalid_argument("decode attention: " + std::to_string(group) + " query heads a KV head (1, 2, 4 or 8)");
 }
 
 }  // namespace detail
 
+/// Whether the current device runs the decode kernel (compute capability 8.0 or later).
+inline bool decode_attention_runs_here() {
+  int device = 0, major = 0;
+  GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
+  GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 8;
+}
+
 /// Enqueues the split-KV decode kernel for `p` (decode_attention_applies()) at chunks of
 /// `chunk` keys on `a`'s operands; a.partials and a.arrivals as decode_attention_partial_floats()
 /// and batch x kv_heads need (unused at one chunk). Throws invalid_argument where it does not apply.
 inline void launch_decode_attention(const attention_problem& p, decode_attention_args a, std::int64_t chunk, cudaStream_t stream,
                                     launch_order order = launch_order::serial) {
-  if (!decode_attention_applies(p) || chunk < 1) throw invalid_argument("decode attention: does not compute " + p.name());
+  if (!decode_attention_applies(p)) throw invalid_argument("decode attention: does not compute " + p.name());
+  if (chunk < p.seq_kv && (chunk < 1 || chunk % detail::decode_attention_tile != 0)) {
+    throw invalid_argument("decode attention: chunks of " + std::to_string(chunk) + " keys (a multiple of " +
+                           std::to_string(detail::decode_attention_tile) + ", or the whole sequence)");
+  }
+  if (!decode_attention_runs_here()) throw invalid_argument("decode attention: needs compute capability 8.0 or later (tensor-core fragments)");
   a.seq_kv = int(p.seq_kv);
   a.page_size = int(p.page_size);
   while (std::int64_t(1) << a.page_shift < p.page_size) ++a.page_shift;
