@@ -10,16 +10,16 @@
 // that head's group; the chunks' partial softmax sums are merged by the block that finishes
 // last (an arrival count a sequence and head, left at zero for the next call), so a call is one
 // launch. Its products run on tensor cores (a warp's 16 keys against the head's query heads):
-// with one FMA a lane a key and head, the first version of this kernel was issue-bound at 0.5
-// to 0.9 of cuDNN's speed. ops/attention.cuh offers it as candidates beside cuDNN's plans, one
-// a chunk size, where it applies (decode_attention_applies(), sm_80 on), and its search keeps
-// the faster.
+// with one FMA a lane a key and head, the first version of this kernel was issue-bound at
+// 0.36-0.52 of cuDNN's speed on an H100 (docs/results/h100-attention.md). ops/attention.cuh
+// offers it as candidates beside cuDNN's plans, one a chunk size, where it applies
+// (decode_attention_applies(), sm_80 on), and its search keeps the faster.
 #pragma once
 
 #include <gpucmp/cuda/async_copy.cuh>
 #include <gpucmp/cuda/grid_dependency.cuh>
-#include <gpucmp/cuda/warp_mma.cuh>
 #include <gpucmp/cuda/launch.hpp>
+#include <gpucmp/cuda/warp_mma.cuh>
 #include <gpucmp/ops/attention_problem.hpp>
 #include <gpucmp/ops/decode_attention_chunks.hpp>
 #include <gpucmp/ops/packed_elements.cuh>
@@ -68,7 +68,8 @@ inline constexpr int decode_attention_stages = D >= 256 ? 2 : 3;
 
 // Dynamic shared memory of a block: each warp's K and V tiles of every stage.
 template <int D>
-inline constexpr int decode_attention_shared_bytes = decode_attention_warps * decode_attention_stages<D> * 2 * decode_attention_tile * D * 2;
+inline constexpr int decode_attention_shared_bytes =
+    decode_attention_warps * decode_attention_stages<D> * 2 * decode_attention_tile * D * 2;  // K and V, 2-byte elements
 
 extern __shared__ __align__(16) unsigned char decode_attention_shared[];
 
@@ -121,8 +122,9 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
     uint4* stage = tiles_of_warp + (i % STAGES) * STAGE;
     const int first = first_key(i);
     // Rows of D elements: key `first`'s, and the step between keys.
-    const std::int64_t row0 = pages == nullptr ? (std::int64_t(b) * a.seq_kv + first) * a.kv_heads + h
-                                               : (std::int64_t(page) * a.kv_heads + h) * a.page_size + (first & (a.page_size - 1));
+    const std::int64_t row0 = pages == nullptr
+                                  ? (std::int64_t(b) * a.seq_kv + first) * a.kv_heads + h
+                                  : (std::int64_t(page) * a.kv_heads + h) * a.page_size + (first & (a.page_size - 1));
     const std::int64_t step = pages == nullptr ? a.kv_heads : 1;
 #pragma unroll
     for (int n = 0; n < PIECES; ++n) {
@@ -334,9 +336,12 @@ inline void launch_decode_attention(const attention_problem& p, decode_attention
     throw invalid_argument("decode attention: chunks of " + std::to_string(chunk) + " keys (a multiple of " +
                            std::to_string(detail::decode_attention_tile) + ", or the whole sequence)");
   }
-  if (!decode_attention_runs_here()) throw invalid_argument("decode attention: needs compute capability 8.0 or later (tensor-core fragments)");
+  if (!decode_attention_runs_here()) {
+    throw invalid_argument("decode attention: needs compute capability 8.0 or later (tensor-core fragments)");
+  }
   a.seq_kv = int(p.seq_kv);
   a.page_size = int(p.page_size);
+  a.page_shift = 0;
   while (std::int64_t(1) << a.page_shift < p.page_size) ++a.page_shift;
   a.pages_per_sequence = p.pages_per_sequence();
   a.q_heads = int(p.q_heads);
