@@ -7,12 +7,20 @@
 # and gpucmp-report exactly when the tools are on, and a find_package consumer builds and runs
 # against each install.
 # Inputs: GPUCMP_SOURCE_DIR, WORK_DIR, GENERATOR, CUDA_COMPILER, CUDA_ARCHITECTURES,
-# CONSUMER_SOURCE_DIR, RUN_CONSUMER (run_consumer.cmake).
+# CONSUMER_SOURCE_DIR, RUN_CONSUMER (run_consumer.cmake); optionally CXX_FLAGS_RELEASE and
+# CUDA_FLAGS_RELEASE (the build's own).
 set(options GPUCMP_BUILD_TESTS GPUCMP_BUILD_EXAMPLES GPUCMP_BUILD_BENCHMARKS GPUCMP_BUILD_TOOLS GPUCMP_INSTALL)
 set(build "${WORK_DIR}/build")
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(common -S "${GPUCMP_SOURCE_DIR}" -B "${build}" -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release
     "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}" "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}")
+set(flags "")  # the optimization of the build that runs the test, when it says
+foreach(language CXX CUDA)
+  if(DEFINED ${language}_FLAGS_RELEASE)
+    list(APPEND common "-DCMAKE_${language}_FLAGS_RELEASE=${${language}_FLAGS_RELEASE}")
+    list(APPEND flags "-D${language}_FLAGS_RELEASE=${${language}_FLAGS_RELEASE}")
+  endif()
+endforeach()
 
 function(configure_with values)
   set(args "")
@@ -64,7 +72,7 @@ foreach(tools ON OFF)
   execute_process(COMMAND "${CMAKE_COMMAND}" -DROUTE=find_package_install "-DGPUCMP_SOURCE_DIR=${GPUCMP_SOURCE_DIR}"
     "-DGPUCMP_INSTALL_PREFIX=${prefix}" "-DCONSUMER_SOURCE_DIR=${CONSUMER_SOURCE_DIR}"
     "-DCONSUMER_BINARY_DIR=${WORK_DIR}/consumer-tools-${tools}" "-DGENERATOR=${GENERATOR}"
-    "-DCUDA_COMPILER=${CUDA_COMPILER}" "-DCUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}" -DCONSUMER_OPS=OFF
+    "-DCUDA_COMPILER=${CUDA_COMPILER}" "-DCUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}" -DCONSUMER_OPS=OFF ${flags}
     -P "${RUN_CONSUMER}" RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "a find_package consumer of the packager's install (tools ${tools}) failed")

@@ -8,6 +8,11 @@ set(configure_args
   -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}
   -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}
   -DCMAKE_BUILD_TYPE=Release)
+foreach(language CXX CUDA)  # the optimization of the build that runs the test, when it says
+  if(DEFINED ${language}_FLAGS_RELEASE)
+    list(APPEND configure_args "-DCMAKE_${language}_FLAGS_RELEASE=${${language}_FLAGS_RELEASE}")
+  endif()
+endforeach()
 if(DEFINED CONSUMER_OPS)
   list(APPEND configure_args "-DCONSUMER_OPS=${CONSUMER_OPS}")
 endif()
