@@ -15,7 +15,9 @@
 // --prompts=128,...  --prefill_batch=1  --batches=1,...  --contexts=1024,...  --weights=<checkpoint>
 // (a .safetensors file or model.safetensors.index.json; random seeded weights otherwise),
 // --overlap=on|off (off: the step's kernels launch serially, rows named .../serial; what the
-// overlapped launches of decoder_options::overlap_kernels gain).
+// overlapped launches of decoder_options::overlap_kernels gain), --breakdown (each step also in
+// kernel mode, rows .../kernel: each kernel's own GPU time, and the gaps between them;
+// --gpucmp_kernels_out=FILE lists every kernel; needs CUPTI, docs/kernel-mode.md).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
 // `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
@@ -29,6 +31,9 @@
 #include "program_flags.hpp"
 
 #include <gpucmp/bench.hpp>
+#if GPUCMP_WITH_KERNEL_MODE
+#include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI for --breakdown's kernel-mode rows
+#endif
 #include <gpucmp/models/decoder.cuh>
 #include <gpucmp/models/decoder_work.hpp>
 
@@ -51,7 +56,8 @@ struct settings {
   std::vector<std::int64_t> batches{1, 4, 16};
   std::vector<std::int64_t> contexts{1024, 2048, 4095};
   std::string weights;
-  bool overlap = true;  // decoder_options::overlap_kernels
+  bool overlap = true;     // decoder_options::overlap_kernels
+  bool breakdown = false;  // kernel-mode rows beside the graph rows
 };
 
 settings& config() {
@@ -81,7 +87,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
   const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
                            (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
                            std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial");
-  gpucmp::register_benchmark_as(name + "/graph", gpucmp::mode::graph, [decode_step, batch, tokens_or_context](gpucmp::state& st) {
+  auto body = [decode_step, batch, tokens_or_context](gpucmp::state& st) {
     gpucmp::decoder& d = model(st.stream());
     const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;
     d.prepare(batch, tokens, decode_step, st.stream());
@@ -101,7 +107,9 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
     st.set_provider("gpucmp");
     for (const std::string& line : d.algorithms(batch, tokens, decode_step)) st.add_note(line);
     st.run([&d, batch, tokens, decode_step, context](cudaStream_t s) { d.run_prepared(batch, tokens, decode_step, context, s); });
-  });
+  };
+  gpucmp::register_benchmark_as(name + "/graph", gpucmp::mode::graph, body);
+  if (c.breakdown) gpucmp::register_benchmark_as(name + "/kernel", gpucmp::mode::kernel, body);
 }
 
 void register_all() {
@@ -141,6 +149,12 @@ void parse_flags(int& argc, char** argv) {
       config().contexts = numbers(v, 0, "--contexts");
     } else if (const char* v = value("--weights=")) {
       config().weights = v;
+    } else if (std::string(argv[i]) == "--breakdown") {
+#if GPUCMP_WITH_KERNEL_MODE
+      config().breakdown = true;
+#else
+      throw gpucmp::invalid_argument("decoder: --breakdown needs kernel mode, and this build has no CUPTI (docs/kernel-mode.md)");
+#endif
     } else if (const char* v = value("--overlap=")) {
       const std::string on = v;
       if (on != "on" && on != "off") throw gpucmp::invalid_argument("decoder: --overlap takes on or off, got '" + on + "'");
