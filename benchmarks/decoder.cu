@@ -17,7 +17,9 @@
 // --overlap=on|off (off: the step's kernels launch serially, rows named .../serial; what the
 // overlapped launches of decoder_options::overlap_kernels gain), --breakdown (each step also in
 // kernel mode, rows .../kernel: each kernel's own GPU time, and the gaps between them;
-// --gpucmp_kernels_out=FILE lists every kernel; needs CUPTI, docs/kernel-mode.md).
+// --gpucmp_kernels_out=FILE lists every kernel; needs CUPTI, docs/kernel-mode.md),
+// --rope_split=on|off (off: RoPE, then the QKV split, rows named .../unfused; what applying RoPE
+// in the split gains: decoder_options::fuse_rope_split).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
 // `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
@@ -58,6 +60,7 @@ struct settings {
   std::string weights;
   bool overlap = true;     // decoder_options::overlap_kernels
   bool breakdown = false;  // kernel-mode rows beside the graph rows
+  bool rope_split = true;  // decoder_options::fuse_rope_split
 };
 
 settings& config() {
@@ -76,6 +79,7 @@ gpucmp::decoder& model(cudaStream_t stream) {
     o.max_batch = std::max(config().prefill_batch, largest(config().batches));
     o.max_context = std::max(largest(config().prompts), largest(config().contexts) + 1);
     o.overlap_kernels = config().overlap;
+    o.fuse_rope_split = config().rope_split;
     d = std::make_unique<gpucmp::decoder>(gpucmp::decoder_preset(config().model), o, stream);
     if (!config().weights.empty()) d->load(gpucmp::decoder_checkpoint::open(config().weights), stream);
   }
@@ -86,7 +90,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
   const settings& c = config();
   const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
                            (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
-                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial");
+                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial") + (c.rope_split ? "" : "/unfused");
   auto body = [decode_step, batch, tokens_or_context](gpucmp::state& st) {
     gpucmp::decoder& d = model(st.stream());
     const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;
@@ -103,6 +107,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
     st.set_axis("batch", double(batch));
     st.set_axis(decode_step ? "context" : "prompt", double(tokens_or_context));
     st.set_axis("launches", config().overlap ? "overlapped" : "serial");
+    st.set_axis("rope", config().rope_split ? "in the split" : "apart");
     st.set_sweep_axis(decode_step ? "context" : "prompt");
     st.set_provider("gpucmp");
     for (const std::string& line : d.algorithms(batch, tokens, decode_step)) st.add_note(line);
@@ -133,6 +138,10 @@ void parse_flags(int& argc, char** argv) {
     if (out.empty()) throw gpucmp::invalid_argument(std::string("decoder: ") + flag + " needs at least one value");
     return out;
   };
+  auto on_or_off = [](const std::string& v, const char* flag) {
+    if (v != "on" && v != "off") throw gpucmp::invalid_argument(std::string("decoder: ") + flag + " takes on or off, got '" + v + "'");
+    return v == "on";
+  };
   for (int i = 1; i < argc; ++i) {
     auto value = [&](const char* flag) { return gpucmp_bench::flag_value(argv[i], flag); };
     if (const char* v = value("--model=")) {
@@ -156,9 +165,9 @@ void parse_flags(int& argc, char** argv) {
       throw gpucmp::invalid_argument("decoder: --breakdown needs kernel mode, and this build has no CUPTI (docs/kernel-mode.md)");
 #endif
     } else if (const char* v = value("--overlap=")) {
-      const std::string on = v;
-      if (on != "on" && on != "off") throw gpucmp::invalid_argument("decoder: --overlap takes on or off, got '" + on + "'");
-      config().overlap = on == "on";
+      config().overlap = on_or_off(v, "--overlap");
+    } else if (const char* v = value("--rope_split=")) {
+      config().rope_split = on_or_off(v, "--rope_split");
     } else {
       argv[kept++] = argv[i];
     }

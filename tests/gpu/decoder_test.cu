@@ -9,7 +9,8 @@
 // and leave a paged cache's running batch (continuous batching: prompts of different lengths,
 // slots reused, padded batches, decode steps replayed as CUDA graphs) against the same
 // reference. Bad tokens, shapes and steps are refused by name; zeroed final norm weights are
-// caught; a step the page pool cannot hold takes nothing.
+// caught; a step the page pool cannot hold takes nothing. RoPE applied while splitting QKV into
+// the cache equals RoPE, then the split.
 #include "catch.hpp"
 #include "small_decoder.hpp"
 
@@ -21,8 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -380,4 +383,104 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
   gpucmp::decoder_options fp32 = o;
   fp32.dtype = gpucmp::numerics::fp32;
   CHECK_THROWS_AS(gpucmp::decoder(small_decoder_config(false), fp32, s.get()), gpucmp::unsupported);
+}
+
+namespace {
+
+// Device copies of host vectors, freed at the end of the test.
+struct device_vectors {
+  std::vector<void*> owned;
+  template <class V>
+  typename V::value_type* copy(const V& host) {
+    void* p = nullptr;
+    REQUIRE(cudaMalloc(&p, host.size() * sizeof(typename V::value_type)) == cudaSuccess);
+    owned.push_back(p);
+    REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(typename V::value_type), cudaMemcpyHostToDevice) == cudaSuccess);
+    return static_cast<typename V::value_type*>(p);
+  }
+  ~device_vectors() {
+    for (void* p : owned) cudaFree(p);
+  }
+};
+
+template <class T>
+std::vector<T> to_host(const T* p, std::size_t n) {
+  std::vector<T> out(n);
+  REQUIRE(cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  return out;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// Two sequences of three new tokens (the second's third a padding row) after 5 and 10 cached
+// ones, RoPE then the split against both in one kernel, into a contiguous or a paged cache.
+template <class T>
+void check_rope_split(bool paged) {
+  const gpucmp::decoder_config c = small_decoder_config(false);
+  const std::int64_t batch = 2, per_sequence = 3, tokens = batch * per_sequence, context = 16, page = 4;
+  const gpucmp::rope_problem r = gpucmp::decoder_rope(c, tokens, std::is_same_v<T, __half> ? gpucmp::numerics::fp16 : gpucmp::numerics::bf16, 64);
+  REQUIRE(gpucmp::rope_split_applies(r, sizeof(T)));
+  const std::int64_t row = (c.heads + 2 * c.kv_heads) * c.head_dim, head = c.head_dim;
+  std::vector<T> qkv(std::size_t(tokens * row));
+  std::uint64_t state = 12345;
+  for (T& v : qkv) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = T(float(double(state >> 11) / double(1ull << 53) * 2 - 1));
+  }
+  const std::vector<std::int32_t> lengths{3, 2, 8, 12, 5, 10};  // q, kv, start of each sequence
+  const std::vector<std::int32_t> positions{5, 6, 7, 10, 11, 11};
+  const std::vector<std::int32_t> table{2, 0, 5, 7, 1, 6, 3, 4};  // 4 pages of 4 a sequence, shuffled
+  const std::int64_t cache_elements = (paged ? 9 * page : batch * context) * c.kv_heads * head;
+  const std::vector<T> sentinel(std::size_t(cache_elements), T(7.0f));
+  device_vectors dev;
+  const T* in = dev.copy(qkv);
+  T* rotated = dev.copy(qkv);
+  T* q[2] = {dev.copy(std::vector<T>(std::size_t(tokens * c.heads * head))), dev.copy(std::vector<T>(std::size_t(tokens * c.heads * head)))};
+  T* k[2] = {dev.copy(sentinel), dev.copy(sentinel)};
+  T* v[2] = {dev.copy(sentinel), dev.copy(sentinel)};
+  const gpucmp::decoder_step_lengths steps{dev.copy(lengths), batch};
+  const std::int32_t* at = dev.copy(positions);
+  const std::vector<float2> angles = gpucmp::rope_table(r);
+  const float2* cs = dev.copy(angles);
+  gpucmp::kv_cache_layout cache{nullptr, context, page, 4, c.kv_heads};
+  if (paged) cache.table = dev.copy(table);
+  const std::int64_t e = sizeof(T);
+  const gpucmp::qkv_split split{c.heads * head * e, head * e, cache};
+  gpucmp::stream s;
+  gpucmp::run_rope(r, gpucmp::rope_shapes(r).at(0), rotated, at, cs, s.get());
+  gpucmp::split_qkv_into_cache(rotated, q[0], k[0], v[0], split, tokens, per_sequence, at, steps, s.get());
+  gpucmp::rope_split_qkv_into_cache(r, in, q[1], k[1], v[1], split, tokens, per_sequence, at, cs, steps, s.get(),
+                                    gpucmp::launch_order::overlapped);
+  REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  const std::size_t qn = std::size_t(tokens * c.heads * head), kn = std::size_t(cache_elements);
+  CHECK(same_bits(to_host(q[0], qn), to_host(q[1], qn)));
+  CHECK(same_bits(to_host(k[0], kn), to_host(k[1], kn)));
+  CHECK(same_bits(to_host(v[0], kn), to_host(v[1], kn)));
+  CHECK(same_bits(to_host(in, qkv.size()), qkv));  // its input left as it was
+  CHECK_FALSE(same_bits(to_host(q[1], qn), std::vector<T>(qn)));  // something was written
+  // Rotated: token 0's first Q element moved off its input (position 5's angles are not 0).
+  CHECK(gpucmp::to_double(to_host(q[1], 1)[0]) != gpucmp::to_double(qkv[0]));
+  std::size_t untouched = 0;  // the padding row and the positions no token takes keep the sentinel
+  for (const T& x : to_host(k[1], kn)) untouched += gpucmp::to_double(x) == 7.0;
+  CHECK(untouched == kn - std::size_t(5 * c.kv_heads * head));
+  gpucmp::rope_problem interleaved = r;
+  interleaved.pairs = gpucmp::rope_pairs::interleaved;
+  CHECK_FALSE(gpucmp::rope_split_applies(interleaved, sizeof(T)));
+  CHECK_THROWS_WITH(gpucmp::rope_split_qkv_into_cache(interleaved, in, q[1], k[1], v[1], split, tokens, per_sequence, at, cs,
+                                                      steps, s.get()),
+                    GPUCMP_CONTAINS("cannot be applied while splitting"));
+}
+
+}  // namespace
+
+TEST_CASE("decoder: RoPE applied while splitting QKV into the cache equals RoPE then the split, bit for bit",
+          "[gpu][models][decoder]") {
+  for (bool paged : {false, true}) {
+    INFO((paged ? "paged" : "contiguous"));
+    check_rope_split<__nv_bfloat16>(paged);
+    check_rope_split<__half>(paged);
+  }
 }

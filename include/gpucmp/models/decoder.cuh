@@ -10,7 +10,8 @@
 // layers through gemv (cuBLASLt's algorithms, split-K variants and gpucmp's GEMV kernel, one
 // verified search a shape), attention through cuDNN's SDPA (the cache as a padded batch: a
 // prefill causal over its prompt, a decode step over each sequence's cached tokens), RMSNorm
-// with the residual add fused, RoPE in place on the fused QKV rows and SwiGLU. Q, K and V come
+// with the residual add fused, RoPE (applied as Q, K and V leave the fused QKV rows for Q and
+// the cache, where a head's halves are whole vectors) and SwiGLU. Q, K and V come
 // out of one fused QKV GEMM, gate and up out of one fused GEMM, as serving engines run them.
 // Weights are random (seeded) or loaded from a Hugging Face checkpoint (decoder_weights.hpp).
 // What a step shape needs (its operations searched and verified, its activations) is built
@@ -71,6 +72,10 @@ struct decoder_options {
   /// the QKV split) may start while the kernel before each still runs (cuda/launch.hpp; sm_90+):
   /// a decode step is some 350 short kernels, and the gaps between them add up. false: serial.
   bool overlap_kernels = true;
+  /// RoPE applied as Q, K and V leave the fused QKV rows (one kernel a layer, where a head's
+  /// halves are whole 16-byte vectors); false: the RoPE operation in place, then the split (what
+  /// the fusion gains: benchmarks/decoder --rope_split=off).
+  bool fuse_rope_split = true;
   /// With choice == search: whether each search ends in its sustained duel (search_options),
   /// which settles about 1 % at up to 2 s for each linear layer of a large step. false: what
   /// a serving warm-up over many step shapes can afford.
@@ -650,10 +655,16 @@ class decoder {
         layer_weights& w = m_layers[l];
         norm(w.norm1, l > 0);
         p.qkv->run_on(w.qkv.data(), p.normed.data(), p.qkv_rows.data(), stream);
-        run_rope(p.rope, p.rope_shape, as(p.qkv_rows), p.positions.data(),
-                 reinterpret_cast<const float2*>(m_rope_table.data()), stream);
-        split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
-                             p.per_sequence, p.positions.data(), p.lengths(), stream, overlap_order());
+        const float2* table = reinterpret_cast<const float2*>(m_rope_table.data());
+        if (m_options.fuse_rope_split && rope_split_applies(p.rope, e)) {
+          rope_split_qkv_into_cache(p.rope, as(p.qkv_rows), as(p.q), reinterpret_cast<T*>(m_k_cache[l].data()),
+                                    reinterpret_cast<T*>(m_v_cache[l].data()), split, t, p.per_sequence, p.positions.data(),
+                                    table, p.lengths(), stream, overlap_order());
+        } else {
+          run_rope(p.rope, p.rope_shape, as(p.qkv_rows), p.positions.data(), table, stream);
+          split_qkv_into_cache(p.qkv_rows.data(), p.q.data(), m_k_cache[l].data(), m_v_cache[l].data(), split, t,
+                               p.per_sequence, p.positions.data(), p.lengths(), stream, overlap_order());
+        }
         p.attend->run(p.attend_layers[l], stream, overlap_order());
         p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
         norm(w.norm2, true);

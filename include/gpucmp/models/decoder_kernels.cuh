@@ -5,7 +5,9 @@
 // each token's position, Q split out of the fused QKV rows while K and V are appended to the
 // KV cache (contiguous, or a pool of pages behind a page table), a step's sequence lengths,
 // and the last token of each prompt gathered for the LM head. Memory-bound copies of a few MB
-// at most, 16 bytes a thread where rows allow.
+// at most, 16 bytes a thread where rows allow. Where a head's halves are whole vectors (Llama's
+// geometry), RoPE rotates Q and K on their way out of the QKV rows: a decode step's layer then
+// launches one small kernel for both, not two.
 //
 // A step's sequences are described on the device by its lengths (decoder_step_lengths): for
 // each of its `batch` sequences the new tokens it takes (q), the keys it holds after the step
@@ -17,6 +19,8 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/grid_dependency.cuh>
 #include <gpucmp/cuda/launch.hpp>
+#include <gpucmp/ops/rope.cuh>
+#include <gpucmp/ops/vector_access.cuh>
 
 #include <cuda_runtime_api.h>
 
@@ -126,6 +130,54 @@ __global__ inline void split_qkv_kernel(const uint4* __restrict__ qkv, uint4* __
   if (to >= 0) ((c - s.q) < kv ? k_cache : v_cache)[to + in_kv % s.head] = qkv[i];
 }
 
+// The geometry of RoPE applied while splitting: `groups` vectors a head's half.
+struct rope_split_vectors {
+  int q_heads, kv_heads, head_dim, groups;
+};
+
+// One thread a (token, head, vector of the head's first half) of the fused QKV rows: that
+// vector and its partner a half further on, rotated by the token's angles for Q's and K's heads
+// (as rope_vector_kernel does, in FP32, rounded once), copied as they are for V's, then stored
+// where split_qkv_kernel stores them.
+template <class T>
+__global__ void rope_split_qkv_kernel(const T* __restrict__ qkv, T* __restrict__ q, T* k_cache, T* v_cache,
+                                      const std::int32_t* __restrict__ positions, const float2* __restrict__ table,
+                                      rope_split_vectors g, kv_cache_at at, std::int64_t units) {
+  wait_for_prior_grids();
+  let_next_grid_start();
+  constexpr int V = vector_elements<T>;
+  const std::int64_t u = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (u >= units) return;
+  const int heads = g.q_heads + 2 * g.kv_heads, half = g.groups * V;
+  const std::int64_t token = u / (std::int64_t(heads) * g.groups);
+  const int rest = int(u - token * heads * g.groups), head = rest / g.groups, group = rest % g.groups;
+  const T* from = qkv + (token * heads + head) * g.head_dim + group * V;
+  T* to = nullptr;
+  if (head < g.q_heads) {
+    to = q + (token * g.q_heads + head) * g.head_dim;
+  } else {
+    const bool key = head < g.q_heads + g.kv_heads;
+    const int kv_head = head - g.q_heads - (key ? 0 : g.kv_heads);
+    const std::int64_t at_vectors = at(token * g.kv_heads + kv_head);
+    if (at_vectors < 0) return;  // a padding token's K and V stay out of the cache
+    to = (key ? k_cache : v_cache) + at_vectors * V;
+    if (!key) {
+      using raw = packed<T>;
+      *reinterpret_cast<raw*>(to + group * V) = *reinterpret_cast<const raw*>(from);
+      *reinterpret_cast<raw*>(to + half + group * V) = *reinterpret_cast<const raw*>(from + half);
+      return;
+    }
+  }
+  float x1[V], x2[V];
+  load_vector(from, x1);
+  load_vector(from + half, x2);
+  const float2* cs = table + std::int64_t(positions[token]) * half + group * V;
+#pragma unroll
+  for (int e = 0; e < V; ++e) rotate(x1[e], x2[e], cs[e]);
+  store_vector(to + group * V, x1);
+  store_vector(to + half + group * V, x2);
+}
+
 struct last_token_at {  // sequence r's last new token (of per_sequence rows, q_lengths[r] real), in a dense matrix
   const std::int32_t* q_lengths;
   std::int64_t per_sequence, vectors;
@@ -217,6 +269,36 @@ inline void gather_last_tokens(void* out, const void* in, const decoder_step_len
   const std::int64_t vectors = row_bytes / 16;
   detail::copy_rows(out, in, lengths.batch, row_bytes, detail::dense_at{vectors, 0},
                     detail::last_token_at{lengths.q(), per_sequence, vectors}, stream);
+}
+
+/// Whether rope_split_qkv_into_cache() takes RoPE `r`: half pairs over the whole head, each
+/// half whole 16-byte vectors of `element_bytes`-byte elements.
+inline bool rope_split_applies(const rope_problem& r, std::int64_t element_bytes) {
+  const std::int64_t vector = 16 / element_bytes;
+  return r.pairs == rope_pairs::half && r.rotated() == r.head_dim && (r.head_dim / 2) % vector == 0;
+}
+
+/// run_rope() of `r` and split_qkv_into_cache() in one kernel (rope_split_applies(r,
+/// sizeof(T))): `tokens` fused QKV rows, not yet rotated and left as they are, into Q and the
+/// caches; `table` the device copy of rope_table(r).
+template <class T>
+void rope_split_qkv_into_cache(const rope_problem& r, const T* qkv, T* q, T* k_cache, T* v_cache, const qkv_split& g,
+                               std::int64_t tokens, std::int64_t per_sequence, const std::int32_t* positions,
+                               const float2* table, const decoder_step_lengths& lengths, cudaStream_t stream,
+                               launch_order order = launch_order::serial) {
+  if (!rope_split_applies(r, sizeof(T))) throw invalid_argument("decoder: RoPE " + r.name() + " cannot be applied while splitting");
+  if (g.head_bytes != r.head_dim * std::int64_t(sizeof(T)) || g.q_bytes != r.q_heads * g.head_bytes ||
+      g.cache.kv_heads != r.kv_heads) {
+    throw invalid_argument("decoder: RoPE " + r.name() + " does not match the QKV rows it would split");
+  }
+  constexpr int V = vector_elements<T>;
+  const detail::rope_split_vectors geometry{int(r.q_heads), int(g.cache.kv_heads), int(r.head_dim), int(r.head_dim / 2 / V)};
+  const std::int64_t units = tokens * (r.q_heads + 2 * g.cache.kv_heads) * geometry.groups;
+  if (units == 0) return;
+  const detail::kv_cache_at at{g.cache, positions, lengths.q(), per_sequence, g.head_bytes / 16};
+  const unsigned threads = 128;
+  launch_kernel(detail::rope_split_qkv_kernel<T>, dim3(unsigned((units + threads - 1) / threads)), dim3(threads), 0, stream, order,
+                "decoder rope_split_qkv_into_cache", qkv, q, k_cache, v_cache, positions, table, geometry, at, units);
 }
 
 }  // namespace gpucmp
