@@ -18,8 +18,8 @@
 // overlapped launches of decoder_options::overlap_kernels gain), --breakdown (each step also in
 // kernel mode, rows .../kernel: each kernel's own GPU time, and the gaps between them;
 // --gpucmp_kernels_out=FILE lists every kernel; needs CUPTI, docs/kernel-mode.md),
-// --rope_split=on|off (off: RoPE, then the QKV split, rows named .../unfused; what applying RoPE
-// in the split gains: decoder_options::fuse_rope_split).
+// --rope_split=on|off (on: RoPE applied in the QKV split, rows named .../rope_split; what that
+// gains: decoder_options::fuse_rope_split, off by default).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
 // `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
@@ -60,7 +60,7 @@ struct settings {
   std::string weights;
   bool overlap = true;     // decoder_options::overlap_kernels
   bool breakdown = false;  // kernel-mode rows beside the graph rows
-  bool rope_split = true;  // decoder_options::fuse_rope_split
+  bool rope_split = false;  // decoder_options::fuse_rope_split
 };
 
 settings& config() {
@@ -90,7 +90,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
   const settings& c = config();
   const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
                            (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
-                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial") + (c.rope_split ? "" : "/unfused");
+                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial") + (c.rope_split ? "/rope_split" : "");
   auto body = [decode_step, batch, tokens_or_context](gpucmp::state& st) {
     gpucmp::decoder& d = model(st.stream());
     const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;

@@ -483,4 +483,17 @@ TEST_CASE("decoder: RoPE applied while splitting QKV into the cache equals RoPE 
     check_rope_split<__nv_bfloat16>(paged);
     check_rope_split<__half>(paged);
   }
+  // And a decoder that takes that path keeps the reference's logits (bounds as above).
+  gpucmp::stream s;
+  gpucmp::decoder_options o;
+  o.max_batch = 2;
+  o.max_context = 64;
+  o.choice = gpucmp::algorithm_choice::heuristic;
+  o.fuse_rope_split = true;
+  o.dtype = gpucmp::numerics::bf16;
+  gpucmp::decoder bf16(small_decoder_config(false), o, s.get());
+  run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
+  o.dtype = gpucmp::numerics::fp16;
+  gpucmp::decoder fp16(small_decoder_config(false), o, s.get());
+  run_against_reference<__half>(fp16, s, 0.005);
 }
