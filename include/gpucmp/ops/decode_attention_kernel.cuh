@@ -299,8 +299,8 @@ __global__ void __launch_bounds__(decode_attention_threads) decode_attention_ker
 template <class T, int D, int G>
 void launch_decode_attention_kernel(const decode_attention_args& a, dim3 grid, cudaStream_t stream, launch_order order) {
   // Past the 48 KB a block gets unasked; set on every launch, since the attribute belongs to the
-  // current device's context (0.34 us of host time on the H100's host, measured against 0.06 us
-  // for the capability check; graphs pay it at capture only).
+  // current device's context: 0.34 us of host time on an H100 machine, the capability check 0.06
+  // (lab/probes/launch_api_cost.cu); a graph pays them at capture only.
   constexpr int bytes = decode_attention_shared_bytes<D>;
   GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<T, D, G>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   launch_kernel(decode_attention_kernel<T, D, G>, grid, dim3(decode_attention_threads), std::size_t(bytes), stream, order,
