@@ -6,8 +6,9 @@
 // KV cache (contiguous, or a pool of pages behind a page table), a step's sequence lengths,
 // and the last token of each prompt gathered for the LM head. Memory-bound copies of a few MB
 // at most, 16 bytes a thread where rows allow. Where a head's halves are whole vectors (Llama's
-// geometry), RoPE rotates Q and K on their way out of the QKV rows: a decode step's layer then
-// launches one small kernel for both, not two.
+// geometry), rope_split_qkv_into_cache() rotates Q and K on their way out of the QKV rows, so
+// that a layer launches one small kernel for RoPE and the split, not two (the decoder's
+// fuse_rope_split option).
 //
 // A step's sequences are described on the device by its lengths (decoder_step_lengths): for
 // each of its `batch` sequences the new tokens it takes (q), the keys it holds after the step
