@@ -200,6 +200,19 @@ double run_against_reference(gpucmp::decoder& d, gpucmp::stream& s, double bound
   return worst;
 }
 
+// run_against_reference() of decoders of `c` with options `o` in BF16 and in FP16. The
+// reference rounds where the decoder stores, so what is left is summation order and a stored
+// value that rounds the other way: a few units of the stored type's roundoff, carried through
+// two layers (BF16: 2^-8, FP16: 2^-11).
+void against_reference_in_bf16_and_fp16(const gpucmp::decoder_config& c, gpucmp::decoder_options o, gpucmp::stream& s) {
+  o.dtype = gpucmp::numerics::bf16;
+  gpucmp::decoder bf16(c, o, s.get());
+  run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
+  o.dtype = gpucmp::numerics::fp16;
+  gpucmp::decoder fp16(c, o, s.get());
+  run_against_reference<__half>(fp16, s, 0.005);
+}
+
 }  // namespace
 
 TEST_CASE("decoder: prefill and decode steps match a double reference of the same model", "[gpu][models][decoder]") {
@@ -209,15 +222,7 @@ TEST_CASE("decoder: prefill and decode steps match a double reference of the sam
     o.max_batch = 2;
     o.max_context = 64;
     o.choice = gpucmp::algorithm_choice::heuristic;  // the operations' own tests cover the search
-    // The reference rounds where the decoder stores, so what is left is summation order and a
-    // stored value that rounds the other way: a few units of the stored type's roundoff,
-    // carried through two layers (BF16: 2^-8, FP16: 2^-11).
-    o.dtype = gpucmp::numerics::bf16;
-    gpucmp::decoder bf16(small_decoder_config(tied), o, s.get());
-    run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
-    o.dtype = gpucmp::numerics::fp16;
-    gpucmp::decoder fp16(small_decoder_config(tied), o, s.get());
-    run_against_reference<__half>(fp16, s, 0.005);
+    against_reference_in_bf16_and_fp16(small_decoder_config(tied), o, s);
   }
 }
 
@@ -483,17 +488,12 @@ TEST_CASE("decoder: RoPE applied while splitting QKV into the cache equals RoPE 
     check_rope_split<__nv_bfloat16>(paged);
     check_rope_split<__half>(paged);
   }
-  // And a decoder that takes that path keeps the reference's logits (bounds as above).
+  // And a decoder that takes that path keeps the reference's logits.
   gpucmp::stream s;
   gpucmp::decoder_options o;
   o.max_batch = 2;
   o.max_context = 64;
   o.choice = gpucmp::algorithm_choice::heuristic;
   o.fuse_rope_split = true;
-  o.dtype = gpucmp::numerics::bf16;
-  gpucmp::decoder bf16(small_decoder_config(false), o, s.get());
-  run_against_reference<__nv_bfloat16>(bf16, s, 0.03);
-  o.dtype = gpucmp::numerics::fp16;
-  gpucmp::decoder fp16(small_decoder_config(false), o, s.get());
-  run_against_reference<__half>(fp16, s, 0.005);
+  against_reference_in_bf16_and_fp16(small_decoder_config(false), o, s);
 }
