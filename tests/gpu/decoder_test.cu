@@ -392,27 +392,12 @@ TEST_CASE("decoder: zeroed final norm weights are caught; bad tokens and shapes 
 
 namespace {
 
-// Device copies of host vectors, freed at the end of the test.
-struct device_vectors {
-  std::vector<void*> owned;
-  template <class V>
-  typename V::value_type* copy(const V& host) {
-    void* p = nullptr;
-    REQUIRE(cudaMalloc(&p, host.size() * sizeof(typename V::value_type)) == cudaSuccess);
-    owned.push_back(p);
-    REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(typename V::value_type), cudaMemcpyHostToDevice) == cudaSuccess);
-    return static_cast<typename V::value_type*>(p);
-  }
-  ~device_vectors() {
-    for (void* p : owned) cudaFree(p);
-  }
-};
-
+// A device copy of `host`.
 template <class T>
-std::vector<T> to_host(const T* p, std::size_t n) {
-  std::vector<T> out(n);
-  REQUIRE(cudaMemcpy(out.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  return out;
+gpucmp::device_buffer<T> on_device(const std::vector<T>& host) {
+  gpucmp::device_buffer<T> d(host.size(), gpucmp::initial_fill::uninitialized());
+  d.copy_from_host(host);
+  return d;
 }
 
 template <class T>
@@ -440,42 +425,45 @@ void check_rope_split(bool paged) {
   const std::vector<std::int32_t> table{2, 0, 5, 7, 1, 6, 3, 4};  // 4 pages of 4 a sequence, shuffled
   const std::int64_t cache_elements = (paged ? 9 * page : batch * context) * c.kv_heads * head;
   const std::vector<T> sentinel(std::size_t(cache_elements), T(7.0f));
-  device_vectors dev;
-  const T* in = dev.copy(qkv);
-  T* rotated = dev.copy(qkv);
-  T* q[2] = {dev.copy(std::vector<T>(std::size_t(tokens * c.heads * head))), dev.copy(std::vector<T>(std::size_t(tokens * c.heads * head)))};
-  T* k[2] = {dev.copy(sentinel), dev.copy(sentinel)};
-  T* v[2] = {dev.copy(sentinel), dev.copy(sentinel)};
-  const gpucmp::decoder_step_lengths steps{dev.copy(lengths), batch};
-  const std::int32_t* at = dev.copy(positions);
-  const std::vector<float2> angles = gpucmp::rope_table(r);
-  const float2* cs = dev.copy(angles);
+  const std::size_t qn = std::size_t(tokens * c.heads * head), kn = std::size_t(cache_elements);
+  const gpucmp::device_buffer<T> in = on_device(qkv);
+  gpucmp::device_buffer<T> rotated = on_device(qkv);
+  gpucmp::device_buffer<T> q[2] = {on_device(std::vector<T>(qn)), on_device(std::vector<T>(qn))};
+  gpucmp::device_buffer<T> k[2] = {on_device(sentinel), on_device(sentinel)};
+  gpucmp::device_buffer<T> v[2] = {on_device(sentinel), on_device(sentinel)};
+  gpucmp::device_buffer<std::int32_t> lengths_d = on_device(lengths), positions_d = on_device(positions), table_d = on_device(table);
+  const gpucmp::decoder_step_lengths steps{lengths_d.data(), batch};
+  const std::int32_t* at = positions_d.data();
+  std::vector<float> angles;  // (cos, sin) pairs, as the decoder keeps its table
+  for (const float2& a : gpucmp::rope_table(r)) angles.insert(angles.end(), {a.x, a.y});
+  const gpucmp::device_buffer<float> angles_d = on_device(angles);
+  const float2* cs = reinterpret_cast<const float2*>(angles_d.data());
   gpucmp::kv_cache_layout cache{nullptr, context, page, 4, c.kv_heads};
-  if (paged) cache.table = dev.copy(table);
+  if (paged) cache.table = table_d.data();
   const std::int64_t e = sizeof(T);
   const gpucmp::qkv_split split{c.heads * head * e, head * e, cache};
   gpucmp::stream s;
-  gpucmp::run_rope(r, gpucmp::rope_shapes(r).at(0), rotated, at, cs, s.get());
-  gpucmp::split_qkv_into_cache(rotated, q[0], k[0], v[0], split, tokens, per_sequence, at, steps, s.get());
-  gpucmp::rope_split_qkv_into_cache(r, in, q[1], k[1], v[1], split, tokens, per_sequence, at, cs, steps, s.get(),
-                                    gpucmp::launch_order::overlapped);
+  gpucmp::run_rope(r, gpucmp::rope_shapes(r).at(0), rotated.data(), at, cs, s.get());
+  gpucmp::split_qkv_into_cache(rotated.data(), q[0].data(), k[0].data(), v[0].data(), split, tokens, per_sequence, at, steps,
+                               s.get());
+  gpucmp::rope_split_qkv_into_cache(r, in.data(), q[1].data(), k[1].data(), v[1].data(), split, tokens, per_sequence, at, cs,
+                                    steps, s.get(), gpucmp::launch_order::overlapped);
   REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
-  const std::size_t qn = std::size_t(tokens * c.heads * head), kn = std::size_t(cache_elements);
-  CHECK(same_bits(to_host(q[0], qn), to_host(q[1], qn)));
-  CHECK(same_bits(to_host(k[0], kn), to_host(k[1], kn)));
-  CHECK(same_bits(to_host(v[0], kn), to_host(v[1], kn)));
-  CHECK(same_bits(to_host(in, qkv.size()), qkv));  // its input left as it was
-  CHECK_FALSE(same_bits(to_host(q[1], qn), std::vector<T>(qn)));  // something was written
+  CHECK(same_bits(q[0].to_host(), q[1].to_host()));
+  CHECK(same_bits(k[0].to_host(), k[1].to_host()));
+  CHECK(same_bits(v[0].to_host(), v[1].to_host()));
+  CHECK(same_bits(in.to_host(), qkv));  // its input left as it was
+  CHECK_FALSE(same_bits(q[1].to_host(), std::vector<T>(qn)));  // something was written
   // Rotated: token 0's first Q element moved off its input (position 5's angles are not 0).
-  CHECK(gpucmp::to_double(to_host(q[1], 1)[0]) != gpucmp::to_double(qkv[0]));
+  CHECK(gpucmp::to_double(q[1].to_host()[0]) != gpucmp::to_double(qkv[0]));
   std::size_t untouched = 0;  // the padding row and the positions no token takes keep the sentinel
-  for (const T& x : to_host(k[1], kn)) untouched += gpucmp::to_double(x) == 7.0;
+  for (const T& x : k[1].to_host()) untouched += gpucmp::to_double(x) == 7.0;
   CHECK(untouched == kn - std::size_t(5 * c.kv_heads * head));
   gpucmp::rope_problem interleaved = r;
   interleaved.pairs = gpucmp::rope_pairs::interleaved;
   CHECK_FALSE(gpucmp::rope_split_applies(interleaved, sizeof(T)));
-  CHECK_THROWS_WITH(gpucmp::rope_split_qkv_into_cache(interleaved, in, q[1], k[1], v[1], split, tokens, per_sequence, at, cs,
-                                                      steps, s.get()),
+  CHECK_THROWS_WITH(gpucmp::rope_split_qkv_into_cache(interleaved, in.data(), q[1].data(), k[1].data(), v[1].data(), split,
+                                                      tokens, per_sequence, at, cs, steps, s.get()),
                     GPUCMP_CONTAINS("cannot be applied while splitting"));
 }
 
