@@ -20,18 +20,7 @@ import json
 import re
 import sys
 
-
-def parse_groups(specs):
-    groups = []
-    for spec in specs:
-        name, sep, pattern = spec.partition("=")
-        if not sep or not name or not pattern:
-            sys.exit(f"kernel-breakdown: --group takes NAME=REGEX, got '{spec}'")
-        try:
-            groups.append((name, re.compile(pattern)))
-        except re.error as e:
-            sys.exit(f"kernel-breakdown: --group {name}: bad REGEX '{pattern}': {e}")
-    return groups
+from named_patterns import parse_named_patterns  # beside this script
 
 
 def breakdown(entry, groups):
@@ -62,7 +51,7 @@ def main():
     ap.add_argument("--out-json")
     ap.add_argument("--out-md")
     a = ap.parse_args()
-    groups = parse_groups(a.group)
+    groups = parse_named_patterns(a.group, "kernel-breakdown", "--group")
     try:
         match = re.compile(a.match)
     except re.error as e:

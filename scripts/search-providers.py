@@ -19,17 +19,11 @@ import json
 import re
 import sys
 
+from named_patterns import parse_named_patterns  # beside this script
+
 
 def parse_providers(specs):
-    providers = []
-    for spec in specs:
-        name, sep, pattern = spec.partition("=")
-        if not sep or not name or not pattern:
-            sys.exit(f"search-providers: --provider takes NAME=REGEX, got '{spec}'")
-        try:
-            providers.append((name, re.compile(pattern)))
-        except re.error as e:
-            sys.exit(f"search-providers: --provider {name}: bad REGEX '{pattern}': {e}")
+    providers = parse_named_patterns(specs, "search-providers", "--provider")
     if len(providers) < 2:
         sys.exit("search-providers: give at least two --provider NAME=REGEX")
     return providers
