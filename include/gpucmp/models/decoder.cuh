@@ -652,12 +652,13 @@ class decoder {
           run_rmsnorm(p.norm, p.norm_shape, n, stream);
         }
       };
+      const float2* table = reinterpret_cast<const float2*>(m_rope_table.data());
+      const bool rope_in_split = m_options.fuse_rope_split && rope_split_applies(p.rope, e);
       for (std::size_t l = 0; l < m_layers.size(); ++l) {
         layer_weights& w = m_layers[l];
         norm(w.norm1, l > 0);
         p.qkv->run_on(w.qkv.data(), p.normed.data(), p.qkv_rows.data(), stream);
-        const float2* table = reinterpret_cast<const float2*>(m_rope_table.data());
-        if (m_options.fuse_rope_split && rope_split_applies(p.rope, e)) {
+        if (rope_in_split) {
           rope_split_qkv_into_cache(p.rope, as(p.qkv_rows), as(p.q), reinterpret_cast<T*>(m_k_cache[l].data()),
                                     reinterpret_cast<T*>(m_v_cache[l].data()), split, t, p.per_sequence, p.positions.data(),
                                     table, p.lengths(), stream, overlap_order());
