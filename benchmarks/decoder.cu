@@ -8,8 +8,8 @@
 // bytes it must move: weights once, the K and V it reads and writes), so the report reads a
 // decode step's GB/s against bandwidth and a prefill's TFLOP/s against the dense peak; a copy
 // row of the same run gives the decode roofline (scripts/bandwidth-fraction.py).
-//   decoder/<model>/<dtype>/prefill/b<batch>_p<prompt>[/serial]/graph
-//   decoder/<model>/<dtype>/decode/b<batch>_c<context>[/serial]/graph
+//   decoder/<model>/<dtype>/prefill/b<batch>_p<prompt>[/serial][/rope_apart][/norm_fused]/graph
+//   decoder/<model>/<dtype>/decode/b<batch>_c<context>[/serial][/rope_apart][/norm_fused]/graph
 //   copy/kernel/<bytes>/graph
 // Flags: --model=<preset> (llama-3-8b, llama-3.1-8b, llama-3.2-1b, llama-3-70b), --dtype=bf16|fp16,
 // --prompts=128,...  --prefill_batch=1  --batches=1,...  --contexts=1024,...  --weights=<checkpoint>
@@ -18,8 +18,10 @@
 // overlapped launches of decoder_options::overlap_kernels gain), --breakdown (each step also in
 // kernel mode, rows .../kernel: each kernel's own GPU time, and the gaps between them;
 // --gpucmp_kernels_out=FILE lists every kernel; needs CUPTI, docs/kernel-mode.md),
-// --rope_split=on|off (on: RoPE applied in the QKV split, rows named .../rope_split; what that
-// gains: decoder_options::fuse_rope_split, off by default).
+// --rope_split=on|off (off: RoPE, then the QKV split, rows named .../rope_apart; what applying
+// RoPE in the split, decoder_options::fuse_rope_split, the default, gains), --norm_fusion=on|off
+// (on: RMSNorm and the residual add inside gpucmp's GEMV kernel where it runs, rows named
+// .../norm_fused; what decoder_options::fuse_norm_into_gemv gains).
 // `decoder logits ...` writes a checkpoint's logits instead (decoder_logits.hpp); `decoder serve
 // ...` serves requests with continuous batching and searches the goodput (decoder_serve.hpp);
 // `decoder train ...` times training steps (decoder_train.hpp); `decoder train-check ...` writes a
@@ -60,7 +62,8 @@ struct settings {
   std::string weights;
   bool overlap = true;     // decoder_options::overlap_kernels
   bool breakdown = false;  // kernel-mode rows beside the graph rows
-  bool rope_split = false;  // decoder_options::fuse_rope_split
+  bool rope_split = true;   // decoder_options::fuse_rope_split
+  bool norm_fusion = false;  // decoder_options::fuse_norm_into_gemv
 };
 
 settings& config() {
@@ -80,6 +83,7 @@ gpucmp::decoder& model(cudaStream_t stream) {
     o.max_context = std::max(largest(config().prompts), largest(config().contexts) + 1);
     o.overlap_kernels = config().overlap;
     o.fuse_rope_split = config().rope_split;
+    o.fuse_norm_into_gemv = config().norm_fusion;
     d = std::make_unique<gpucmp::decoder>(gpucmp::decoder_preset(config().model), o, stream);
     if (!config().weights.empty()) d->load(gpucmp::decoder_checkpoint::open(config().weights), stream);
   }
@@ -90,7 +94,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
   const settings& c = config();
   const std::string name = "decoder/" + c.model + "/" + gpucmp::to_string(c.dtype) +
                            (decode_step ? "/decode/b" + std::to_string(batch) + "_c" : "/prefill/b" + std::to_string(batch) + "_p") +
-                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial") + (c.rope_split ? "/rope_split" : "");
+                           std::to_string(tokens_or_context) + (c.overlap ? "" : "/serial") + (c.rope_split ? "" : "/rope_apart") + (c.norm_fusion ? "/norm_fused" : "");
   auto body = [decode_step, batch, tokens_or_context](gpucmp::state& st) {
     gpucmp::decoder& d = model(st.stream());
     const std::int64_t tokens = decode_step ? 1 : tokens_or_context, context = decode_step ? tokens_or_context : 0;
@@ -108,6 +112,7 @@ void register_step(bool decode_step, std::int64_t batch, std::int64_t tokens_or_
     st.set_axis(decode_step ? "context" : "prompt", double(tokens_or_context));
     st.set_axis("launches", config().overlap ? "overlapped" : "serial");
     st.set_axis("rope", config().rope_split ? "in the split" : "apart");
+    st.set_axis("rmsnorm", config().norm_fusion ? "in the GEMV where it runs" : "own kernel");
     st.set_sweep_axis(decode_step ? "context" : "prompt");
     st.set_provider("gpucmp");
     for (const std::string& line : d.algorithms(batch, tokens, decode_step)) st.add_note(line);
@@ -168,6 +173,8 @@ void parse_flags(int& argc, char** argv) {
       config().overlap = on_or_off(v, "--overlap");
     } else if (const char* v = value("--rope_split=")) {
       config().rope_split = on_or_off(v, "--rope_split");
+    } else if (const char* v = value("--norm_fusion=")) {
+      config().norm_fusion = on_or_off(v, "--norm_fusion");
     } else {
       argv[kept++] = argv[i];
     }

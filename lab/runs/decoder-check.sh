@@ -21,10 +21,12 @@
 #   serve     benchmarks/decoder serve (GPUCMP_SERVE_FLAGS, e.g. --slots=64 --prompt=1536
 #             --output=512 --requests=128): continuous batching on a paged cache, the goodput
 #             search's every rate in serve.json
-#   breakdown benchmarks/decoder --breakdown with --rope_split=off, then =on, one process after the
-#             other (GPUCMP_BREAKDOWN_FLAGS, default --prompts=128 --batches=1,16 --contexts=2048):
-#             graph rows of both (what applying RoPE in the QKV split gains) and each step's kernels
-#             by group (scripts/kernel-breakdown.py: where a step's time goes)
+#   breakdown benchmarks/decoder --breakdown once for each of GPUCMP_BREAKDOWN_VARIANTS, one process
+#             after the other (default: --norm_fusion=off --norm_fusion=on; a variant is one flag,
+#             and may come again: each process searches its own step plans, which can differ;
+#             GPUCMP_BREAKDOWN_FLAGS, default --prompts=128 --batches=1,16 --contexts=2048): graph
+#             rows of each (what the variant gains) and each step's kernels by group
+#             (scripts/kernel-breakdown.py: where a step's time goes)
 #   lab/runs/decoder-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,check,bench]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json). Attention runs on the cuDNN
@@ -106,20 +108,22 @@ if part train; then
   stamp train
 fi
 if part breakdown; then
-  for rope_split in off on; do
+  run=0
+  for variant in ${GPUCMP_BREAKDOWN_VARIANTS:---norm_fusion=off --norm_fusion=on}; do
+    run=$((run + 1))
+    tag=${run}_$(tr -c 'a-zA-Z0-9\n' '_' <<< "${variant#--}")  # the first --norm_fusion=off: 1_norm_fusion_off
     # shellcheck disable=SC2086  # the flags are words
     timeout "${GPUCMP_BREAKDOWN_TIMEOUT:-240}" "$build_dir/benchmarks/decoder" --gpucmp_max_time_s=1 --breakdown \
-      --rope_split="$rope_split" ${GPUCMP_BREAKDOWN_FLAGS:---prompts=128 --batches=1,16 --contexts=2048} \
-      --gpucmp_kernels_out="$work/kernels_rope_split_$rope_split.json" --benchmark_out="$work/breakdown_rope_split_$rope_split.json" \
-      --benchmark_out_format=json > "$work/breakdown_rope_split_$rope_split.log" 2>&1 || status=1
-    grep -E "^decoder/.*(graph|kernel)" "$work/breakdown_rope_split_$rope_split.log" | cut -c1-160
-    python3 "$repo_root/scripts/kernel-breakdown.py" "$work/kernels_rope_split_$rope_split.json" --group "GEMV kernel=gpucmp::.*gemv_kernel" \
+      "$variant" ${GPUCMP_BREAKDOWN_FLAGS:---prompts=128 --batches=1,16 --contexts=2048} \
+      --gpucmp_kernels_out="$work/kernels_$tag.json" --benchmark_out="$work/breakdown_$tag.json" \
+      --benchmark_out_format=json > "$work/breakdown_$tag.log" 2>&1 || status=1
+    grep -E "^decoder/.*(graph|kernel)" "$work/breakdown_$tag.log" | cut -c1-160
+    python3 "$repo_root/scripts/kernel-breakdown.py" "$work/kernels_$tag.json" --group "GEMV kernel=gpucmp::.*gemv_kernel" \
       --group "cuBLASLt=nvjet|cublas|gemv|gemm|splitKreduce" --group "attention=attention|sdpa|fmha|flash|cudnn" \
       --group "RMSNorm=rmsnorm" --group "RoPE in the split=rope_split_qkv" --group "RoPE=rope_" \
       --group "QKV split=split_qkv" --group "SwiGLU=swiglu" --group "embedding, positions, lengths=copy_rows|fill_" \
-      --out-json "$work/kernels_rope_split_$rope_split.summary.json" --out-md "$work/kernels_rope_split_$rope_split.md" \
-      > /dev/null || status=1
-    stamp "breakdown rope_split=$rope_split"
+      --out-json "$work/kernels_$tag.summary.json" --out-md "$work/kernels_$tag.md" > /dev/null || status=1
+    stamp "breakdown $variant"
   done
 fi
 if part serve; then

@@ -250,6 +250,35 @@ TEST_CASE("decoder: overlapped launches keep the reference's logits, with gpucmp
   }
 }
 
+TEST_CASE("decoder: RMSNorm and the residual add inside gpucmp's GEMV kernel keep the reference's logits",
+          "[gpu][models][decoder]") {
+  gpucmp::stream s;
+  for (std::int64_t page_size : {0, 16}) {
+    gpucmp::decoder_options o;
+    o.max_batch = 2;
+    o.max_context = 64;
+    o.page_size = page_size;
+    o.choice = gpucmp::algorithm_choice::search;  // at 2 tokens gpucmp's GEMV kernel is a candidate
+    o.sustained_duel = false;
+    o.fuse_norm_into_gemv = true;
+    INFO((page_size > 0 ? "paged" : "contiguous"));
+    for (gpucmp::numerics t : {gpucmp::numerics::bf16, gpucmp::numerics::fp16}) {
+      o.dtype = t;
+      gpucmp::decoder d(small_decoder_config(false), o, s.get());
+      if (t == gpucmp::numerics::bf16) {
+        run_against_reference<__nv_bfloat16>(d, s, 0.03);
+      } else {
+        run_against_reference<__half>(d, s, 0.005);
+      }
+      // The decode step must have taken the fused path somewhere for the case to mean anything.
+      std::string chosen;
+      for (const std::string& line : d.algorithms(2, 1, true)) chosen += line + "; ";
+      INFO(chosen);
+      CHECK(chosen.find("in gpucmp's GEMV kernel: ") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("decoder: a paged cache gives the same prefill and decode steps through its page tables", "[gpu][models][decoder]") {
   gpucmp::stream s;
   gpucmp::decoder_options o;
@@ -476,12 +505,14 @@ TEST_CASE("decoder: RoPE applied while splitting QKV into the cache equals RoPE 
     check_rope_split<__nv_bfloat16>(paged);
     check_rope_split<__half>(paged);
   }
-  // And a decoder that takes that path keeps the reference's logits.
+  // The other cases run the default, RoPE in the split; a decoder with RoPE apart keeps the
+  // reference's logits too.
   gpucmp::stream s;
   gpucmp::decoder_options o;
   o.max_batch = 2;
   o.max_context = 64;
   o.choice = gpucmp::algorithm_choice::heuristic;
-  o.fuse_rope_split = true;
+  REQUIRE(o.fuse_rope_split);
+  o.fuse_rope_split = false;
   against_reference_in_bf16_and_fp16(small_decoder_config(false), o, s);
 }

@@ -6,7 +6,8 @@
 // against the FP64 reference (gpucmp's kernel always passes; cuBLASLt split-K variants that
 // return wrong sums are rejected, and the search keeps a verified candidate); a corrupted output is caught and located; a search keeps a verified candidate and
 // at 64 tokens only cuBLASLt's remain; E4M3 weights run on gpucmp's kernel alone (host checks:
-// tests/unit/transformer_problems_test.cpp); run_on takes the caller's W, x and y.
+// tests/unit/transformer_problems_test.cpp); run_on takes the caller's W, x and y, and the
+// kernel fuses an RMSNorm before its product and a residual add after it.
 #include "catch.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -15,7 +16,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,4 +163,146 @@ TEST_CASE("gemv run_on: the chosen candidate on the caller's W, x and y", "[gpu]
       CHECK_THROWS_AS(op.run_on(nullptr, x.data(), y.data(), s.get()), gpucmp::invalid_argument);
     }
   }
+}
+
+namespace {
+
+template <class T>
+std::vector<double> as_doubles(const T* device, std::size_t count) {
+  std::vector<T> stored(count);
+  REQUIRE(cudaMemcpy(stored.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  std::vector<double> out;
+  for (const T& v : stored) out.push_back(double(float(v)));
+  return out;
+}
+
+template <class T>
+std::vector<double> as_doubles(const gpucmp::device_buffer<T>& b) {
+  return as_doubles(b.data(), b.size());
+}
+
+template <class T>
+gpucmp::device_buffer<T> from_doubles(const std::vector<double>& values) {
+  std::vector<T> stored;
+  for (double v : values) stored.push_back(T(float(v)));
+  gpucmp::device_buffer<T> b(values.size(), gpucmp::initial_fill::uninitialized());
+  b.copy_from_host(stored);
+  return b;
+}
+
+// Outputs of y (batch rows of n) further from `expected` than `bound` allows, the first few named.
+std::string mismatches(const std::vector<double>& y, const std::vector<double>& expected, const std::vector<double>& bound,
+                       std::int64_t n) {
+  std::string out;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (std::abs(y[i] - expected[i]) <= bound[i]) continue;  // a NaN fails too
+    if (++count <= 3) {
+      out += "token " + std::to_string(std::int64_t(i) / n) + ", output " + std::to_string(std::int64_t(i) % n) + ": " +
+             std::to_string(y[i]) + " against " + std::to_string(expected[i]) + "; ";
+    }
+  }
+  return count == 0 ? std::string() : std::to_string(count) + " outputs off: " + out;
+}
+
+// gpucmp's kernel at every split with RMSNorm before its product, the residual add after it,
+// and both, against FP64 sums of the same stored values. The tokens' scales differ by up to 8x,
+// which only a per-token norm takes out.
+template <class T>
+void check_fused_gemv(gpucmp::numerics t, std::int64_t batch, std::int64_t n, std::int64_t k, gpucmp::stream& s) {
+  gpucmp::gemv_options kernel_only;
+  kernel_only.cublaslt = false;
+  gpucmp::gemv op(gpucmp::gemv_problem{batch, n, k, t}, kernel_only, s.get());
+  REQUIRE(op.candidate_count() == 4);
+  const std::vector<double> w = as_doubles(static_cast<const T*>(op.weights()), std::size_t(n * k));
+  std::mt19937 random(std::uint32_t(batch * 7 + k));
+  std::uniform_real_distribution<double> unit(-1, 1), gain(0.5, 1.5);
+  std::vector<double> x, g, r;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t c = 0; c < k; ++c) x.push_back(unit(random) * double(1 + b % 8));
+  }
+  for (std::int64_t c = 0; c < k; ++c) g.push_back(gain(random));
+  for (std::int64_t i = 0; i < batch * n; ++i) r.push_back(unit(random) * 4);
+  const gpucmp::device_buffer<T> x_d = from_doubles<T>(x), g_d = from_doubles<T>(g);
+  x = as_doubles(x_d), g = as_doubles(g_d);  // what the kernel reads
+  const double eps = 1e-5, unit_roundoff = t == gpucmp::numerics::bf16 ? 1.0 / 256 : 1.0 / 2048;
+  // Reference products and the sums of their terms' magnitudes, plain and normalized.
+  std::vector<double> plain(std::size_t(batch * n)), normed(plain.size()), plain_size(plain.size()), normed_size(plain.size());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    double squares = 0;
+    for (std::int64_t c = 0; c < k; ++c) squares += x[b * k + c] * x[b * k + c];
+    const double inv_rms = 1 / std::sqrt(squares / double(k) + eps);
+    for (std::int64_t row = 0; row < n; ++row) {
+      double p = 0, q = 0, ps = 0, qs = 0;
+      for (std::int64_t c = 0; c < k; ++c) {
+        const double term = w[row * k + c] * x[b * k + c];
+        p += term;
+        ps += std::abs(term);
+        q += term * g[c] * inv_rms;
+        qs += std::abs(term * g[c] * inv_rms);
+      }
+      const std::size_t i = std::size_t(b * n + row);
+      plain[i] = p, normed[i] = q, plain_size[i] = ps, normed_size[i] = qs;
+    }
+  }
+  r = as_doubles(from_doubles<T>(r));
+  for (std::size_t pick = 0; pick < op.candidate_count(); ++pick) {
+    op.select(pick, s.get());
+    INFO(op.name() << " with " << op.describe_candidate(pick));
+    gpucmp::device_buffer<T> y(std::size_t(batch * n), gpucmp::initial_fill::poison());
+    for (int variant = 0; variant < 3; ++variant) {  // norm, add, both
+      gpucmp::gemv_fusion f;
+      if (variant != 1) f.norm_weight = g_d.data(), f.norm_eps = float(eps);
+      f.add_to_output = variant != 0;
+      const std::vector<double>& product = variant == 1 ? plain : normed;
+      const std::vector<double>& size = variant == 1 ? plain_size : normed_size;
+      std::vector<double> expected(product), bound(product.size());
+      for (std::size_t i = 0; i < product.size(); ++i) {
+        // FP32 sums, the product rounded to T, then (add) the sum rounded again.
+        bound[i] = 1e-5 * size[i] + unit_roundoff * std::abs(product[i]);
+        if (f.add_to_output) expected[i] += r[i], bound[i] += unit_roundoff * std::abs(expected[i]);
+      }
+      if (f.add_to_output) {
+        const gpucmp::device_buffer<T> residual = from_doubles<T>(r);
+        REQUIRE(cudaMemcpy(y.data(), residual.data(), residual.bytes(), cudaMemcpyDeviceToDevice) == cudaSuccess);
+      }
+      op.run_on(op.weights(), x_d.data(), y.data(), s.get(), 1.0f, f);
+      REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+      INFO((variant == 0 ? "RMSNorm before" : variant == 1 ? "residual add after" : "both"));
+      CHECK(mismatches(as_doubles(y), expected, bound, n) == "");
+    }
+    // The plain product is far from the normalized one: the comparison above can fail.
+    op.run_on(op.weights(), x_d.data(), y.data(), s.get());
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+    std::vector<double> normed_bound(normed.size());
+    for (std::size_t i = 0; i < normed.size(); ++i) normed_bound[i] = 1e-5 * normed_size[i] + unit_roundoff * std::abs(normed[i]);
+    CHECK(mismatches(as_doubles(y), plain, normed_bound, n) == "");
+    CHECK(mismatches(as_doubles(y), normed, normed_bound, n) != "");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gemv run_on: RMSNorm before the product and the residual add after it, in gpucmp's kernel", "[gpu][ops][gemv]") {
+  gpucmp::stream s;
+  for (std::int64_t batch : {1, 3, 8}) {
+    // 1000 x 1032: a tail of vectors under a full round of loads; Llama-3-8B's QKV at 4096.
+    check_fused_gemv<__nv_bfloat16>(gpucmp::numerics::bf16, batch, 1000, 1032, s);
+    check_fused_gemv<__half>(gpucmp::numerics::fp16, batch, 1000, 1032, s);
+  }
+  check_fused_gemv<__nv_bfloat16>(gpucmp::numerics::bf16, 1, 6144, 4096, s);
+  // Refused by name: a fusion on cuBLASLt's candidate, a norm epsilon that is not positive.
+  gpucmp::gemv op(gpucmp::gemv_problem{1, 1000, 1032, gpucmp::numerics::bf16}, {}, s.get());
+  REQUIRE(op.provider() == "cuBLASLt");  // the first candidate
+  gpucmp::device_buffer<__nv_bfloat16> g(1032, gpucmp::initial_fill::uninitialized());
+  gpucmp::gemv_fusion add;
+  add.add_to_output = true;
+  CHECK_THROWS_WITH(op.run_on(op.weights(), op.input(), op.output(), s.get(), 1.0f, add), GPUCMP_CONTAINS("only gpucmp's kernel fuses"));
+  op.select(op.candidate_count() - 1, s.get());
+  REQUIRE(op.kernel_selected());
+  gpucmp::gemv_fusion norm;
+  norm.norm_weight = g.data();
+  norm.norm_eps = 0;
+  CHECK_THROWS_WITH(op.run_on(op.weights(), op.input(), op.output(), s.get(), 1.0f, norm),
+                    GPUCMP_CONTAINS("epsilon must be finite and positive"));
 }

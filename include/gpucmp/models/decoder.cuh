@@ -10,8 +10,9 @@
 // layers through gemv (cuBLASLt's algorithms, split-K variants and gpucmp's GEMV kernel, one
 // verified search a shape), attention through cuDNN's SDPA (the cache as a padded batch: a
 // prefill causal over its prompt, a decode step over each sequence's cached tokens), RMSNorm
-// with the residual add fused, RoPE in place on the fused QKV rows (or, opted in, applied as Q,
-// K and V leave them for Q and the cache) and SwiGLU. Q, K and V come
+// with the residual add fused (or, opted in, both inside gpucmp's GEMV kernel where a linear
+// layer runs it), RoPE applied as Q, K and V leave the fused QKV rows for Q and the cache (or
+// in place, then the split) and SwiGLU. Q, K and V come
 // out of one fused QKV GEMM, gate and up out of one fused GEMM, as serving engines run them.
 // Weights are random (seeded) or loaded from a Hugging Face checkpoint (decoder_weights.hpp).
 // What a step shape needs (its operations searched and verified, its activations) is built
@@ -73,10 +74,18 @@ struct decoder_options {
   /// a decode step is some 350 short kernels, and the gaps between them add up. false: serial.
   bool overlap_kernels = true;
   /// RoPE applied as Q, K and V leave the fused QKV rows (one kernel a layer, where a head's
-  /// halves are whole 16-byte vectors) instead of the RoPE operation in place, then the split
-  /// (benchmarks/decoder --rope_split=on times it). Off by default until its GPU test has run
-  /// on a GPU (written 2026-12-06, when no device machine could be had).
-  bool fuse_rope_split = false;
+  /// halves are whole 16-byte vectors) instead of the RoPE operation in place, then the split:
+  /// the same bits, one launch a layer fewer (benchmarks/decoder --rope_split=off times the
+  /// two kernels apart). false: RoPE, then the split.
+  bool fuse_rope_split = true;
+  /// RMSNorm and the residual add done inside gpucmp's GEMV kernel wherever a step's linear
+  /// layers selected it (gemv_fusion): the add after the O and down projections, the norm
+  /// before the QKV and gate-and-up projections and a decode step's LM head, none of them then
+  /// a kernel of its own (two launches a layer fewer). The normalized activations are not
+  /// rounded to BF16/FP16 before the product: one rounding fewer. Elsewhere, and when false,
+  /// RMSNorm (with the add fused) is its own kernel. benchmarks/decoder --norm_fusion=on|off.
+  /// Off by default until its GPU tests have run on a GPU.
+  bool fuse_norm_into_gemv = false;
   /// With choice == search: whether each search ends in its sustained duel (search_options),
   /// which settles about 1 % at up to 2 s for each linear layer of a large step. false: what
   /// a serving warm-up over many step shapes can afford.
@@ -332,6 +341,8 @@ class decoder {
       out.push_back(std::string(label) + ": " + (*op)->algorithm().describe());
     }
     out.push_back("attention: " + p.attend->algorithm().describe());
+    const std::string fused = p.fusion.describe();
+    if (!fused.empty()) out.push_back("in gpucmp's GEMV kernel: " + fused);
     return out;
   }
 
@@ -342,11 +353,32 @@ class decoder {
     device_buffer<std::uint8_t> norm1, qkv, o, norm2, gate_up, down;
   };
 
+  // What a step runs inside gpucmp's GEMV kernel (decoder_options::fuse_norm_into_gemv), the
+  // same in every layer. A norm goes into its GEMV only where no product waits in `branch`:
+  // after the embedding or a projection that added itself to the residual.
+  struct norm_fusion {
+    bool o_adds = false, down_adds = false;                              // residual += the product
+    bool qkv_norms = false, gate_up_norms = false, head_norms = false;  // RMSNorm of the residual first
+    std::string describe() const {
+      std::string norms, adds;
+      for (const auto& [on, name] : {std::pair<bool, const char*>{qkv_norms, "qkv"}, {gate_up_norms, "gate_up"}, {head_norms, "lm_head"}}) {
+        if (on) norms += (norms.empty() ? "" : ", ") + std::string(name);
+      }
+      for (const auto& [on, name] : {std::pair<bool, const char*>{o_adds, "o"}, {down_adds, "down"}}) {
+        if (on) adds += (adds.empty() ? "" : ", ") + std::string(name);
+      }
+      std::string out = norms.empty() ? "" : "RMSNorm before " + norms;
+      if (!adds.empty()) out += (out.empty() ? "" : "; ") + std::string("residual add after ") + adds;
+      return out;
+    }
+  };
+
   // Everything one step shape runs with.
   struct step_plan {
     std::int64_t batch = 0, per_sequence = 0;  // sequences, new tokens each (at most: padded)
     bool decode = false;
     std::optional<gemv> qkv, o, gate_up, down, lm_head;
+    norm_fusion fusion;
     std::optional<gpucmp::attention> attend;
     std::vector<attention_binding> attend_layers;  // each layer's Q, cache and output, bound once
     rmsnorm_problem norm, fused_norm;
@@ -571,6 +603,14 @@ class decoder {
     linear(p.gate_up, t, 2 * m, h);
     linear(p.down, t, h, m);
     linear(p.lm_head, batch, c.vocab_size, h);
+    if (m_options.fuse_norm_into_gemv) {
+      norm_fusion& f = p.fusion;
+      f.o_adds = p.o->kernel_selected();
+      f.down_adds = p.down->kernel_selected();
+      f.qkv_norms = f.down_adds && p.qkv->kernel_selected();  // layer 0's norm follows the embedding
+      f.gate_up_norms = f.o_adds && p.gate_up->kernel_selected();
+      f.head_norms = decode_step && f.down_adds && p.lm_head->kernel_selected();  // a prefill gathers normed rows
+    }
     attention_problem a;
     a.batch = batch;
     a.q_heads = c.heads;
@@ -637,7 +677,7 @@ class decoder {
     visit_storage([&](auto zero) {
       using T = decltype(zero);
       auto as = [](device_buffer<std::uint8_t>& b) { return reinterpret_cast<T*>(b.data()); };
-      // r += branch, normed = norm(r) with `weight` (the first layer's: no branch yet).
+      // normed = norm(r) with `weight`; fused: r += branch first.
       auto norm = [&](const device_buffer<std::uint8_t>& weight, bool fused) {
         rmsnorm_tensors<T> n;
         n.weight = reinterpret_cast<const T*>(weight.data());
@@ -654,10 +694,32 @@ class decoder {
       };
       const float2* table = reinterpret_cast<const float2*>(m_rope_table.data());
       const bool rope_in_split = m_options.fuse_rope_split && rope_split_applies(p.rope, e);
+      const norm_fusion& f = p.fusion;
+      bool pending = false;  // `branch` holds a product not yet added to the residual
+      // A projection whose product joins the residual: added in its GEMV, or left in `branch`.
+      auto project = [&](gemv& op, bool adds, const device_buffer<std::uint8_t>& weights, const device_buffer<std::uint8_t>& x) {
+        gemv_fusion add;
+        add.add_to_output = adds;
+        op.run_on(weights.data(), x.data(), adds ? p.residual.data() : p.branch.data(), stream, 1.0f, add);
+        pending = !adds;
+      };
+      // A projection of the normalized residual: the norm in its GEMV, or a kernel of its own first.
+      auto normed_projection = [&](gemv& op, bool norms, const device_buffer<std::uint8_t>& norm_weights, const void* weights,
+                                   void* y) {
+        if (norms) {
+          gemv_fusion in;
+          in.norm_weight = norm_weights.data();
+          in.norm_eps = float(c.norm_eps);
+          op.run_on(weights, p.residual.data(), y, stream, 1.0f, in);
+        } else {
+          norm(norm_weights, pending);
+          op.run_on(weights, p.normed.data(), y, stream);
+        }
+        pending = false;
+      };
       for (std::size_t l = 0; l < m_layers.size(); ++l) {
         layer_weights& w = m_layers[l];
-        norm(w.norm1, l > 0);
-        p.qkv->run_on(w.qkv.data(), p.normed.data(), p.qkv_rows.data(), stream);
+        normed_projection(*p.qkv, f.qkv_norms, w.norm1, w.qkv.data(), p.qkv_rows.data());
         if (rope_in_split) {
           rope_split_qkv_into_cache(p.rope, as(p.qkv_rows), as(p.q), reinterpret_cast<T*>(m_k_cache[l].data()),
                                     reinterpret_cast<T*>(m_v_cache[l].data()), split, t, p.per_sequence, p.positions.data(),
@@ -668,20 +730,19 @@ class decoder {
                                p.per_sequence, p.positions.data(), p.lengths(), stream, overlap_order());
         }
         p.attend->run(p.attend_layers[l], stream, overlap_order());
-        p.o->run_on(w.o.data(), p.attended.data(), p.branch.data(), stream);
-        norm(w.norm2, true);
-        p.gate_up->run_on(w.gate_up.data(), p.normed.data(), p.gate_up_rows.data(), stream);
+        project(*p.o, f.o_adds, w.o, p.attended);
+        normed_projection(*p.gate_up, f.gate_up_norms, w.norm2, w.gate_up.data(), p.gate_up_rows.data());
         run_swiglu(p.swiglu, p.swiglu_shape, as(p.gate_up_rows), as(p.act), stream);
-        p.down->run_on(w.down.data(), p.act.data(), p.branch.data(), stream);
+        project(*p.down, f.down_adds, w.down, p.act);
       }
-      norm(m_final_norm, true);
+      if (p.decode) {
+        normed_projection(*p.lm_head, f.head_norms, m_final_norm, lm_head_weights(), p.logits.data());
+      } else {  // a prefill's logits are its prompts' last tokens'
+        norm(m_final_norm, pending);
+        gather_last_tokens(p.last.data(), p.normed.data(), p.lengths(), p.per_sequence, h * e, stream);
+        p.lm_head->run_on(lm_head_weights(), p.last.data(), p.logits.data(), stream);
+      }
     });
-    const void* head_in = p.normed.data();
-    if (!p.decode) {  // a prefill's logits are its prompts' last tokens'
-      gather_last_tokens(p.last.data(), p.normed.data(), p.lengths(), p.per_sequence, h * e, stream);
-      head_in = p.last.data();
-    }
-    p.lm_head->run_on(lm_head_weights(), head_in, p.logits.data(), stream);
   }
 
   decoder_config m_config;

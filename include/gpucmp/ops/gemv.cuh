@@ -9,7 +9,8 @@
 //     16-byte packs, several loads in flight per lane, FP32 sums for every token at once, and
 //     `split` warps of a block share one row (split-K inside the block) where a row alone
 //     holds too few bytes in flight. It also takes E4M3 weights with a per-tensor scale
-//     (gemv_problem::fp8_weights, weight-only quantization), which no cuBLASLt GEMM does.
+//     (gemv_problem::fp8_weights, weight-only quantization), which no cuBLASLt GEMM does,
+//     and fuses a decoder's RMSNorm before its product and residual add after it (gemv_fusion).
 // cuBLASLt's tensor-core kernels tile for larger outputs, and at batch 1 a plain GEMV moves
 // the weight at a fraction of the copy rate (PyTorch's O projection on the H200: 1,225 of
 // 4,294 GB/s); the kernel is what reaches the copy rate there, the tensor cores what wins at
@@ -82,18 +83,33 @@ __device__ inline packed<T> load_cached(const T* p) {  // x: read by every row, 
   return out;
 }
 
-// Adds one pack of W's columns times every token's x at the same columns.
-template <class T, class W, int B>
-__device__ inline void gemv_accumulate(const weight_pack<W>& w, const T* x, std::int64_t k, std::int64_t column,
-                                       float (&sum)[B]) {
+// Adds one pack of W's columns times every token's x at the same columns. Norm: W's columns
+// times the RMSNorm weights g first, and, where `squares`, each token's x squared into `ss`.
+template <class T, class W, int B, bool Norm>
+__device__ inline void gemv_accumulate(weight_pack<W> w, const T* x, const T* g, std::int64_t k, std::int64_t column,
+                                       bool squares, float (&sum)[B], float (&ss)[B]) {
   constexpr int X = packed<T>::width, parts = weight_pack<W>::width / X;
+  if constexpr (Norm) {
+#pragma unroll
+    for (int part = 0; part < parts; ++part) {
+      const packed<T> gv = load_cached(g + column + part * X);
+#pragma unroll
+      for (int e = 0; e < X; ++e) w.v[part * X + e] *= to_float(gv.v[e]);
+    }
+  }
 #pragma unroll
   for (int b = 0; b < B; ++b) {
 #pragma unroll
     for (int part = 0; part < parts; ++part) {
       const packed<T> xv = load_cached(x + b * k + column + part * X);
 #pragma unroll
-      for (int e = 0; e < X; ++e) sum[b] += w.v[part * X + e] * to_float(xv.v[e]);
+      for (int e = 0; e < X; ++e) {
+        const float xe = to_float(xv.v[e]);
+        sum[b] += w.v[part * X + e] * xe;
+        if constexpr (Norm) {
+          if (squares) ss[b] += xe * xe;
+        }
+      }
     }
   }
 }
@@ -103,14 +119,20 @@ __device__ inline void gemv_accumulate(const weight_pack<W>& w, const T* x, std:
 // at a time, then sum across lanes (shuffles) and across the row's warps (shared memory).
 // Launched overlapped (cuda/launch.hpp), its first packs of W, which no kernel writes, are in
 // flight before it waits for the kernel that writes x.
-template <class T, class W, int B>
+// Fused around the product (gemv_fusion): Norm, x RMS-normalized with weights g first, as
+// y = rsqrt(mean(x^2) + eps) sum_c (W g)[row][c] x[c]: the block's first row's warps, which
+// read all of x anyway, also sum its squares; `accumulate`, y += the product rounded to T first,
+// as a separate residual add of the product rounds.
+template <class T, class W, int B, bool Norm>
 __global__ void __launch_bounds__(gemv_block_threads)
     gemv_kernel(const W* __restrict__ w, float scale, const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
-                std::int64_t k, int split) {
+                std::int64_t k, int split, const T* __restrict__ g, float eps, bool accumulate) {
   constexpr int U = gemv_loads_in_flight, E = weight_pack<W>::width, warps = gemv_block_threads / 32;
   __shared__ float partial[warps][B];
+  __shared__ float partial_squares[Norm ? warps : 1][B];
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const std::int64_t row = std::int64_t(blockIdx.x) * (warps / split) + warp / split;
+  const bool squares = Norm && warp < split;  // the block's first row: always a row of W
   const W* w_row = w + (row < n ? row : 0) * k;
   const std::int64_t packs = row < n ? k / E : 0, stride = std::int64_t(split) * 32;
   std::int64_t v = std::int64_t(warp % split) * 32 + lane;
@@ -121,54 +143,78 @@ __global__ void __launch_bounds__(gemv_block_threads)
   }
   wait_for_prior_grids();
   let_next_grid_start();
-  float sum[B] = {};
+  float sum[B] = {}, ss[B] = {};
   for (; v + (U - 1) * stride < packs; v += U * stride) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B>(wv[u], x, k, (v + u * stride) * E, sum);
+    for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B, Norm>(wv[u], x, g, k, (v + u * stride) * E, squares, sum, ss);
     const std::int64_t next = v + U * stride;
     if (next + (U - 1) * stride < packs) {
 #pragma unroll
       for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (next + u * stride) * E);
     }
   }
-  for (; v < packs; v += stride) gemv_accumulate<T, W, B>(load_weights(w_row + v * E), x, k, v * E, sum);
+  for (; v < packs; v += stride) gemv_accumulate<T, W, B, Norm>(load_weights(w_row + v * E), x, g, k, v * E, squares, sum, ss);
 #pragma unroll
   for (int b = 0; b < B; ++b) {
     for (int offset = 16; offset > 0; offset /= 2) sum[b] += __shfl_xor_sync(0xffffffffu, sum[b], offset);
+    if constexpr (Norm) {
+      for (int offset = 16; offset > 0; offset /= 2) ss[b] += __shfl_xor_sync(0xffffffffu, ss[b], offset);
+    }
   }
   if (lane == 0) {
 #pragma unroll
-    for (int b = 0; b < B; ++b) partial[warp][b] = sum[b];
+    for (int b = 0; b < B; ++b) {
+      partial[warp][b] = sum[b];
+      if constexpr (Norm) {
+        if (squares) partial_squares[warp][b] = ss[b];
+      }
+    }
   }
   __syncthreads();
   if (row < n && warp % split == 0 && lane < B) {
     float total = 0;
     for (int p = 0; p < split; ++p) total += partial[warp + p][lane];
-    y[lane * n + row] = from_float<T>(total * scale);
+    if constexpr (Norm) {
+      float squared = 0;
+      for (int p = 0; p < split; ++p) squared += partial_squares[p][lane];
+      total *= rsqrtf(squared / float(k) + eps);
+    }
+    T out = from_float<T>(total * scale);
+    if (accumulate) out = from_float<T>(to_float(out) + to_float(y[lane * n + row]));
+    y[lane * n + row] = out;
   }
 }
 
+// Where the kernel reads and writes, and what it fuses (gemv_fusion, typed).
+template <class T>
+struct gemv_fused {
+  const T* norm_weight = nullptr;  // not null: RMSNorm of x first
+  float norm_eps = 0;
+  bool accumulate = false;  // y += the product
+};
+
 template <class T, class W, int B>
 void launch_gemv(const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
-                 launch_order order, cudaStream_t stream) {
+                 const gemv_fused<T>& f, launch_order order, cudaStream_t stream) {
   const std::int64_t rows_per_block = gemv_block_threads / 32 / split;
   const std::int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
-  launch_kernel(gemv_kernel<T, W, B>, dim3(unsigned(blocks)), dim3(gemv_block_threads), 0, stream, order, "gemv_kernel", w, scale, x,
-                y, n, k, split);
+  const auto kernel = f.norm_weight != nullptr ? gemv_kernel<T, W, B, true> : gemv_kernel<T, W, B, false>;
+  launch_kernel(kernel, dim3(unsigned(blocks)), dim3(gemv_block_threads), 0, stream, order, "gemv_kernel", w, scale, x, y,
+                n, k, split, f.norm_weight, f.norm_eps, f.accumulate);
 }
 
 template <class T, class W>
 void launch_gemv(int batch, const W* w, float scale, const T* x, T* y, std::int64_t n, std::int64_t k, int split,
-                 launch_order order, cudaStream_t stream) {
+                 const gemv_fused<T>& f, launch_order order, cudaStream_t stream) {
   switch (batch) {
-    case 1: return launch_gemv<T, W, 1>(w, scale, x, y, n, k, split, order, stream);
-    case 2: return launch_gemv<T, W, 2>(w, scale, x, y, n, k, split, order, stream);
-    case 3: return launch_gemv<T, W, 3>(w, scale, x, y, n, k, split, order, stream);
-    case 4: return launch_gemv<T, W, 4>(w, scale, x, y, n, k, split, order, stream);
-    case 5: return launch_gemv<T, W, 5>(w, scale, x, y, n, k, split, order, stream);
-    case 6: return launch_gemv<T, W, 6>(w, scale, x, y, n, k, split, order, stream);
-    case 7: return launch_gemv<T, W, 7>(w, scale, x, y, n, k, split, order, stream);
-    case 8: return launch_gemv<T, W, 8>(w, scale, x, y, n, k, split, order, stream);
+    case 1: return launch_gemv<T, W, 1>(w, scale, x, y, n, k, split, f, order, stream);
+    case 2: return launch_gemv<T, W, 2>(w, scale, x, y, n, k, split, f, order, stream);
+    case 3: return launch_gemv<T, W, 3>(w, scale, x, y, n, k, split, f, order, stream);
+    case 4: return launch_gemv<T, W, 4>(w, scale, x, y, n, k, split, f, order, stream);
+    case 5: return launch_gemv<T, W, 5>(w, scale, x, y, n, k, split, f, order, stream);
+    case 6: return launch_gemv<T, W, 6>(w, scale, x, y, n, k, split, f, order, stream);
+    case 7: return launch_gemv<T, W, 7>(w, scale, x, y, n, k, split, f, order, stream);
+    case 8: return launch_gemv<T, W, 8>(w, scale, x, y, n, k, split, f, order, stream);
   }
   throw invalid_argument("gemv kernel: batch " + std::to_string(batch) + " is over " +
                          std::to_string(gemv_kernel_max_batch));
@@ -190,6 +236,21 @@ struct gemv_options {
   bool cublaslt = true;                                ///< cuBLASLt's algorithms are candidates
   bool kernel = true;  ///< gpucmp's kernel is (batch <= gemv_kernel_max_batch, k a multiple of 16 bytes)
   std::uint64_t seed = 1;  ///< operands' random stream
+};
+
+/// What gpucmp's GEMV kernel does around its product in gemv::run_on(): a decoder's RMSNorm
+/// before a linear layer and its residual add after one, so neither is a kernel of its own.
+/// Default: the plain product.
+struct gemv_fusion {
+  /// Not null: each token's x is RMS-normalized in FP32, x / sqrt(mean(x^2) + norm_eps), and
+  /// multiplied by these k weights (the activations' type) before the product. x itself is
+  /// read as it is: one rounding fewer than an RMSNorm kernel storing its output first.
+  const void* norm_weight = nullptr;
+  float norm_eps = 1e-5f;
+  /// y += the product, rounded to the activations' type first as a separate add of it rounds
+  /// (y holds the residual stream), instead of y = the product.
+  bool add_to_output = false;
+  bool any() const noexcept { return norm_weight != nullptr || add_to_output; }
 };
 
 /// What a GEMV runs now.
@@ -252,9 +313,11 @@ class gemv {
   /// Enqueues the selected candidate on the caller's W (n x k, row-major), x and y (batch rows)
   /// instead of its own: how a decoder runs a GEMV searched and verified on this operation's
   /// tensors. `weight_scale` is the caller's per-tensor scale of E4M3 weights (16-bit weights
-  /// take none: 1). Throws invalid_argument for a null pointer or a scale 16-bit weights cannot
-  /// take.
-  void run_on(const void* w, const void* x, void* y, cudaStream_t stream, float weight_scale = 1.0f) {
+  /// take none: 1); `fusion`, what gpucmp's kernel does around the product (kernel_selected()).
+  /// Throws invalid_argument for a null pointer, a scale 16-bit weights cannot take, a bad
+  /// norm epsilon or a fusion while cuBLASLt's candidate is selected.
+  void run_on(const void* w, const void* x, void* y, cudaStream_t stream, float weight_scale = 1.0f,
+              const gemv_fusion& fusion = {}) {
     if (w == nullptr || x == nullptr || y == nullptr) throw invalid_argument(name() + ": run_on needs W, x and y");
     if (!m_problem.fp8_weights && weight_scale != 1.0f) {
       throw invalid_argument(name() + ": 16-bit weights take no scale (got " + std::to_string(weight_scale) + ")");
@@ -262,8 +325,18 @@ class gemv {
     if (!std::isfinite(weight_scale) || weight_scale == 0) {
       throw invalid_argument(name() + ": the weight scale must be finite and nonzero");
     }
-    launch(w, x, y, weight_scale, stream);
+    if (fusion.any() && !kernel_selected()) {
+      throw invalid_argument(name() + ": only gpucmp's kernel fuses an RMSNorm or an add; selected: " +
+                             describe_candidate(m_selected));
+    }
+    if (fusion.norm_weight != nullptr && !(std::isfinite(fusion.norm_eps) && fusion.norm_eps > 0)) {
+      throw invalid_argument(name() + ": the RMSNorm epsilon must be finite and positive (got " +
+                             std::to_string(fusion.norm_eps) + ")");
+    }
+    launch(w, x, y, weight_scale, stream, fusion);
   }
+  /// Whether gpucmp's kernel is the selected candidate (what run_on()'s fusion needs).
+  bool kernel_selected() const noexcept { return m_selected >= m_from_cublaslt; }
 
   /// Poisons y, runs once and checks it against the FP64 reference.
   verification verify(cudaStream_t stream) {
@@ -296,7 +369,7 @@ class gemv {
   std::vector<axis> axes() const { return m_problem.axes(); }  ///< the problem's
   std::string sweep_axis() const { return "batch"; }           ///< what a sweep varies
   /// Who runs the selected candidate: "cuBLASLt" or "gpucmp".
-  std::string provider() const { return m_selected < m_from_cublaslt ? "cuBLASLt" : "gpucmp"; }
+  std::string provider() const { return kernel_selected() ? "gpucmp" : "cuBLASLt"; }
   /// cuBLASLt's version where its GEMM is a candidate.
   std::vector<std::pair<std::string, std::string>> libraries() const {
     return m_gemm ? m_gemm->libraries() : std::vector<std::pair<std::string, std::string>>{};
@@ -374,8 +447,8 @@ class gemv {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  void launch(const void* w, const void* x_in, void* y_out, float scale, cudaStream_t stream) {
-    if (m_selected < m_from_cublaslt) {
+  void launch(const void* w, const void* x_in, void* y_out, float scale, cudaStream_t stream, const gemv_fusion& fusion = {}) {
+    if (!kernel_selected()) {
       m_gemm->run_on(w, x_in, y_out, stream);
       return;
     }
@@ -384,12 +457,13 @@ class gemv {
       using T = decltype(zero);
       const T* x = static_cast<const T*>(x_in);
       T* y = static_cast<T*>(y_out);
+      const detail::gemv_fused<T> f{static_cast<const T*>(fusion.norm_weight), fusion.norm_eps, fusion.add_to_output};
       if (m_problem.fp8_weights) {
         detail::launch_gemv<T>(int(m_problem.batch), static_cast<const __nv_fp8_e4m3*>(w), scale, x, y, m_problem.n,
-                               m_problem.k, split, m_order, stream);
+                               m_problem.k, split, f, m_order, stream);
       } else {
         detail::launch_gemv<T>(int(m_problem.batch), static_cast<const T*>(w), 1.0f, x, y, m_problem.n, m_problem.k,
-                               split, m_order, stream);
+                               split, f, m_order, stream);
       }
     });
   }
