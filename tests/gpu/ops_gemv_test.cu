@@ -274,9 +274,12 @@ void check_fused_gemv(gpucmp::numerics t, std::int64_t batch, std::int64_t n, st
     // The plain product is far from the normalized one: the comparison above can fail.
     op.run_on(op.weights(), x_d.data(), y.data(), s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
-    std::vector<double> normed_bound(normed.size());
-    for (std::size_t i = 0; i < normed.size(); ++i) normed_bound[i] = 1e-5 * normed_size[i] + unit_roundoff * std::abs(normed[i]);
-    CHECK(mismatches(as_doubles(y), plain, normed_bound, n) == "");
+    std::vector<double> plain_bound(plain.size()), normed_bound(normed.size());
+    for (std::size_t i = 0; i < normed.size(); ++i) {
+      plain_bound[i] = 1e-5 * plain_size[i] + unit_roundoff * std::abs(plain[i]);
+      normed_bound[i] = 1e-5 * normed_size[i] + unit_roundoff * std::abs(normed[i]);
+    }
+    CHECK(mismatches(as_doubles(y), plain, plain_bound, n) == "");
     CHECK(mismatches(as_doubles(y), normed, normed_bound, n) != "");
   }
 }

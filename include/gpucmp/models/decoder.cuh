@@ -593,10 +593,12 @@ class decoder {
       gemv_options settings = linear_options;
       if (searched != m_linear_searches.end()) settings.choice = algorithm_choice::heuristic;
       op.emplace(problem, settings, stream);
+      // Searched as the step launches it: gpucmp's kernel, overlapped, streams its first weights
+      // while the launch before it drains, which a serial search would not credit it with.
+      op->set_launch_order(order);
       if (searched != m_linear_searches.end()) op->adopt_search(searched->second.first, searched->second.second);
       const prepared_operation prepared = prepare_verified(*op);
       if (prepared.search) m_linear_searches[problem.name()] = {*prepared.search, op->search_log()};
-      op->set_launch_order(order);
     };
     linear(p.qkv, t, qkv_row(), h);
     linear(p.o, t, h, q);

@@ -120,9 +120,10 @@ __device__ inline void gemv_accumulate(weight_pack<W> w, const T* x, const T* g,
 // Launched overlapped (cuda/launch.hpp), its first packs of W, which no kernel writes, are in
 // flight before it waits for the kernel that writes x.
 // Fused around the product (gemv_fusion): Norm, x RMS-normalized with weights g first, as
-// y = rsqrt(mean(x^2) + eps) sum_c (W g)[row][c] x[c]: the block's first row's warps, which
-// read all of x anyway, also sum its squares; `accumulate`, y += the product rounded to T first,
-// as a separate residual add of the product rounds.
+// y = rsqrt(mean(x^2) + eps) sum_c (W g)[row][c] x[c], x's squares summed from the x each
+// warp reads anyway, its rows taking turns a round of loads each so that no warp does more
+// than its share (a block's warps wait for its slowest); `accumulate`, y += the product
+// rounded to T first, as a separate residual add of the product rounds.
 template <class T, class W, int B, bool Norm>
 __global__ void __launch_bounds__(gemv_block_threads)
     gemv_kernel(const W* __restrict__ w, float scale, const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
@@ -130,11 +131,11 @@ __global__ void __launch_bounds__(gemv_block_threads)
   constexpr int U = gemv_loads_in_flight, E = weight_pack<W>::width, warps = gemv_block_threads / 32;
   __shared__ float partial[warps][B];
   __shared__ float partial_squares[Norm ? warps : 1][B];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const std::int64_t row = std::int64_t(blockIdx.x) * (warps / split) + warp / split;
-  const bool squares = Norm && warp < split;  // the block's first row: always a row of W
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, rows = warps / split, turn = warp / split;
+  const std::int64_t row = std::int64_t(blockIdx.x) * rows + turn;
   const W* w_row = w + (row < n ? row : 0) * k;
-  const std::int64_t packs = row < n ? k / E : 0, stride = std::int64_t(split) * 32;
+  // Norm: a row past n still reads x (on row 0's weights, its sums dropped) for its turns' squares.
+  const std::int64_t packs = row < n || Norm ? k / E : 0, stride = std::int64_t(split) * 32;
   std::int64_t v = std::int64_t(warp % split) * 32 + lane;
   weight_pack<W> wv[U];
   if (v + (U - 1) * stride < packs) {
@@ -144,7 +145,9 @@ __global__ void __launch_bounds__(gemv_block_threads)
   wait_for_prior_grids();
   let_next_grid_start();
   float sum[B] = {}, ss[B] = {};
-  for (; v + (U - 1) * stride < packs; v += U * stride) {
+  int round = 0;  // rounds of loads so far: the row whose turn it is sums the squares
+  for (; v + (U - 1) * stride < packs; v += U * stride, ++round) {
+    const bool squares = Norm && round % rows == turn;
 #pragma unroll
     for (int u = 0; u < U; ++u) gemv_accumulate<T, W, B, Norm>(wv[u], x, g, k, (v + u * stride) * E, squares, sum, ss);
     const std::int64_t next = v + U * stride;
@@ -153,7 +156,9 @@ __global__ void __launch_bounds__(gemv_block_threads)
       for (int u = 0; u < U; ++u) wv[u] = load_weights(w_row + (next + u * stride) * E);
     }
   }
-  for (; v < packs; v += stride) gemv_accumulate<T, W, B, Norm>(load_weights(w_row + v * E), x, g, k, v * E, squares, sum, ss);
+  for (; v < packs; v += stride, ++round) {
+    gemv_accumulate<T, W, B, Norm>(load_weights(w_row + v * E), x, g, k, v * E, Norm && round % rows == turn, sum, ss);
+  }
 #pragma unroll
   for (int b = 0; b < B; ++b) {
     for (int offset = 16; offset > 0; offset /= 2) sum[b] += __shfl_xor_sync(0xffffffffu, sum[b], offset);
@@ -165,9 +170,7 @@ __global__ void __launch_bounds__(gemv_block_threads)
 #pragma unroll
     for (int b = 0; b < B; ++b) {
       partial[warp][b] = sum[b];
-      if constexpr (Norm) {
-        if (squares) partial_squares[warp][b] = ss[b];
-      }
+      if constexpr (Norm) partial_squares[warp][b] = ss[b];
     }
   }
   __syncthreads();
@@ -176,7 +179,7 @@ __global__ void __launch_bounds__(gemv_block_threads)
     for (int p = 0; p < split; ++p) total += partial[warp + p][lane];
     if constexpr (Norm) {
       float squared = 0;
-      for (int p = 0; p < split; ++p) squared += partial_squares[p][lane];
+      for (int p = 0; p < warps; ++p) squared += partial_squares[p][lane];
       total *= rsqrtf(squared / float(k) + eps);
     }
     T out = from_float<T>(total * scale);
