@@ -84,7 +84,8 @@ struct decoder_options {
   /// a kernel of its own (two launches a layer fewer). The normalized activations are not
   /// rounded to BF16/FP16 before the product: one rounding fewer. Elsewhere, and when false,
   /// RMSNorm (with the add fused) is its own kernel. benchmarks/decoder --norm_fusion=on|off.
-  /// Off by default until its GPU tests have run on a GPU.
+  /// Off by default: its first version, tested on an H100, made a batch-1 step 5.6 % slower
+  /// (docs/results/h100-decoder.md); the version since has not run on a GPU yet.
   bool fuse_norm_into_gemv = false;
   /// With choice == search: whether each search ends in its sustained duel (search_options),
   /// which settles about 1 % at up to 2 s for each linear layer of a large step. false: what
