@@ -13,7 +13,11 @@ matches (searched, not anchored), else to a group of its own name. For each row 
 benchmark name matches --match): each group's launches and GPU time per call (per_launch x
 median, summed over its kernels), its share of the row's busy time, and the busy time. The
 row's span and idle time (the gaps between its kernels) are in the benchmark's own JSON
-(counters span_us and idle_us).
+(counters span_us and idle_us). Kernels that overlap (launched early, as programmatic dependent
+launch does, a kernel counts its wait for the one before it in its duration) make the busy time
+exceed the step and inflate the waiting kernels' share; where the file has each kernel's
+exposed time (exposed_s: what it ran past the kernels before it, overlaps counted once), each
+group's exposed µs a call and its share of the covered time are given too.
 """
 import argparse
 import json
@@ -31,16 +35,29 @@ def breakdown(entry, groups):
         if not isinstance(per_launch, (int, float)) or not isinstance(median, (int, float)):
             sys.exit(f"kernel-breakdown: {entry.get('benchmark')}: kernel '{name}' has no per_launch or median_s")
         group = next((g for g, pattern in groups if pattern.search(name)), name)
-        t = totals.setdefault(group, {"group": group, "launches": 0.0, "us": 0.0})
+        t = totals.setdefault(group, {"group": group, "launches": 0.0, "us": 0.0, "exposed_us": 0.0})
         t["launches"] += per_launch
         t["us"] += per_launch * median * 1e6
+        exposed, count = k.get("exposed_s"), k.get("count")
+        if isinstance(exposed, (int, float)) and isinstance(count, (int, float)) and count > 0 and t["exposed_us"] is not None:
+            t["exposed_us"] += exposed * per_launch / count * 1e6  # summed over count activities: a call's share
+        else:
+            t["exposed_us"] = None  # an older file, or a kernel without it
     busy = sum(t["us"] for t in totals.values())
+    exposed_known = all(t["exposed_us"] is not None for t in totals.values())
+    covered = sum(t["exposed_us"] for t in totals.values()) if exposed_known else None
     rows = sorted(totals.values(), key=lambda t: -t["us"])
     for t in rows:
         t["launches"] = round(t["launches"], 3)
         t["share"] = round(t["us"] / busy, 4) if busy > 0 else None
         t["us"] = round(t["us"], 3)
-    return {"benchmark": entry.get("benchmark", ""), "busy_us": round(busy, 3), "groups": rows}
+        if exposed_known:
+            t["exposed_share"] = round(t["exposed_us"] / covered, 4) if covered > 0 else None
+            t["exposed_us"] = round(t["exposed_us"], 3)
+        else:
+            t["exposed_us"] = t["exposed_share"] = None
+    return {"benchmark": entry.get("benchmark", ""), "busy_us": round(busy, 3),
+            "covered_us": round(covered, 3) if covered is not None else None, "groups": rows}
 
 
 def main():
@@ -67,12 +84,16 @@ def main():
     if not rows:
         sys.exit(f"kernel-breakdown: no kernel-mode row of {a.kernels} matches '{a.match}'")
     lines = []
+    percent = lambda v: f"{100 * v:.1f} %" if v is not None else "–"  # noqa: E731
     for r in rows:
-        lines += [f"### {r['benchmark']}", "", f"GPU busy {r['busy_us']:.1f} µs a call (kernels' own durations).", "",
-                  "| kernels | launches a call | µs a call | share |", "|---|---:|---:|---:|"]
+        covered = f"; covered {r['covered_us']:.1f} µs, overlaps counted once" if r["covered_us"] is not None else ""
+        lines += [f"### {r['benchmark']}", "", f"GPU busy {r['busy_us']:.1f} µs a call (kernels' own durations){covered}.", "",
+                  "| kernels | launches a call | µs a call | share | exposed µs a call | exposed share |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for g in r["groups"]:
-            share = f"{100 * g['share']:.1f} %" if g["share"] is not None else "–"
-            lines.append(f"| {g['group']} | {g['launches']:g} | {g['us']:.1f} | {share} |")
+            exposed = f"{g['exposed_us']:.1f}" if g["exposed_us"] is not None else "–"
+            lines.append(f"| {g['group']} | {g['launches']:g} | {g['us']:.1f} | {percent(g['share'])} | {exposed} | "
+                         f"{percent(g['exposed_share'])} |")
         lines.append("")
     text = "\n".join(lines)
     if a.out_json:

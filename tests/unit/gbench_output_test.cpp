@@ -25,6 +25,8 @@ TEST_CASE("kernel breakdowns are written as valid JSON with names escaped", "[gb
   gemm.total_s = 1e-2;
   gemm.median_s = 1e-3;
   gemm.share = 0.75;
+  gemm.exposed_s = 8e-3;
+  gemm.exposed_share = 0.8;
   gpucmp::kernel_stat memset = gemm;
   memset.name = "[memset]";
   memset.kind = gpucmp::activity_kind::memset;
@@ -49,6 +51,8 @@ TEST_CASE("kernel breakdowns are written as valid JSON with names escaped", "[gb
   CHECK(kernels[0].find("name")->string() == gemm.name);
   CHECK(kernels[0].find("count")->number() == 10);
   CHECK(kernels[0].find("share")->number() == Approx(0.75));
+  CHECK(kernels[0].find("exposed_s")->number() == Approx(8e-3));
+  CHECK(kernels[0].find("exposed_share")->number() == Approx(0.8));
   CHECK(kernels[1].find("kind")->string() == "memset");
   list.clear();
 }

@@ -38,9 +38,9 @@ inline bool write_kernel_breakdowns(const std::string& path) {
       const kernel_stat& s = list[b].kernels[k];
       std::fprintf(file,
                    "%s\n      {\"name\": %s, \"kind\": \"%s\", \"count\": %zu, \"per_launch\": %.6g, "
-                   "\"total_s\": %.9g, \"median_s\": %.9g, \"share\": %.6g}",
+                   "\"total_s\": %.9g, \"median_s\": %.9g, \"share\": %.6g, \"exposed_s\": %.9g, \"exposed_share\": %.6g}",
                    k ? "," : "", json_quoted(s.name).c_str(), to_string(s.kind), s.count, s.per_launch, s.total_s,
-                   s.median_s, s.share);
+                   s.median_s, s.share, s.exposed_s, s.exposed_share);
     }
     std::fprintf(file, "\n    ]}");
   }

@@ -601,9 +601,9 @@ class engine {
       std::map<std::uint64_t, std::vector<activity_record>> by_launch;
       for (auto& r : m_tracer->collect()) {
         if (r.sample < first_id || r.sample >= first_id + record.batch) continue;  // not from this batch
-        kernels.add(r);
         by_launch[r.sample].push_back(std::move(r));
       }
+      for (const auto& [sample, records] : by_launch) kernels.add_launch(records);
       // Every launch of the batch becomes a sample (the breakdown already holds all of
       // them); the stopping rule is consulted once per batch.
       for (std::size_t i = 0; i < record.batch; ++i) {

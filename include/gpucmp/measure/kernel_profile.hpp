@@ -93,6 +93,30 @@ inline activity_times times_of(std::vector<activity_record> records) {
   return t;
 }
 
+/// For each of `records` (the activities of one launch, any order; the result in the same
+/// order), the time it adds to the launch's covered time: its end less the later of its start
+/// and the latest end of the activities that started before it, or 0. They sum to the span
+/// less the idle time. A kernel launched early that waits for the one before it
+/// (programmatic dependent launch) counts its waiting in its duration but not here: only what
+/// runs past that kernel's end is its own.
+inline std::vector<double> exposed_times(const std::vector<activity_record>& records) {
+  std::vector<std::size_t> order(records.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return records[a].start_ns != records[b].start_ns ? records[a].start_ns < records[b].start_ns
+                                                      : records[a].end_ns < records[b].end_ns;
+  });
+  std::vector<double> exposed(records.size(), 0.0);
+  std::uint64_t covered_until = 0;
+  for (std::size_t i : order) {
+    const activity_record& r = records[i];
+    const std::uint64_t from = std::max(r.start_ns, covered_until);
+    if (r.end_ns > from) exposed[i] = static_cast<double>(r.end_ns - from) * 1e-9;
+    covered_until = std::max(covered_until, r.end_ns);
+  }
+  return exposed;
+}
+
 /// One line of a breakdown: all activities of one name.
 struct kernel_stat {
   std::string name;               ///< demangled kernel name, or "[memcpy ...]" / "[memset]"
@@ -102,18 +126,29 @@ struct kernel_stat {
   double total_s = 0;             ///< summed duration
   double median_s = 0;            ///< median duration of one activity
   double share = 0;               ///< total_s over the busy time of all activities (0..1)
+  /// Summed exposed_times() of its activities: overlapped kernels' time charged once, so a
+  /// kernel that mostly waited for the one before it shows what it ran past that one's end.
+  double exposed_s = 0;
+  double exposed_share = 0;       ///< exposed_s over all activities' exposed time (0..1)
 };
 
 /// Aggregates activities by name as they arrive, keeping one duration per activity (not
 /// the records), so long measurements of short kernels stay small.
 class breakdown_accumulator {
  public:
-  /// Adds one activity.
-  void add(const activity_record& r) {
+  /// Adds one activity and the time it added to its launch's covered time (exposed_times()).
+  void add(const activity_record& r, double exposed_s) {
     auto& group = m_groups[r.name];
     group.kind = r.kind;
     group.durations_s.push_back(r.duration_s());
+    group.exposed_s += exposed_s;
     m_busy_s += r.duration_s();
+    m_exposed_s += exposed_s;
+  }
+  /// Adds the activities of one launch.
+  void add_launch(const std::vector<activity_record>& records) {
+    const std::vector<double> exposed = exposed_times(records);
+    for (std::size_t i = 0; i < records.size(); ++i) add(records[i], exposed[i]);
   }
 
   /// The breakdown, largest total first; `launches` is the number of launches of the
@@ -129,6 +164,8 @@ class breakdown_accumulator {
       for (double d : group.durations_s) s.total_s += d;
       s.median_s = summarize(group.durations_s).median;
       s.share = m_busy_s > 0 ? s.total_s / m_busy_s : 0.0;
+      s.exposed_s = group.exposed_s;
+      s.exposed_share = m_exposed_s > 0 ? s.exposed_s / m_exposed_s : 0.0;
       stats.push_back(std::move(s));
     }
     std::sort(stats.begin(), stats.end(), [](const kernel_stat& a, const kernel_stat& b) {
@@ -141,16 +178,19 @@ class breakdown_accumulator {
   struct group_data {
     activity_kind kind = activity_kind::kernel;
     std::vector<double> durations_s;
+    double exposed_s = 0;
   };
   std::map<std::string, group_data> m_groups;
-  double m_busy_s = 0;
+  double m_busy_s = 0, m_exposed_s = 0;
 };
 
 /// Aggregates `records` by name, largest total first; `launches` is the number of launches
 /// of the measured callable they came from.
 inline std::vector<kernel_stat> breakdown(const std::vector<activity_record>& records, std::size_t launches) {
+  std::map<std::uint64_t, std::vector<activity_record>> by_launch;
+  for (const auto& r : records) by_launch[r.sample].push_back(r);
   breakdown_accumulator acc;
-  for (const auto& r : records) acc.add(r);
+  for (const auto& [sample, launch] : by_launch) acc.add_launch(launch);
   return acc.result(launches);
 }
 

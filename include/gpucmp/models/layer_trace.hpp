@@ -90,8 +90,12 @@ network_trace trace_layers(activity_tracer& tracer, std::size_t layer_count, Run
       if (r.sample < first || r.sample >= first + layer_count) continue;  // not from this pass
       const std::size_t layer = static_cast<std::size_t>(r.sample - first);
       busy[layer] += r.duration_s();
-      layer_kernels[layer].add(r);
       this_pass.push_back(std::move(r));
+    }
+    // Exposed over the whole pass: a layer's first kernel may overlap the layer before it.
+    const std::vector<double> exposed = exposed_times(this_pass);
+    for (std::size_t i = 0; i < this_pass.size(); ++i) {
+      layer_kernels[static_cast<std::size_t>(this_pass[i].sample - first)].add(this_pass[i], exposed[i]);
     }
     double total = 0;
     for (std::size_t i = 0; i < layer_count; ++i) {
