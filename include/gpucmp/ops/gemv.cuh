@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(gemv_block_threads)
   }
 }
 
-// Where the kernel reads and writes, and what it fuses (gemv_fusion, typed).
+// What the kernel fuses around its product (gemv_fusion, typed).
 template <class T>
 struct gemv_fused {
   const T* norm_weight = nullptr;  // not null: RMSNorm of x first
