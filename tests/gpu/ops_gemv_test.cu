@@ -245,7 +245,14 @@ void check_fused_gemv(gpucmp::numerics t, std::int64_t batch, std::int64_t n, st
       plain[i] = p, normed[i] = q, plain_size[i] = ps, normed_size[i] = qs;
     }
   }
-  r = as_doubles(from_doubles<T>(r));
+  const gpucmp::device_buffer<T> residual = from_doubles<T>(r);
+  r = as_doubles(residual);
+  // FP32 sums, then the product rounded to T.
+  auto bound_of = [&](const std::vector<double>& product, const std::vector<double>& size) {
+    std::vector<double> bound(product.size());
+    for (std::size_t i = 0; i < product.size(); ++i) bound[i] = 1e-5 * size[i] + unit_roundoff * std::abs(product[i]);
+    return bound;
+  };
   for (std::size_t pick = 0; pick < op.candidate_count(); ++pick) {
     op.select(pick, s.get());
     INFO(op.name() << " with " << op.describe_candidate(pick));
@@ -256,15 +263,10 @@ void check_fused_gemv(gpucmp::numerics t, std::int64_t batch, std::int64_t n, st
       f.add_to_output = variant != 0;
       const std::vector<double>& product = variant == 1 ? plain : normed;
       const std::vector<double>& size = variant == 1 ? plain_size : normed_size;
-      std::vector<double> expected(product), bound(product.size());
-      for (std::size_t i = 0; i < product.size(); ++i) {
-        // FP32 sums, the product rounded to T, then (add) the sum rounded again.
-        bound[i] = 1e-5 * size[i] + unit_roundoff * std::abs(product[i]);
-        if (f.add_to_output) expected[i] += r[i], bound[i] += unit_roundoff * std::abs(expected[i]);
-      }
-      if (f.add_to_output) {
-        const gpucmp::device_buffer<T> residual = from_doubles<T>(r);
-        REQUIRE(cudaMemcpy(y.data(), residual.data(), residual.bytes(), cudaMemcpyDeviceToDevice) == cudaSuccess);
+      std::vector<double> expected(product), bound = bound_of(product, size);
+      if (f.add_to_output) {  // the sum rounded again
+        for (std::size_t i = 0; i < product.size(); ++i) expected[i] += r[i], bound[i] += unit_roundoff * std::abs(expected[i]);
+        REQUIRE(cudaMemcpyAsync(y.data(), residual.data(), residual.bytes(), cudaMemcpyDeviceToDevice, s.get()) == cudaSuccess);
       }
       op.run_on(op.weights(), x_d.data(), y.data(), s.get(), 1.0f, f);
       REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
@@ -274,13 +276,8 @@ void check_fused_gemv(gpucmp::numerics t, std::int64_t batch, std::int64_t n, st
     // The plain product is far from the normalized one: the comparison above can fail.
     op.run_on(op.weights(), x_d.data(), y.data(), s.get());
     REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
-    std::vector<double> plain_bound(plain.size()), normed_bound(normed.size());
-    for (std::size_t i = 0; i < normed.size(); ++i) {
-      plain_bound[i] = 1e-5 * plain_size[i] + unit_roundoff * std::abs(plain[i]);
-      normed_bound[i] = 1e-5 * normed_size[i] + unit_roundoff * std::abs(normed[i]);
-    }
-    CHECK(mismatches(as_doubles(y), plain, plain_bound, n) == "");
-    CHECK(mismatches(as_doubles(y), normed, normed_bound, n) != "");
+    CHECK(mismatches(as_doubles(y), plain, bound_of(plain, plain_size), n) == "");
+    CHECK(mismatches(as_doubles(y), normed, bound_of(normed, normed_size), n) != "");
   }
 }
 
