@@ -40,7 +40,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -566,8 +565,7 @@ class fused_conv {
   template <class T>
   verification check_all(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
-    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
-                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout == conv_layout::nhwc};
+    const detail::conv_geometry g = detail::conv_geometry_of(p);
     device_buffer<unsigned long long> counters(3, initial_fill::uninitialized());
     counters.copy_from_host({0ull, 0ull, 0ull});
     const tolerance tol = conv_tolerance(p.dtype, detail::is_transform_algorithm(m_chosen.conv));
@@ -597,17 +595,9 @@ class fused_conv {
   template <class T>
   verification compare(cudaStream_t stream) const {
     const conv_problem& p = m_set->problem();
-    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
-                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout == conv_layout::nhwc};
+    const detail::conv_geometry g = detail::conv_geometry_of(p);
     const std::int64_t outputs = std::int64_t(p.y_elements());
-    std::vector<std::int64_t> picked;
-    if (outputs <= 16384) {
-      for (std::int64_t i = 0; i < outputs; ++i) picked.push_back(i);
-    } else {
-      std::set<std::int64_t> set{0, outputs - 1};
-      for (std::uint64_t t = 0; set.size() < 16384; ++t) set.insert(std::int64_t(random_bits(91, t) % std::uint64_t(outputs)));
-      picked.assign(set.begin(), set.end());
-    }
+    const std::vector<std::int64_t> picked = detail::checked_outputs(outputs, 91);
     const std::size_t count = picked.size();
     device_buffer<std::int64_t> picked_d(count, initial_fill::uninitialized());
     picked_d.copy_from_host(picked);

@@ -155,6 +155,27 @@ struct conv_geometry {
   }
 };
 
+/// p's shape and layout, as the reference kernels read them.
+inline conv_geometry conv_geometry_of(const conv_problem& p) noexcept {
+  return {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+          p.groups, p.layout == conv_layout::nhwc};
+}
+
+/// The outputs (logical indices, ascending) a check compares: all `outputs` when `every` or
+/// when there are at most 16,384, else 16,384 distinct ones drawn from random stream `seed`,
+/// the first and the last among them.
+inline std::vector<std::int64_t> checked_outputs(std::int64_t outputs, std::uint64_t seed, bool every = false) {
+  std::vector<std::int64_t> picked;
+  if (every || outputs <= 16384) {
+    for (std::int64_t i = 0; i < outputs; ++i) picked.push_back(i);
+    return picked;
+  }
+  std::set<std::int64_t> set{0, outputs - 1};
+  for (std::uint64_t t = 0; set.size() < 16384; ++t) set.insert(std::int64_t(random_bits(seed, t) % std::uint64_t(outputs)));
+  picked.assign(set.begin(), set.end());
+  return picked;
+}
+
 // Terms start, start + step, ... of output `out` (logical NCHW-ordered index of the pass's
 // output) of pass `d`; adds to sum and squares.
 template <class T>
@@ -745,21 +766,12 @@ class conv {
   verification compare(cudaStream_t stream) const {
     const conv_problem& p = m_problem;
     const conv_direction d = m_options.direction;
-    const detail::conv_geometry g{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.p(), p.q(), p.pad_h, p.pad_w,
-                                  p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups,
-                                  p.layout == conv_layout::nhwc};
+    const detail::conv_geometry g = detail::conv_geometry_of(p);
     const double outputs = double(output_elements(p, d));
     const double length = p.reduction_length(d);
     const bool on_cpu = outputs * length <= double(1 << 26);
     const bool everything = on_cpu || outputs <= 16384;
-    std::vector<std::int64_t> picked;
-    if (everything) {
-      for (std::int64_t i = 0; i < std::int64_t(outputs); ++i) picked.push_back(i);
-    } else {
-      std::set<std::int64_t> set{0, std::int64_t(outputs) - 1};
-      for (std::uint64_t t = 0; set.size() < 16384; ++t) set.insert(std::int64_t(random_bits(77, t) % std::uint64_t(outputs)));
-      picked.assign(set.begin(), set.end());
-    }
+    const std::vector<std::int64_t> picked = detail::checked_outputs(std::int64_t(outputs), 77, everything);
     const std::size_t count = picked.size();
     std::vector<double> ref(count), l2(count), got(count), prior_at(count, 0.0);
     if (on_cpu) {

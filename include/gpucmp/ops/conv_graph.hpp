@@ -29,6 +29,10 @@ constexpr std::int64_t sum = 4;       ///< per-channel sum of y (statistics)
 constexpr std::int64_t squares = 5;   ///< per-channel sum of y^2 (statistics)
 constexpr std::int64_t bias = 7;      ///< a fused layer's per-channel bias
 constexpr std::int64_t residual = 8;  ///< a fused layer's z
+constexpr std::int64_t accumulator = 9;     ///< a quantized layer's FP32 or INT32 sums (its unfused path)
+constexpr std::int64_t dequantize = 10;     ///< a quantized layer's per-channel scale of the sums
+constexpr std::int64_t residual_scale = 11;  ///< a quantized layer's scale of z
+constexpr std::int64_t output_scale = 12;    ///< a quantized layer's 1 / (y's scale)
 }  // namespace conv_uid
 
 /// The uid under which pass `d` writes its output (x, w or y as the pass names them).

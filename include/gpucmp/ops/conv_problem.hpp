@@ -117,10 +117,16 @@ struct conv_problem {
   /// Throws invalid_argument naming the first impossible field, unsupported when dtype is
   /// not one of conv_numerics.
   void validate() const {
+    require_numerics(dtype, conv_numerics, "a convolution");
+    validate_geometry();
+  }
+
+  /// validate() without the precision: for layers with their own recipes (a quantized
+  /// convolution takes fp8_e4m3 and int8, models/quantized_conv.cuh).
+  void validate_geometry() const {
     auto require = [](bool ok, const std::string& what) {
       if (!ok) throw invalid_argument("conv_problem: " + what);
     };
-    require_numerics(dtype, conv_numerics, "a convolution");
     require(n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0,
             "n, c, h, w, k, r and s must be positive");
     require(pad_h >= 0 && pad_w >= 0, "padding must be >= 0");

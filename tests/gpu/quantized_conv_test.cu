@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// Quantized convolution layers (models/quantized_conv.cuh): FP8 E4M3 and INT8 with
+// per-channel scales, each path cuDNN offers checked at every output against the double
+// reference, the scales' effect checked (a saturating output, a wrong scale caught), and bad
+// problems refused by name.
+#include "catch.hpp"
+#include "search_pace.hpp"
+
+#include <gpucmp/cuda/buffer.hpp>
+#include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/measure/shared_engine.hpp>
+#include <gpucmp/models/network.cuh>
+#include <gpucmp/models/quantized_conv.cuh>
+#include <gpucmp/ops/elements.cuh>
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct cudnn_deleter {
+  void operator()(cudnnHandle_t h) const noexcept { cudnnDestroy(h); }
+};
+using cudnn_handle = std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, cudnn_deleter>;
+
+cudnn_handle make_handle() {
+  cudnnHandle_t h = nullptr;
+  REQUIRE(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
+  return cudnn_handle(h);
+}
+
+// One quantized layer's tensors: x, w and z random over the stored format's range, never all
+// zero; per-channel dequantize scales spread over a factor of 4; the output scale chosen so
+// that outputs use the format's range (`headroom` > 1 leaves room, < 1 makes some saturate).
+struct quantized_buffers {
+  gpucmp::device_buffer<unsigned char> x, w, z, y, sums, ws;
+  gpucmp::device_buffer<float> bias, dequantize, z_scale, output_scale;
+
+  quantized_buffers(const gpucmp::conv_problem& p, double headroom, cudaStream_t stream)
+      : x(bytes(p, p.x_elements())), w(bytes(p, p.w_elements())), z(bytes(p, p.y_elements())), y(bytes(p, p.y_elements())),
+        sums(std::size_t(p.y_elements()) * 4), ws(std::size_t{64} << 20), bias(std::size_t(p.k)), dequantize(std::size_t(p.k)),
+        z_scale(1), output_scale(1) {
+    const bool int8 = p.dtype == gpucmp::numerics::int8;
+    // INT8: -127..127; FP8: |v| < 4 (products summed over C R S stay far from FP32's limits).
+    const double range = int8 ? 127 : 4;
+    std::uint64_t seed = 11;
+    for (auto* buf : {&x, &w, &z}) {
+      if (int8) {
+        gpucmp::fill_uniform(reinterpret_cast<std::int8_t*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
+      } else {
+        gpucmp::fill_uniform(reinterpret_cast<__nv_fp8_e4m3*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
+      }
+    }
+    // A sum of C R S products of uniform values has a spread of sqrt(C R S) range^2 / 3.
+    const double spread = std::sqrt(p.reduction_length(gpucmp::conv_direction::forward)) * range * range / 3;
+    std::vector<float> dq(std::size_t(p.k)), b(std::size_t(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) {
+      dq[std::size_t(k)] = float((1.0 + 3.0 * double(k % 7) / 6) / spread);  // sums of spread ~1 .. ~4 in real units
+      b[std::size_t(k)] = float(0.25 * double(k % 5) - 0.5);
+    }
+    dequantize.copy_from_host(dq);
+    bias.copy_from_host(b);
+    z_scale.copy_from_host(std::vector<float>{float(1.0 / range)});  // z of real spread ~0.6
+    const double largest = int8 ? 127 : 448;
+    output_scale.copy_from_host(std::vector<float>{float(largest / (8.0 * headroom))});  // real 8 x headroom at the format's top
+  }
+
+  gpucmp::quantized_conv_tensors tensors(bool residual, bool with_sums) {
+    gpucmp::quantized_conv_tensors t;
+    t.x = x.data();
+    t.w = w.data();
+    t.bias = bias.data();
+    t.residual = residual ? z.data() : nullptr;
+    t.y = y.data();
+    t.dequantize = dequantize.data();
+    t.residual_scale = z_scale.data();
+    t.output_scale = output_scale.data();
+    t.accumulator = with_sums ? sums.data() : nullptr;
+    return t;
+  }
+
+ private:
+  static std::size_t bytes(const gpucmp::conv_problem& p, double elements) {
+    return std::size_t(elements) * gpucmp::element_bytes(gpucmp::quantized_storage(p.dtype));
+  }
+};
+
+gpucmp::conv_problem layer(gpucmp::numerics t, std::int64_t c, std::int64_t k, std::int64_t rs, std::int64_t stride) {
+  gpucmp::conv_problem p;
+  p.n = 2;
+  p.c = c;
+  p.h = p.w = 10;
+  p.k = k;
+  p.r = p.s = rs;
+  p.pad_h = p.pad_w = rs / 2;
+  p.stride_h = p.stride_w = stride;
+  p.dtype = t;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("quantized convolution layers verify in FP8 and INT8 on every path cuDNN offers", "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const cudnn_handle handle = make_handle();
+  for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
+    // ResNet-50's kinds of layer: 3x3, 1x1 widening, 1x1 strided (the shortcut's projection).
+    for (const gpucmp::conv_problem& p : {layer(t, 64, 64, 3, 1), layer(t, 64, 256, 1, 1), layer(t, 128, 256, 1, 2)}) {
+      quantized_buffers buf(p, 1.5, s.get());
+      for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
+                                      gpucmp::conv_epilogue{false, false}}) {
+        int paths_ran = 0;
+        for (gpucmp::fusion_path path : {gpucmp::fusion_path::fused_graph, gpucmp::fusion_path::conv_then_kernel}) {
+          std::shared_ptr<gpucmp::quantized_conv_candidates> set;
+          try {
+            set = std::make_shared<gpucmp::quantized_conv_candidates>(handle.get(), p, e, 4, buf.ws.bytes(),
+                                                                      std::vector<gpucmp::fusion_path>{path});
+          } catch (const gpucmp::unsupported& u) {
+            UNSCOPED_INFO(to_string(t) << " " << p.shape_name() << " " << to_string(e) << " " << to_string(path)
+                                       << " refused: " << u.what());
+            continue;
+          }
+          gpucmp::quantized_conv q(set, buf.tensors(e.residual, true), buf.ws.data(), buf.ws.bytes());
+          gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+          const gpucmp::verification v = q.verify(s.get(), true);
+          INFO(set->name() << ": " << q.algorithm().describe() << ": " << v.summary());
+          CHECK(v.passed());
+          CHECK(v.checked == std::size_t(p.y_elements()));
+          CHECK(q.algorithm().path == path);
+          CHECK(!q.search_log().empty());
+          ++paths_ran;
+        }
+        // The plain INT8 convolution with INT32 sums is cuDNN's long-standing path; FP8 must
+        // run one way or the other on a GPU with FP8 tensor cores.
+        INFO(to_string(t) << " " << p.shape_name() << " " << to_string(e));
+        CHECK(paths_ran >= 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("a quantized layer saturates as the reference does, and its check catches a wrong scale", "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const cudnn_handle handle = make_handle();
+  for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
+    const gpucmp::conv_problem p = layer(t, 64, 64, 3, 1);
+    const gpucmp::conv_epilogue e{true, false};  // no ReLU: both signs saturate
+    quantized_buffers buf(p, 0.25, s.get());     // real values past 2x the format's top
+    auto set = std::make_shared<gpucmp::quantized_conv_candidates>(handle.get(), p, e, 2, buf.ws.bytes());
+    gpucmp::quantized_conv q(set, buf.tensors(true, true), buf.ws.data(), buf.ws.bytes());
+    for (std::size_t i = 0; i < q.candidate_count(); ++i) {
+      q.select(i, s.get());
+      const gpucmp::verification v = q.verify(s.get(), true);
+      INFO(set->name() << ": " << q.describe_candidate(i) << ": " << v.summary());
+      CHECK(v.passed());
+    }
+    // Outputs at the format's top prove the saturation was exercised.
+    const std::vector<unsigned char> raw = buf.y.to_host();
+    std::size_t at_top = 0;
+    for (unsigned char b : raw) {
+      // INT8 127 or -128; FP8 E4M3 +-448 (0x7E, 0xFE).
+      at_top += t == gpucmp::numerics::int8 ? (b == 0x7F || b == 0x80) : ((b & 0x7F) == 0x7E);
+    }
+    CHECK(at_top > raw.size() / 20);
+    // With room to spare (nothing saturates even at twice the scale), the layer run with its
+    // output scale doubled and checked against the right scale's reference is wrong at most
+    // outputs, and the check must say so.
+    quantized_buffers roomy(p, 4, s.get());
+    gpucmp::quantized_conv right(set, roomy.tensors(true, true), roomy.ws.data(), roomy.ws.bytes());
+    REQUIRE(right.verify(s.get(), true).passed());
+    gpucmp::quantized_conv_tensors wrong = roomy.tensors(true, true);
+    gpucmp::device_buffer<float> doubled(1);
+    doubled.copy_from_host(std::vector<float>{float(2 * roomy.output_scale.to_host()[0])});
+    wrong.output_scale = doubled.data();
+    gpucmp::quantized_conv run_wrong(set, wrong, roomy.ws.data(), roomy.ws.bytes());
+    run_wrong(s.get());
+    const gpucmp::verification caught = right.check_output(s.get(), true);
+    INFO(caught.summary());
+    CHECK_FALSE(caught.passed());
+    CHECK(caught.failed > caught.checked / 2);
+    REQUIRE(cudaStreamSynchronize(s.get()) == cudaSuccess);
+  }
+}
+
+TEST_CASE("a quantized convolution refuses other recipes, NCHW and missing tensors by name", "[gpu][models][quantized]") {
+  const cudnn_handle handle = make_handle();
+  gpucmp::conv_problem p = layer(gpucmp::numerics::fp16, 64, 64, 3, 1);
+  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(handle.get(), p, {}, 2, 0), GPUCMP_CONTAINS("does not run fp16"));
+  p.dtype = gpucmp::numerics::int8;
+  p.layout = gpucmp::conv_layout::nchw;
+  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(handle.get(), p, {}, 2, 0), GPUCMP_CONTAINS("run NHWC"));
+  p.layout = gpucmp::conv_layout::nhwc;
+  p.k = 0;
+  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(handle.get(), p, {}, 2, 0), GPUCMP_CONTAINS("must be positive"));
+}
