@@ -35,60 +35,11 @@ cudnn_handle make_handle() {
   return cudnn_handle(h);
 }
 
-// One quantized layer's tensors: x, w and z random over the stored format's range, never all
-// zero; per-channel dequantize scales spread over a factor of 4; the output scale chosen so
-// that outputs use the format's range (`headroom` > 1 leaves room, < 1 makes some saturate).
-struct quantized_buffers {
-  gpucmp::device_buffer<unsigned char> x, w, z, y, sums, ws;
-  gpucmp::device_buffer<float> bias, dequantize, z_scale, output_scale;
-
+// A layer's random operands (quantized_conv_operands) and a 64 MiB workspace.
+struct quantized_buffers : gpucmp::quantized_conv_operands {
+  gpucmp::device_buffer<unsigned char> ws;
   quantized_buffers(const gpucmp::conv_problem& p, double headroom, cudaStream_t stream)
-      : x(bytes(p, p.x_elements())), w(bytes(p, p.w_elements())), z(bytes(p, p.y_elements())), y(bytes(p, p.y_elements())),
-        sums(std::size_t(p.y_elements()) * 4), ws(std::size_t{64} << 20), bias(std::size_t(p.k)), dequantize(std::size_t(p.k)),
-        z_scale(1), output_scale(1) {
-    const bool int8 = p.dtype == gpucmp::numerics::int8;
-    // INT8: -127..127; FP8: |v| < 4 (products summed over C R S stay far from FP32's limits).
-    const double range = int8 ? 127 : 4;
-    std::uint64_t seed = 11;
-    for (auto* buf : {&x, &w, &z}) {
-      if (int8) {
-        gpucmp::fill_uniform(reinterpret_cast<std::int8_t*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
-      } else {
-        gpucmp::fill_uniform(reinterpret_cast<__nv_fp8_e4m3*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
-      }
-    }
-    // A sum of C R S products of uniform values has a spread of sqrt(C R S) range^2 / 3.
-    const double spread = std::sqrt(p.reduction_length(gpucmp::conv_direction::forward)) * range * range / 3;
-    std::vector<float> dq(std::size_t(p.k)), b(std::size_t(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) {
-      dq[std::size_t(k)] = float((1.0 + 3.0 * double(k % 7) / 6) / spread);  // sums of spread ~1 .. ~4 in real units
-      b[std::size_t(k)] = float(0.25 * double(k % 5) - 0.5);
-    }
-    dequantize.copy_from_host(dq);
-    bias.copy_from_host(b);
-    z_scale.copy_from_host(std::vector<float>{float(1.0 / range)});  // z of real spread ~0.6
-    const double largest = int8 ? 127 : 448;
-    output_scale.copy_from_host(std::vector<float>{float(largest / (8.0 * headroom))});  // real 8 x headroom at the format's top
-  }
-
-  gpucmp::quantized_conv_tensors tensors(bool residual, bool with_sums) {
-    gpucmp::quantized_conv_tensors t;
-    t.x = x.data();
-    t.w = w.data();
-    t.bias = bias.data();
-    t.residual = residual ? z.data() : nullptr;
-    t.y = y.data();
-    t.dequantize = dequantize.data();
-    t.residual_scale = z_scale.data();
-    t.output_scale = output_scale.data();
-    t.accumulator = with_sums ? sums.data() : nullptr;
-    return t;
-  }
-
- private:
-  static std::size_t bytes(const gpucmp::conv_problem& p, double elements) {
-    return std::size_t(elements) * gpucmp::element_bytes(gpucmp::quantized_storage(p.dtype));
-  }
+      : gpucmp::quantized_conv_operands(p, headroom, 11, stream), ws(std::size_t{64} << 20) {}
 };
 
 gpucmp::conv_problem layer(gpucmp::numerics t, std::int64_t c, std::int64_t k, std::int64_t rs, std::int64_t stride) {
@@ -126,7 +77,7 @@ TEST_CASE("quantized convolution layers verify in FP8 and INT8 on every path cuD
                                        << " refused: " << u.what());
             continue;
           }
-          gpucmp::quantized_conv q(set, buf.tensors(e.residual, true), buf.ws.data(), buf.ws.bytes());
+          gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
           gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
           const gpucmp::verification v = q.verify(s.get(), true);
           INFO(set->name() << ": " << q.algorithm().describe() << ": " << v.summary());

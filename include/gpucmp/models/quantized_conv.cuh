@@ -133,6 +133,65 @@ __global__ void quantized_conv_reference_kernel(conv_geometry g, const Stored* x
 
 }  // namespace detail
 
+/// Random operands of one quantized layer, for tests and benchmarks of a layer alone: x, w and
+/// z uniform over the stored format (INT8 -127..127, FP8 E4M3 |v| < 4), never all zero;
+/// per-channel dequantize scales spread over a factor of 4 around what makes the sums' real
+/// values of spread ~1; biases in -0.5..0.5; z's real spread ~0.6; and an output scale that
+/// puts a real value of 8 x `headroom` at the format's top (headroom < 1: some outputs
+/// saturate). Filled on `stream`.
+struct quantized_conv_operands {
+  device_buffer<unsigned char> x, w, z, y, sums;
+  device_buffer<float> bias, dequantize, z_scale, output_scale;
+
+  quantized_conv_operands(const conv_problem& p, double headroom, std::uint64_t seed, cudaStream_t stream)
+      : x(stored_bytes(p, p.x_elements())), w(stored_bytes(p, p.w_elements())), z(stored_bytes(p, p.y_elements())),
+        y(stored_bytes(p, p.y_elements())),
+        sums(std::size_t(p.y_elements()) * element_bytes(types_of(p.dtype).accumulate), initial_fill::uninitialized()),
+        bias(std::size_t(p.k)), dequantize(std::size_t(p.k)), z_scale(1), output_scale(1) {
+    require_numerics(p.dtype, quantized_conv_numerics, "quantized_conv_operands");
+    const bool int8 = p.dtype == numerics::int8;
+    const double range = int8 ? 127 : 4;
+    for (auto* buf : {&x, &w, &z}) {
+      if (int8) {
+        fill_uniform(reinterpret_cast<std::int8_t*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
+      } else {
+        fill_uniform(reinterpret_cast<__nv_fp8_e4m3*>(buf->data()), buf->bytes(), seed++, -range, range, stream);
+      }
+    }
+    // A sum of C R S products of uniform values has a spread of sqrt(C R S) range^2 / 3.
+    const double spread = std::sqrt(p.reduction_length(conv_direction::forward)) * range * range / 3;
+    std::vector<float> dq(std::size_t(p.k)), b(std::size_t(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) {
+      dq[std::size_t(k)] = float((1.0 + 3.0 * double(k % 7) / 6) / spread);
+      b[std::size_t(k)] = float(0.25 * double(k % 5) - 0.5);
+    }
+    dequantize.copy_from_host(dq);
+    bias.copy_from_host(b);
+    z_scale.copy_from_host(std::vector<float>{float(1.0 / range)});
+    output_scale.copy_from_host(std::vector<float>{float(element_info_of(quantized_storage(p.dtype)).largest / (8.0 * headroom))});
+  }
+
+  /// The layer's tensors (z with `residual`, the unfused path's scratch with `with_sums`).
+  quantized_conv_tensors tensors(bool residual, bool with_sums = true) {
+    quantized_conv_tensors t;
+    t.x = x.data();
+    t.w = w.data();
+    t.bias = bias.data();
+    t.residual = residual ? z.data() : nullptr;
+    t.y = y.data();
+    t.dequantize = dequantize.data();
+    t.residual_scale = z_scale.data();
+    t.output_scale = output_scale.data();
+    t.accumulator = with_sums ? sums.data() : nullptr;
+    return t;
+  }
+
+ private:
+  static std::size_t stored_bytes(const conv_problem& p, double elements) {
+    return std::size_t(elements) * element_bytes(quantized_storage(p.dtype));
+  }
+};
+
 /// Every way to run one quantized (shape, epilogue) on one cuDNN handle: the fused graph's
 /// plans and the plain convolution's (each followed by gpucmp's epilogue kernel). Shared by the
 /// layers of that shape; the algorithms are described as a fused layer's (fused_conv_algorithm).
