@@ -5,13 +5,14 @@
 // FP32 values refused without touching the counts, the formats' scales, per-channel weight
 // ranges, the weights' fingerprint, and the calibration file: written and read back, and each
 // way it can be wrong named (missing, malformed, another format, model or weights, a tensor
-// missing or unknown, a bad range).
+// missing or unknown, a bad range); counts made elsewhere (the GPU's) handed over.
 #include "catch.hpp"
 
 #include <gpucmp/models/calibration.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -86,6 +87,35 @@ TEST_CASE("a broken FP32 value is refused and the counts stay as they were", "[m
                     GPUCMP_CONTAINS("calibration of layer1.0.conv1.input: value nan at 1 is not finite"));
   CHECK(a.count() == 3);
   CHECK(a.max_abs() == 3);
+}
+
+TEST_CASE("counts made elsewhere in the same bins give the same range; wrong counts are refused", "[models][calibration]") {
+  const std::vector<float> v = sample_values();
+  gpucmp::activation_range direct;
+  direct.add(v.data(), v.size(), "t");
+  // The counts as the GPU hands them over: one per bin, the zeros, the largest |x|.
+  std::vector<std::uint64_t> bins(std::size_t(gpucmp::activation_range::bin_count), 0);
+  std::uint64_t zeros = 0;
+  double largest = 0;
+  for (float x : v) {
+    const double a = std::fabs(double(x));
+    largest = std::max(largest, a);
+    const int b = a > 0 ? gpucmp::activation_range::bin_of(a) : -1;
+    if (b < 0) {
+      ++zeros;
+    } else {
+      ++bins[std::size_t(b)];
+    }
+  }
+  gpucmp::activation_range handed;
+  handed.add_counts(bins, zeros, largest, "t");
+  CHECK(handed.count() == direct.count());
+  CHECK(handed.max_abs() == direct.max_abs());
+  for (double p : {50.0, 99.0, 99.99, 100.0}) CHECK(handed.percentile_abs(p) == direct.percentile_abs(p));
+  CHECK_THROWS_WITH(handed.add_counts(std::vector<std::uint64_t>(10, 1), 0, 1.0, "layer2.0.conv1.input"),
+                    GPUCMP_CONTAINS("calibration of layer2.0.conv1.input: 10 bins, expected 8192"));
+  CHECK_THROWS_WITH(handed.add_counts(bins, 0, INFINITY, "t"), GPUCMP_CONTAINS("largest |x| inf is not finite"));
+  CHECK(handed.count() == direct.count());  // the refused counts were not added
 }
 
 TEST_CASE("scales, per-channel weight ranges and the weights' fingerprint", "[models][calibration]") {

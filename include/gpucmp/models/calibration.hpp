@@ -9,10 +9,12 @@
 // alone, not on their order, the batch split or how many GPUs counted them (counts add). The
 // table is kept as a small JSON file beside the weights, tied to the model and to a
 // fingerprint of its weights; reading checks both and every tensor, and names what is wrong.
-// Host-only; the GPU side adds its counts with the same bins (activation_range::bin_of).
+// Host code; the GPU counts with the same bins (activation_range::bin_of, callable from device
+// code) where a tensor lives (models/activation_counts.cuh) and hands over its counts.
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/random.hpp>
 #include <gpucmp/io/json.hpp>
 
 #include <algorithm>
@@ -55,10 +57,13 @@ class activation_range {
   static constexpr int bin_count = (highest_exponent - lowest_exponent) * bins_per_octave;
 
   /// The bin of |x| > 0 in range: floor(64 log2 |x|) from the lowest power; -1 below it.
-  static int bin_of(double magnitude) noexcept {
-    const double position = std::log2(magnitude) - lowest_exponent;
+  /// The same function on the GPU (its log2 and the host's may differ by a unit in the last
+  /// place, which moves a value lying within that of a bin's edge).
+  GPUCMP_HOST_DEVICE static int bin_of(double magnitude) noexcept {
+    const double position = log2(magnitude) - lowest_exponent;
     if (position < 0) return -1;
-    return std::min(bin_count - 1, int(std::floor(position * bins_per_octave)));
+    const double b = floor(position * bins_per_octave);
+    return b < bin_count - 1 ? int(b) : bin_count - 1;
   }
   /// The largest |x| bin `b` holds (its upper edge).
   static double upper_edge(int b) noexcept { return std::exp2(double(b + 1) / bins_per_octave + lowest_exponent); }
@@ -86,6 +91,29 @@ class activation_range {
     }
     m_count += n;
   }
+  /// Adds counts made elsewhere in bin_of's bins (the GPU's, models/activation_counts.cuh):
+  /// bin_count counts in `bins`, the values below the lowest bin in `zeros`, the largest |x|
+  /// in `max_abs`. Throws invalid_argument naming `what` for another number of bins or a
+  /// largest |x| that is not finite or is past 2^64, leaving the counts as they were.
+  void add_counts(const std::vector<std::uint64_t>& bins, std::uint64_t zeros, double max_abs, const std::string& what) {
+    if (bins.size() != m_counts.size()) {
+      throw invalid_argument("calibration of " + what + ": " + std::to_string(bins.size()) + " bins, expected " +
+                             std::to_string(m_counts.size()));
+    }
+    if (!(max_abs >= 0 && max_abs < std::exp2(highest_exponent))) {
+      throw invalid_argument("calibration of " + what + ": largest |x| " + std::to_string(max_abs) +
+                             " is not finite or is past 2^64 (the FP32 run is broken)");
+    }
+    std::uint64_t total = zeros;
+    for (std::size_t b = 0; b < bins.size(); ++b) {
+      m_counts[b] += bins[b];
+      total += bins[b];
+    }
+    m_zeros += zeros;
+    m_count += total;
+    m_max = std::max(m_max, max_abs);
+  }
+
   /// Adds another range's counts (another batch, another GPU).
   void merge(const activation_range& other) {
     for (std::size_t b = 0; b < m_counts.size(); ++b) m_counts[b] += other.m_counts[b];
