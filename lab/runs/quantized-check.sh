@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# On a GPU machine: the quantized inference issue's layer runs, in parts, each packed into
+# OUT_DIR/quantized.tgz as it ends (a device call cut short still returns what finished):
+#   build     gpucmp_models_tests and benchmarks/conv_layers, for the local GPU
+#   tests     gpucmp_models_tests "[quantized],[calibration]" (FP8 and INT8 layers on every path
+#             cuDNN offers against the FP64 reference; calibration's counts on the GPU)
+#   layers    benchmarks/conv_layers on the rows GPUCMP_LAYER_FILTER names (default: batch 32),
+#             each verified before it is timed, then scripts/models/conv-layer-ratios.py: each
+#             precision beside FP16 on the same shape
+#   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
+# CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
+# GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+out_dir=${1:?usage: quantized-check.sh OUT_DIR [PARTS]}
+parts=${2:-build,tests,layers}
+work="$out_dir/quantized"
+mkdir -p "$work"
+part() { [[ ",$parts," == *",$1,"* ]]; }
+status=0
+stamp() { echo "$1: $SECONDS s (status $status)"; tar -C "$out_dir" -czf "$out_dir/quantized.tgz" quantized; }
+gpucmp_local_architecture
+commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)" \
+  "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
+if part build; then
+  { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
+    gpucmp_build --target gpucmp_models_tests conv_layers; } > "$work/build.log" 2>&1 ||
+    { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
+  stamp build
+fi
+source "$repo_root/scripts/peers/same-libraries.sh"
+if part tests; then
+  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-240}" "$build_dir/tests/gpucmp_models_tests" "[quantized],[calibration]" --durations yes \
+    > "$work/test_quantized.log" 2>&1 || status=1
+  echo "quantized: $(grep -E "test cases|FAILED" "$work/test_quantized.log" | tail -2 | tr '\n' ' ')"
+  grep -A3 "warning:" "$work/test_quantized.log" | grep -v "^--" | head -40
+  stamp tests
+fi
+if part layers; then
+  timeout "${GPUCMP_LAYER_TIMEOUT:-300}" "$build_dir/benchmarks/conv_layers" --benchmark_filter="${GPUCMP_LAYER_FILTER:-/n32_}" \
+    --gpucmp_max_time_s="${GPUCMP_LAYER_MAX_TIME:-0.3}" --benchmark_out="$work/conv_layers.json" --benchmark_out_format=json \
+    > "$work/conv_layers.log" 2>&1 || status=1
+  python3 "$repo_root/scripts/models/conv-layer-ratios.py" "$work/conv_layers.json" --out-md "$work/conv_layers.md" || status=1
+  stamp layers
+fi
+exit $status
