@@ -78,7 +78,12 @@ TEST_CASE("quantized convolution layers verify in FP8 and INT8 on every path cuD
             continue;
           }
           gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
-          gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+          try {  // a search none of whose candidates verifies fails this path, not the other formats'
+            gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+          } catch (const gpucmp::error& failed) {
+            FAIL_CHECK(set->name() << " " << to_string(path) << ": " << failed.what());
+            continue;
+          }
           const gpucmp::verification v = q.verify(s.get(), true);
           INFO(set->name() << ": " << q.algorithm().describe() << ": " << v.summary());
           CHECK(v.passed());
@@ -124,7 +129,10 @@ TEST_CASE("a quantized layer saturates as the reference does, and its check catc
     // outputs, and the check must say so.
     quantized_buffers roomy(p, 4, s.get());
     gpucmp::quantized_conv right(set, roomy.tensors(true, true), roomy.ws.data(), roomy.ws.bytes());
-    REQUIRE(right.verify(s.get(), true).passed());
+    const gpucmp::verification right_check = right.verify(s.get(), true);
+    INFO(right_check.summary());
+    CHECK(right_check.passed());
+    if (!right_check.passed()) continue;  // the other format still runs
     gpucmp::quantized_conv_tensors wrong = roomy.tensors(true, true);
     gpucmp::device_buffer<float> doubled(1);
     doubled.copy_from_host(std::vector<float>{float(2 * roomy.output_scale.to_host()[0])});
