@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+// A quantized network's plan on the host: each tensor's scale from its calibrated range, the
+// residual's from the layer that wrote it, per-channel weight scales and the dequantize scales
+// built from them, weights quantized within half a step (INT8) or E4M3's rounding, a layer
+// moved to FP16 with its reason in the per-layer precision report, and each bad input named.
+#include "catch.hpp"
+
+#include <gpucmp/models/quantization_plan.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Stem, pool, a residual block, a strided conv, average and global pooling, linear.
+gpucmp::network_definition small_cnn() {
+  gpucmp::network_definition def("small_cnn", {3, 20, 20});
+  auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "stem");
+  x = def.max_pool(x, 3, 2, 1, "pool");
+  auto y = def.conv(x, {16, 3, 1, 1, true}, "block.conv1");
+  x = def.conv(y, {16, 1, 1, 0, true}, "block.conv2", x);
+  x = def.conv(x, {32, 3, 2, 1, false}, "down");
+  x = def.average_pool(x, 2, 1, 0, "avg");
+  x = def.global_average_pool(x, "gap");
+  def.linear(x, 10, "fc");
+  def.init_random(5);
+  return def;
+}
+
+// Range i + 1 for the i-th tensor the calibration holds.
+gpucmp::calibration_table calibration_of(const gpucmp::network_definition& def) {
+  gpucmp::calibration_table t;
+  t.model = def.name();
+  double range = 1;
+  for (const std::string& name : gpucmp::calibration_tensors(def)) t.ranges[name] = range++;
+  return t;
+}
+
+float fp8_value(std::uint8_t bits) {
+  __nv_fp8_e4m3 v;
+  v.__x = bits;
+  return float(v);
+}
+
+}  // namespace
+
+TEST_CASE("a quantization plan scales each tensor by its range and each weight channel by its own", "[models][quantization]") {
+  const gpucmp::network_definition def = small_cnn();
+  CHECK(gpucmp::calibration_tensors(def) == std::vector<std::string>{"input", "stem", "pool", "block.conv1", "block.conv2", "down", "avg"});
+  const gpucmp::calibration_table cal = calibration_of(def);
+  const gpucmp::quantization_plan plan(def, cal, gpucmp::numerics::int8);
+  REQUIRE(plan.layers().size() == 4);  // the convolutions
+  const gpucmp::quantized_layer& stem = plan.layer("stem");
+  CHECK(stem.input_scale == Approx(cal.ranges.at("input") / 127));
+  CHECK(stem.output_scale == Approx(cal.ranges.at("stem") / 127));
+  const gpucmp::quantized_layer& add = plan.layer("block.conv2");
+  CHECK(add.input_scale == Approx(cal.ranges.at("block.conv1") / 127));
+  CHECK(add.residual_scale == Approx(cal.ranges.at("pool") / 127));  // z is the pool's output
+  // Per-channel weight scales, and the epilogue's dequantize scales built from them.
+  const gpucmp::layer_definition& l = def.layers().at(0);
+  const std::vector<double> amax = gpucmp::per_channel_amax(l.weight, 16, 3 * 3 * 3);
+  REQUIRE(stem.weight_scales.size() == 16);
+  for (std::size_t k = 0; k < 16; ++k) {
+    CHECK(stem.weight_scales[k] == Approx(amax[k] / 127));
+    CHECK(stem.dequantize[k] == Approx(stem.input_scale * stem.weight_scales[k]));
+  }
+  CHECK(stem.precision == gpucmp::numerics::int8);
+  CHECK(stem.reason == "calibrated");
+}
+
+TEST_CASE("weights quantize within a half step in INT8 and within E4M3's rounding in FP8", "[models][quantization]") {
+  const gpucmp::network_definition def = small_cnn();
+  const gpucmp::layer_definition& l = def.layers().at(2);  // block.conv1: 16 x 16 x 3 x 3
+  const std::vector<float> krsc = gpucmp::kcrs_to_krsc(l.weight, 16, 16, 3, 3);
+  for (gpucmp::numerics format : gpucmp::quantized_network_numerics) {
+    const gpucmp::quantization_plan plan(def, calibration_of(def), format);
+    const gpucmp::quantized_layer& q = plan.layer("block.conv1");
+    const std::vector<std::uint8_t> w = plan.quantized_weights("block.conv1");
+    REQUIRE(w.size() == krsc.size());
+    const std::size_t per_channel = krsc.size() / 16;
+    std::size_t at_top = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double scale = q.weight_scales[i / per_channel], exact = double(krsc[i]) / scale;
+      const double stored = format == gpucmp::numerics::int8 ? double(static_cast<std::int8_t>(w[i])) : double(fp8_value(w[i]));
+      const double allowed = format == gpucmp::numerics::int8 ? 0.5 : std::fabs(exact) / 16 + 0.001953125 / 2;
+      INFO(gpucmp::to_string(format) << " weight " << i << ": " << stored << " for " << exact);
+      CHECK(std::fabs(stored - exact) <= allowed + 1e-12);
+      at_top += std::fabs(stored) == (format == gpucmp::numerics::int8 ? 127.0 : 448.0);
+    }
+    CHECK(at_top >= 16);  // each channel's largest weight lands on the format's largest value
+  }
+}
+
+TEST_CASE("a layer moved to FP16 says why in the per-layer precision report", "[models][quantization]") {
+  const gpucmp::network_definition def = small_cnn();
+  gpucmp::quantization_plan plan(def, calibration_of(def), gpucmp::numerics::fp8_e4m3);
+  plan.fall_back("stem", "FP16 faster: 84 against 568 us");
+  CHECK(plan.layer("stem").precision == gpucmp::numerics::fp16);
+  const std::string report = plan.report();
+  CHECK(report.find("| stem | fp16 | FP16 faster: 84 against 568 us |") != std::string::npos);
+  CHECK(report.find("| down | fp8_e4m3 | calibrated |") != std::string::npos);
+  std::size_t rows = 0;
+  for (char c : report) rows += c == '\n';
+  CHECK(rows == 2 + 4);  // header, rule, one row per convolution
+}
+
+TEST_CASE("a quantization plan names what is wrong", "[models][quantization]") {
+  const gpucmp::network_definition def = small_cnn();
+  gpucmp::calibration_table cal = calibration_of(def);
+  CHECK_THROWS_WITH(gpucmp::quantization_plan(def, cal, gpucmp::numerics::fp16), GPUCMP_CONTAINS("does not run fp16"));
+  cal.ranges.erase("block.conv1");
+  CHECK_THROWS_WITH(gpucmp::quantization_plan(def, cal, gpucmp::numerics::int8),
+                    GPUCMP_CONTAINS("small_cnn: the calibration has no range for tensor 'block.conv1'"));
+  gpucmp::quantization_plan plan(def, calibration_of(def), gpucmp::numerics::int8);
+  CHECK_THROWS_WITH(plan.fall_back("pool", "x"), GPUCMP_CONTAINS("no convolution 'pool' in the quantization plan"));
+}
