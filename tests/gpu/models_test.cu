@@ -10,6 +10,7 @@
 // with the largest batch that fits.
 #include "catch.hpp"
 #include "search_pace.hpp"
+#include "small_cnn.hpp"
 
 #include <gpucmp/measure/engine.hpp>
 #if GPUCMP_TEST_KERNEL_MODE
@@ -33,22 +34,7 @@ namespace {
 const gpucmp::numerics all_dtypes[] = {gpucmp::numerics::fp32, gpucmp::numerics::tf32, gpucmp::numerics::fp16,
                                          gpucmp::numerics::bf16};
 
-// A small CNN with every layer kind: stem with 3 channels, residual block, strided conv,
-// both poolings, global average pooling, linear, softmax (optional).
-gpucmp::network_definition small_cnn(bool with_softmax) {
-  gpucmp::network_definition def("small_cnn", {3, 20, 20});
-  auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "stem");
-  x = def.max_pool(x, 3, 2, 1, "pool");
-  auto y = def.conv(x, {16, 3, 1, 1, true}, "block.conv1");
-  x = def.conv(y, {16, 1, 1, 0, true}, "block.conv2", x);
-  x = def.conv(x, {32, 3, 2, 1, false}, "down");
-  x = def.average_pool(x, 2, 1, 0, "avg");
-  x = def.global_average_pool(x, "gap");
-  x = def.linear(x, 10, "fc");
-  if (with_softmax) def.softmax(x, "softmax");
-  def.init_random(5);
-  return def;
-}
+using gpucmp_test::small_cnn;
 
 // The whole network in double on the host, from FP32 parameters and an NCHW input (the
 // reference the network's logits must match within the precision's error).

@@ -5,6 +5,7 @@
 // built from them, weights quantized within half a step (INT8) or E4M3's rounding, a layer
 // moved to FP16 with its reason in the per-layer precision report, and each bad input named.
 #include "catch.hpp"
+#include "small_cnn.hpp"
 
 #include <gpucmp/models/quantization_plan.hpp>
 
@@ -16,20 +17,7 @@
 
 namespace {
 
-// Stem, pool, a residual block, a strided conv, average and global pooling, linear.
-gpucmp::network_definition small_cnn() {
-  gpucmp::network_definition def("small_cnn", {3, 20, 20});
-  auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "stem");
-  x = def.max_pool(x, 3, 2, 1, "pool");
-  auto y = def.conv(x, {16, 3, 1, 1, true}, "block.conv1");
-  x = def.conv(y, {16, 1, 1, 0, true}, "block.conv2", x);
-  x = def.conv(x, {32, 3, 2, 1, false}, "down");
-  x = def.average_pool(x, 2, 1, 0, "avg");
-  x = def.global_average_pool(x, "gap");
-  def.linear(x, 10, "fc");
-  def.init_random(5);
-  return def;
-}
+using gpucmp_test::small_cnn;
 
 // Range i + 1 for the i-th tensor the calibration holds.
 gpucmp::calibration_table calibration_of(const gpucmp::network_definition& def) {

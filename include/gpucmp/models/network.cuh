@@ -184,6 +184,10 @@ class network {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return values_in_nhwc_order(t);
   }
+  /// Tensor `t`'s device memory, in the network's precision (FP32 for a linear or softmax
+  /// output) and layout: valid for a layer's output right after the layer ran, as
+  /// activation_values() is (calibration counts it there, models/calibration_run.cuh).
+  const void* activation_data(tensor_ref t) const { return tensor(t); }
   /// The definition it runs.
   const network_definition& definition() const noexcept { return m_definition; }
 
