@@ -47,7 +47,9 @@ TEST_CASE("a quantization plan scales each tensor by its range and each weight c
   CHECK(stem.output_scale == Approx(cal.ranges.at("stem") / 127));
   const gpucmp::quantized_layer& add = plan.layer("block.conv2");
   CHECK(add.input_scale == Approx(cal.ranges.at("block.conv1") / 127));
-  CHECK(add.residual_scale == Approx(cal.ranges.at("pool") / 127));  // z is the pool's output
+  // z is the max pool's output, which keeps the stem's scale (a max rounds nothing).
+  CHECK(add.residual_scale == Approx(cal.ranges.at("stem") / 127));
+  CHECK(plan.layer("block.conv1").input_scale == Approx(cal.ranges.at("stem") / 127));
   // Per-channel weight scales, and the epilogue's dequantize scales built from them.
   const gpucmp::layer_definition& l = def.layers().at(0);
   const std::vector<double> amax = gpucmp::per_channel_amax(l.weight, 16, 3 * 3 * 3);

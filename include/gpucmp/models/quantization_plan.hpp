@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -66,6 +67,7 @@ struct quantized_layer {
 };
 
 /// A network's quantization, made on the host from its definition and a calibration.
+/// A max pool's output keeps its input's scale (a max rounds nothing).
 class quantization_plan {
  public:
   /// Scales every quantized tensor by its calibrated range (range / the format's largest
@@ -76,7 +78,12 @@ class quantization_plan {
       : m_definition(&def), m_format(format) {
     require_numerics(format, quantized_network_numerics, "a quantized network");
     const double largest = format_largest();
-    auto scale_of = [&](tensor_ref t) {
+    std::function<double(tensor_ref)> scale_of = [&](tensor_ref t) {
+      // A max pool only selects values: its output keeps its input's scale (and runs on the
+      // stored values with no rounding).
+      for (const layer_definition& l : def.layers()) {
+        if (l.output.id == t.id && l.kind == layer_kind::max_pool) return scale_of(l.input);
+      }
       const std::string name = calibration_tensor_name(def, t);
       const auto found = calibration.ranges.find(name);
       if (found == calibration.ranges.end()) {
