@@ -3,10 +3,12 @@
 // A quantized network's plan on the host: each tensor's scale from its calibrated range, the
 // residual's from the layer that wrote it, per-channel weight scales and the dequantize scales
 // built from them, weights quantized within half a step (INT8) or E4M3's rounding, a layer
-// moved to FP16 with its reason in the per-layer precision report, and each bad input named.
+// moved to FP16 with its reason in the per-layer precision report, each bad input named; and
+// logits compared by top-1 agreement and the largest error over the largest logit.
 #include "catch.hpp"
 #include "small_cnn.hpp"
 
+#include <gpucmp/models/logits_agreement.hpp>
 #include <gpucmp/models/quantization_plan.hpp>
 
 #include <cmath>
@@ -107,4 +109,19 @@ TEST_CASE("a quantization plan names what is wrong", "[models][quantization]") {
                     GPUCMP_CONTAINS("small_cnn: the calibration has no range for tensor 'block.conv1'"));
   gpucmp::quantization_plan plan(def, calibration_of(def), gpucmp::numerics::int8);
   CHECK_THROWS_WITH(plan.fall_back("pool", "x"), GPUCMP_CONTAINS("no convolution 'pool' in the quantization plan"));
+}
+
+TEST_CASE("logits agree by top-1 and by the largest error over the largest logit", "[models][quantization]") {
+  // Two images of three classes; the second's top-1 moves from class 2 to class 0.
+  const std::vector<float> reference{1.0f, 4.0f, 2.0f, 3.0f, 0.5f, 3.5f};
+  const std::vector<float> got{1.1f, 3.9f, 2.0f, 3.6f, 0.5f, 3.4f};
+  const gpucmp::logits_agreement a = gpucmp::compare_logits(reference, got, 3);
+  CHECK(a.images == 2);
+  CHECK(a.same_top1 == 1);
+  CHECK(a.top1_agreement() == 0.5);
+  CHECK(a.max_relative_error == Approx(0.6 / 4.0));
+  CHECK_THROWS_WITH(gpucmp::compare_logits(reference, std::vector<float>(5, 0.0f), 3), GPUCMP_CONTAINS("5 logits against 6 of 3 classes"));
+  std::vector<float> broken = got;
+  broken[4] = NAN;
+  CHECK_THROWS_WITH(gpucmp::compare_logits(reference, broken, 3), GPUCMP_CONTAINS("image 1, class 1 is not finite"));
 }
