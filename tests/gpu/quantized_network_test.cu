@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// A small residual CNN run quantized (models/quantized_network.cuh) in INT8 and FP8 E4M3 from
+// its own calibration: every layer verified while it is built, each convolution's precision
+// and reason in the plan, and its logits beside the FP32 network's on the same images (top-1
+// agreement and the largest relative error); a layer forced to FP16 by the plan's rule still
+// gives the same logits.
+#include "catch.hpp"
+#include "search_pace.hpp"
+
+#include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/models/calibration_run.cuh>
+#include <gpucmp/models/logits_agreement.hpp>
+#include <gpucmp/models/network.cuh>
+#include <gpucmp/models/quantized_network.cuh>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+// Stem, max pool, two residual blocks (the second strided, with a projection), global
+// average pool, linear: the layer kinds of a ResNet, small enough to build in seconds.
+gpucmp::network_definition small_resnet() {
+  gpucmp::network_definition def("small_resnet", {3, 32, 32});
+  auto x = def.conv(def.input(), {32, 3, 1, 1, true}, "stem");
+  x = def.max_pool(x, 3, 2, 1, "pool");
+  auto y = def.conv(x, {32, 3, 1, 1, true}, "block1.conv1");
+  x = def.conv(y, {32, 3, 1, 1, true}, "block1.conv2", x);
+  auto shortcut = def.conv(x, {64, 1, 2, 0, false}, "block2.down");
+  y = def.conv(x, {64, 3, 2, 1, true}, "block2.conv1");
+  x = def.conv(y, {64, 3, 1, 1, true}, "block2.conv2", shortcut);
+  x = def.global_average_pool(x, "gap");
+  def.linear(x, 100, "fc");
+  def.init_random(11);
+  return def;
+}
+
+}  // namespace
+
+TEST_CASE("a quantized network verifies every layer and keeps the FP32 network's top-1", "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const gpucmp::network_definition def = small_resnet();
+  gpucmp::calibration_settings settings;
+  settings.images = 64;
+  settings.method = gpucmp::calibration_method::max_abs;
+  const gpucmp::calibration_table cal = gpucmp::calibrate(def, settings, 32, s.get());
+  // The FP32 network's logits on other images than the calibration's.
+  gpucmp::network_options fp32;
+  fp32.batch = 32;
+  fp32.dtype = gpucmp::numerics::fp32;
+  fp32.layout = gpucmp::conv_layout::nchw;
+  gpucmp::network reference(def, fp32, s.get());
+  const std::vector<float> images = gpucmp::random_calibration_images(def.shape(def.input()), 99)(0, 32);
+  reference.set_input(images, s.get());
+  reference(s.get());
+  const std::vector<float> expected = reference.output(s.get());
+  for (gpucmp::numerics format : gpucmp::quantized_network_numerics) {
+    for (bool by_time : {false, true}) {
+      gpucmp::quantized_network_options options;
+      options.batch = 32;
+      options.choose_by_time = by_time;
+      options.search = gpucmp_test::paced(options.search);
+      gpucmp::quantized_network net(def, gpucmp::quantization_plan(def, cal, format), options, s.get());
+      INFO(net.name() << (by_time ? ", by time" : ", quantized where it runs") << "\n" << net.plan().report());
+      for (const gpucmp::layer_report& r : net.layers()) {
+        if (r.kind == "conv" || r.kind == "linear") CHECK(r.check.passed());
+      }
+      std::size_t quantized = 0;
+      for (const gpucmp::quantized_layer& q : net.plan().layers()) {
+        quantized += q.precision == format;
+        CHECK(!q.reason.empty());
+        if (q.precision == gpucmp::numerics::fp16) CHECK(q.reason != "calibrated");
+      }
+      if (!by_time) CHECK(quantized >= net.plan().layers().size() - 1);  // all but perhaps the 3-channel stem
+      net.set_input(images, s.get());
+      net(s.get());
+      const std::vector<float> eager = net.output(s.get());
+      const gpucmp::logits_agreement a = gpucmp::compare_logits(expected, eager, 100);
+      INFO("top-1 agreement " << a.top1_agreement() << ", max relative error " << a.max_relative_error);
+      CHECK(a.max_relative_error < (format == gpucmp::numerics::int8 ? 0.1 : 0.2));
+      CHECK(a.top1_agreement() >= 0.75);
+      // The same pass replayed as one CUDA graph gives the same logits, bit for bit.
+      gpucmp::graph_exec g = net.capture(s.get());
+      g.launch(s.get());
+      const gpucmp::logits_agreement replay = gpucmp::compare_logits(eager, net.output(s.get()), 100);
+      CHECK(replay.max_relative_error == 0);
+      CHECK(replay.same_top1 == 32);
+    }
+  }
+}
+
+TEST_CASE("a quantized network refuses average pooling and a bad batch by name", "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  gpucmp::network_definition def("with_average", {16, 8, 8});
+  auto x = def.conv(def.input(), {16, 3, 1, 1, true}, "conv");
+  def.average_pool(x, 2, 2, 0, "avg");
+  def.init_random(1);
+  gpucmp::calibration_table cal;
+  for (const std::string& name : gpucmp::calibration_tensors(def)) cal.ranges[name] = 1.0;
+  gpucmp::quantized_network_options options;
+  CHECK_THROWS_WITH(gpucmp::quantized_network(def, gpucmp::quantization_plan(def, cal, gpucmp::numerics::int8), options, s.get()),
+                    GPUCMP_CONTAINS("layer 'avg': average pooling does not run quantized"));
+  options.batch = 0;
+  CHECK_THROWS_WITH(gpucmp::quantized_network(def, gpucmp::quantization_plan(def, cal, gpucmp::numerics::int8), options, s.get()),
+                    GPUCMP_CONTAINS("with_average: batch must be positive"));
+}
