@@ -127,13 +127,7 @@ class conv_layer {
     return a;
   }
   std::string provider() const { return "cuDNN"; }  ///< see axes()
-  std::vector<std::pair<std::string, std::string>> libraries() const {  ///< see axes()
-    std::vector<std::pair<std::string, std::string>> v{{"cudnn", std::to_string(cudnnGetVersion())}};
-#if GPUCMP_CUDNN_FRONTEND_VISIBLE  // (the device passes never see the frontend)
-    v.emplace_back("cudnn_frontend", std::to_string(CUDNN_FRONTEND_VERSION));
-#endif
-    return v;
-  }
+  std::vector<std::pair<std::string, std::string>> libraries() const { return cudnn_libraries(); }  ///< see axes()
 
   std::size_t candidate_count() const noexcept { return quantized() ? m_quantized->candidate_count() : m_fused->candidate_count(); }
   std::string describe_candidate(std::size_t i) const {

@@ -42,7 +42,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace gpucmp {
@@ -193,6 +192,20 @@ struct fused_conv_algorithm {
   /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)".
   std::string describe() const { return std::string(to_string(path)) + ": " + conv.describe(); }
 };
+
+/// A cuDNN graph's plan `p` as the algorithm a layer running it on `path` records.
+inline fused_conv_algorithm backend_conv_algorithm(const cudnn_plan& p, fusion_path path) {
+  fused_conv_algorithm a;
+  a.path = path;
+  a.conv.api = conv_api::backend;
+  a.conv.engine = p.engine;
+  a.conv.knobs = p.knobs;
+  a.conv.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
+  a.conv.math = p.notes();
+  a.conv.workspace = p.workspace;
+  a.conv.heuristic_rank = p.heuristic_rank;
+  return a;
+}
 
 /// Every way to run one (shape, epilogue) on one cuDNN handle: descriptors, finalized
 /// execution plans and legacy algorithms. Shared by the layers of that shape.
@@ -409,16 +422,8 @@ class fused_conv_candidates {
       return out;  // no engine fuses it (or runs it): the other paths compete
     }
     for (std::size_t i = 0; i < graph->size(); ++i) {
-      const cudnn_plan& p = graph->plan(i);
       candidate c;
-      c.info.path = fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel;
-      c.info.conv.api = conv_api::backend;
-      c.info.conv.engine = p.engine;
-      c.info.conv.knobs = p.knobs;
-      c.info.conv.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
-      c.info.conv.math = p.notes();
-      c.info.conv.workspace = p.workspace;
-      c.info.conv.heuristic_rank = p.heuristic_rank;
+      c.info = backend_conv_algorithm(graph->plan(i), fused ? fusion_path::fused_graph : fusion_path::conv_then_kernel);
       c.plan = i;
       out.push_back(std::move(c));
     }
@@ -529,17 +534,8 @@ class fused_conv {
     (*this)(stream);
     verification v;
     v = visit_floating_storage(types_of(p.dtype).output, [&](auto zero) { return compare<decltype(zero)>(stream); });
-    for (auto [band, bytes, what] : {std::tuple{y_end, m_tensors.y_guard, "its output"},
-                                     std::tuple{ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}}) {
-      const guard_check g = check_guard(band, bytes, stream);
-      if (g.intact()) continue;
-      v.method += "; guard band after " + std::string(what);
-      v.failed += g.changed;
-      v.checked += bytes;
-      v.worst_where = "wrote " + std::to_string(g.changed) + " bytes past the end of " + what + " (first at +" +
-                      std::to_string(g.first) + " bytes)";
-      v.worst_ratio = INFINITY;
-    }
+    add_guard_checks(v, {{y_end, m_tensors.y_guard, "its output"}, {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
+                     stream);
     return v;
   }
 

@@ -9,11 +9,14 @@
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/verification.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace gpucmp {
@@ -63,6 +66,30 @@ inline guard_check check_guard(const void* band, std::size_t bytes, cudaStream_t
   out.changed = std::size_t(host[0]);
   out.first = out.changed != 0 ? std::size_t(host[1]) : 0;
   return out;
+}
+
+/// One guard band after a buffer: where it starts, its bytes (0: none), and what it follows
+/// ("its output").
+struct guard_band_at {
+  const void* start;
+  std::size_t bytes;
+  const char* after;
+};
+
+/// Folds the checks of `bands` (filled by fill_guard before the run) into a layer's output
+/// check `v`: a band that changed fails it, naming how many bytes were written past the end
+/// of what and where the first landed. Synchronizes `stream`.
+inline void add_guard_checks(verification& v, std::initializer_list<guard_band_at> bands, cudaStream_t stream) {
+  for (const guard_band_at& b : bands) {
+    const guard_check g = check_guard(b.start, b.bytes, stream);
+    if (g.intact()) continue;
+    v.method += "; guard band after " + std::string(b.after);
+    v.failed += g.changed;
+    v.checked += b.bytes;
+    v.worst_where = "wrote " + std::to_string(g.changed) + " bytes past the end of " + b.after + " (first at +" +
+                    std::to_string(g.first) + " bytes)";
+    v.worst_ratio = INFINITY;
+  }
 }
 
 }  // namespace gpucmp

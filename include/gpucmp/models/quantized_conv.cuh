@@ -42,7 +42,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace gpucmp {
@@ -305,14 +304,7 @@ class quantized_conv_candidates {
 
   static candidate candidate_of(const cudnn_plan& p, fusion_path path, std::size_t index) {
     candidate c;
-    c.info.path = path;
-    c.info.conv.api = conv_api::backend;
-    c.info.conv.engine = p.engine;
-    c.info.conv.knobs = p.knobs;
-    c.info.conv.name = "engine " + std::to_string(p.engine) + (p.fallback ? " (fallback)" : "");
-    c.info.conv.math = p.notes();
-    c.info.conv.workspace = p.workspace;
-    c.info.conv.heuristic_rank = p.heuristic_rank;
+    c.info = backend_conv_algorithm(p, path);
     c.plan = index;
     return c;
   }
@@ -413,17 +405,8 @@ class quantized_conv {
     if (m_workspace != nullptr) fill_guard(ws_end, m_workspace_guard, stream);
     (*this)(stream);
     verification v = check_output(stream, every);
-    for (auto [band, bytes, what] : {std::tuple{y_end, m_tensors.y_guard, "its output"},
-                                     std::tuple{ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}}) {
-      const guard_check g = check_guard(band, bytes, stream);
-      if (g.intact()) continue;
-      v.method += "; guard band after " + std::string(what);
-      v.failed += g.changed;
-      v.checked += bytes;
-      v.worst_where = "wrote " + std::to_string(g.changed) + " bytes past the end of " + what + " (first at +" +
-                      std::to_string(g.first) + " bytes)";
-      v.worst_ratio = INFINITY;
-    }
+    add_guard_checks(v, {{y_end, m_tensors.y_guard, "its output"}, {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
+                     stream);
     return v;
   }
 

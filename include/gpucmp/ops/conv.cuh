@@ -432,13 +432,7 @@ class conv {
     return a;
   }
   std::string provider() const { return "cuDNN"; }  ///< see axes()
-  std::vector<std::pair<std::string, std::string>> libraries() const {  ///< see axes()
-    std::vector<std::pair<std::string, std::string>> v{{"cudnn", std::to_string(cudnnGetVersion())}};
-#if GPUCMP_CUDNN_FRONTEND_VISIBLE  // (the device passes never see the frontend)
-    v.emplace_back("cudnn_frontend", std::to_string(CUDNN_FRONTEND_VERSION));
-#endif
-    return v;
-  }
+  std::vector<std::pair<std::string, std::string>> libraries() const { return cudnn_libraries(); }  ///< see axes()
 
   /// One call's work: direct-convolution FLOPs, each operand read once (the prior output too
   /// when it accumulates), the result written once.

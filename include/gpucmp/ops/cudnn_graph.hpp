@@ -39,6 +39,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #if defined(__CUDA_ARCH__)
@@ -100,6 +101,16 @@ struct cudnn_plan {
 
 /// Device pointers of a graph's tensors by their uids: what one execution binds.
 using cudnn_variant_pack = std::unordered_map<std::int64_t, void*>;
+
+/// The libraries a cuDNN row names: cuDNN's version, and cudnn-frontend's where this
+/// compilation pass sees it (the device passes never see the frontend).
+inline std::vector<std::pair<std::string, std::string>> cudnn_libraries() {
+  std::vector<std::pair<std::string, std::string>> v{{"cudnn", std::to_string(cudnnGetVersion())}};
+#if GPUCMP_CUDNN_FRONTEND_VISIBLE
+  v.emplace_back("cudnn_frontend", std::to_string(CUDNN_FRONTEND_VERSION));
+#endif
+  return v;
+}
 
 /// A cudnn-frontend graph validated, built and planned on one cuDNN handle; its plans are
 /// an operation's candidates. Immutable once constructed, so operations of the same shape
