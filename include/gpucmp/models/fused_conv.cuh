@@ -57,6 +57,11 @@ inline std::string to_string(const conv_epilogue& e) {
   return std::string("bias") + (e.residual ? "+add" : "") + (e.relu ? "+relu" : "");
 }
 
+/// A convolution layer's name in results: "fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu".
+inline std::string conv_layer_name(const conv_problem& p, const conv_epilogue& e) {
+  return std::string(to_string(p.dtype)) + "_" + to_string(p.layout) + "/" + p.shape_name() + "/" + to_string(e);
+}
+
 /// How a fused layer runs.
 enum class fusion_path {
   fused_graph,       ///< a cuDNN graph conv -> pointwise ops (one engine)
@@ -246,8 +251,7 @@ class fused_conv_candidates {
 
   /// "fp16_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu".
   std::string name() const {
-    return std::string(to_string(m_problem.dtype)) + "_" + to_string(m_problem.layout) + "/" + m_problem.shape_name() + "/" +
-           to_string(m_epilogue);
+    return conv_layer_name(m_problem, m_epilogue);
   }
   /// The shape.
   const conv_problem& problem() const noexcept { return m_problem; }

@@ -236,8 +236,7 @@ class quantized_conv_candidates {
 
   /// "int8_nhwc/n32_c64_h56_w56_k64_r3_s3_p1_u1/bias+relu".
   std::string name() const {
-    return std::string(to_string(m_problem.dtype)) + "_" + to_string(m_problem.layout) + "/" + m_problem.shape_name() + "/" +
-           to_string(m_epilogue);
+    return conv_layer_name(m_problem, m_epilogue);
   }
   /// The shape and recipe.
   const conv_problem& problem() const noexcept { return m_problem; }

@@ -425,8 +425,8 @@ class quantized_network {
       r.check = c.half->verify(stream);
       m_steps.push_back(quantize_step(l.output, q.output_scale));
     }
-    const conv_problem p = conv_problem_for(m_definition, l, m_options.batch, m_plan.format(), conv_layout::nhwc);
-    r.shape = std::string(to_string(m_plan.layer(l.name).precision)) + "_nhwc/" + p.shape_name() + "/" + to_string(e);
+    const conv_problem p = conv_problem_for(m_definition, l, m_options.batch, m_plan.layer(l.name).precision, conv_layout::nhwc);
+    r.shape = conv_layer_name(p, e);
     r.flops = p.flops();
   }
 
