@@ -140,5 +140,6 @@ TEST_CASE("a calibration on broken images names the first tensor they broke", "[
   CHECK_THROWS_WITH(gpucmp::calibrate(def, settings, 8, s.get(), broken),
                     GPUCMP_CONTAINS("calibration of input: 1 values are not finite"));
   settings.images = 0;
-  CHECK_THROWS_WITH(gpucmp::calibrate(def, settings, 8, s.get()), GPUCMP_CONTAINS("small_cnn: a calibration needs at least one image"));
+  CHECK_THROWS_WITH(gpucmp::calibrate(def, settings, 8, s.get()),
+                    GPUCMP_CONTAINS("small_cnn: a calibration needs at least one image"));
 }

@@ -40,7 +40,8 @@ float fp8_value(std::uint8_t bits) {
 
 TEST_CASE("a quantization plan scales each tensor by its range and each weight channel by its own", "[models][quantization]") {
   const gpucmp::network_definition def = small_cnn();
-  CHECK(gpucmp::calibration_tensors(def) == std::vector<std::string>{"input", "stem", "pool", "block.conv1", "block.conv2", "down", "avg"});
+  CHECK(gpucmp::calibration_tensors(def) ==
+        std::vector<std::string>{"input", "stem", "pool", "block.conv1", "block.conv2", "down", "avg"});
   const gpucmp::calibration_table cal = calibration_of(def);
   const gpucmp::quantization_plan plan(def, cal, gpucmp::numerics::int8);
   REQUIRE(plan.layers().size() == 4);  // the convolutions
@@ -120,7 +121,8 @@ TEST_CASE("logits agree by top-1 and by the largest error over the largest logit
   CHECK(a.same_top1 == 1);
   CHECK(a.top1_agreement() == 0.5);
   CHECK(a.max_relative_error == Approx(0.6 / 4.0));
-  CHECK_THROWS_WITH(gpucmp::compare_logits(reference, std::vector<float>(5, 0.0f), 3), GPUCMP_CONTAINS("5 logits against 6 of 3 classes"));
+  CHECK_THROWS_WITH(gpucmp::compare_logits(reference, std::vector<float>(5, 0.0f), 3),
+                    GPUCMP_CONTAINS("5 logits against 6 of 3 classes"));
   std::vector<float> broken = got;
   broken[4] = NAN;
   CHECK_THROWS_WITH(gpucmp::compare_logits(reference, broken, 3), GPUCMP_CONTAINS("image 1, class 1 is not finite"));

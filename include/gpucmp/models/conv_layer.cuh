@@ -93,7 +93,8 @@ class conv_layer {
                                                                options.workspace_limit);
       allocate_workspace(*set);
       m_fused = std::make_unique<fused_conv>(
-          set, fused_conv_tensors{m_x.data(), m_w.data(), m_bias.data(), options.epilogue.residual ? m_z.data() : nullptr, m_y.data()},
+          set,
+          fused_conv_tensors{m_x.data(), m_w.data(), m_bias.data(), options.epilogue.residual ? m_z.data() : nullptr, m_y.data()},
           m_workspace.data(), m_workspace.bytes());
     }
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -538,7 +538,9 @@ class fused_conv {
     (*this)(stream);
     verification v;
     v = visit_floating_storage(types_of(p.dtype).output, [&](auto zero) { return compare<decltype(zero)>(stream); });
-    add_guard_checks(v, {{y_end, m_tensors.y_guard, "its output"}, {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
+    add_guard_checks(v,
+                     {{y_end, m_tensors.y_guard, "its output"},
+                      {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
                      stream);
     return v;
   }

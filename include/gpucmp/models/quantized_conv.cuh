@@ -404,7 +404,9 @@ class quantized_conv {
     if (m_workspace != nullptr) fill_guard(ws_end, m_workspace_guard, stream);
     (*this)(stream);
     verification v = check_output(stream, every);
-    add_guard_checks(v, {{y_end, m_tensors.y_guard, "its output"}, {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
+    add_guard_checks(v,
+                     {{y_end, m_tensors.y_guard, "its output"},
+                      {ws_end, m_workspace != nullptr ? m_workspace_guard : 0, "its workspace"}},
                      stream);
     return v;
   }

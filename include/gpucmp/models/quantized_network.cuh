@@ -155,7 +155,8 @@ class quantized_network {
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     const tensor_ref out = m_definition.output();
     std::vector<float> v(std::size_t(m_options.batch * m_definition.shape(out).elements()));
-    GPUCMP_CUDA_CHECK(cudaMemcpy(v.data(), m_tensors[std::size_t(out.id)].data(), v.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    GPUCMP_CUDA_CHECK(
+        cudaMemcpy(v.data(), m_tensors[std::size_t(out.id)].data(), v.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return v;
   }
 
@@ -225,7 +226,8 @@ class quantized_network {
       if (l.kind == layer_kind::global_average_pool) bytes_per = sizeof(__half);
       if (l.kind == layer_kind::linear || l.kind == layer_kind::softmax) bytes_per = sizeof(float);
       if (l.kind == layer_kind::average_pool) {
-        throw unsupported(name() + ": layer '" + l.name + "': average pooling does not run quantized (max and global average pooling do)");
+        throw unsupported(name() + ": layer '" + l.name +
+                          "': average pooling does not run quantized (max and global average pooling do)");
       }
       m_tensors[std::size_t(l.output.id)] = device_buffer<unsigned char>(std::size_t(elements(l.output)) * bytes_per);
       largest = std::max(largest, elements(l.output));
@@ -306,7 +308,8 @@ class quantized_network {
         m_linear_weights.back().copy_from_host(w);
         m_linear_biases.emplace_back(l.bias.size());
         m_linear_biases.back().copy_from_host(l.bias);
-        linear_tensors t{data(l.input), m_linear_weights.back().data(), m_linear_biases.back().data(), static_cast<float*>(data(l.output))};
+        linear_tensors t{data(l.input), m_linear_weights.back().data(), m_linear_biases.back().data(),
+                         static_cast<float*>(data(l.output))};
         m_linears.push_back(std::make_unique<linear_layer>(m_cublas.get(), m_options.batch, in, l.out_features, numerics::fp16, t,
                                                            m_linear_workspace.data(), m_linear_workspace.bytes()));
         linear_layer& layer = *m_linears.back();
@@ -440,7 +443,8 @@ class quantized_network {
       with_stored([&](auto zero) {
         using Stored = decltype(zero);
         steps.push_back([from, to, n, scale](cudaStream_t s) {
-          detail::dequantize_kernel<Stored><<<detail::elementwise_grid(n), 256, 0, s>>>(static_cast<const Stored*>(from), to, n, scale);
+          detail::dequantize_kernel<Stored>
+              <<<detail::elementwise_grid(n), 256, 0, s>>>(static_cast<const Stored*>(from), to, n, scale);
           GPUCMP_CUDA_CHECK_LAST("dequantize_kernel");
         });
       });
