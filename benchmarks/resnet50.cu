@@ -7,9 +7,18 @@
 // graph and replayed). Each network is built, searched and verified layer by layer before it
 // is timed. Names:
 // <model>/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
-//   resnet50 [--model=resnet50|resnet18] [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32] [--layouts=nhwc,nchw]
-//            [--weights=resnet50.safetensors] [--layers_out=layers.md]
-//            [--paths=fused_graph,legacy_fused,conv_then_kernel] [benchmark flags]
+//   resnet50 [--model=resnet50|resnet18] [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32,fp8_e4m3,int8]
+//            [--layouts=nhwc,nchw] [--weights=resnet50.safetensors] [--layers_out=layers.md]
+//            [--paths=fused_graph,legacy_fused,conv_then_kernel] [--accuracy_images=512]
+//            [--calibration=FILE | --calibration_images=512 --calibration_method=max_abs|percentile
+//             --calibration_out=FILE] [benchmark flags]
+// fp8_e4m3 and int8 run the network quantized (models/quantized_network.cuh, NHWC only) from a
+// calibration: read from --calibration (made for this model and these weights), or made here
+// over --calibration_images random images and written to --calibration_out. Accuracy goes with
+// every row: each network's logits on --accuracy_images random images (others than the
+// calibration's) beside the FP32 network's, as counters top1_agreement_pct (images whose top-1
+// class is FP32's), max_rel_logit_error (max |logit - FP32's| / max |FP32 logit|) and
+// accuracy_images.
 // Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
 // resnet50/<dtype>_nchw/bs<N>/... in NCHW (resnet18/... with --model=resnet18).
 // --weights loads ResNet-50's torchvision weights; other models run on random weights.
@@ -24,11 +33,15 @@
 #if GPUCMP_WITH_KERNEL_MODE
 #include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
 #endif
+#include <gpucmp/models/calibration_run.cuh>
+#include <gpucmp/models/logits_agreement.hpp>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
+#include <gpucmp/models/quantized_network.cuh>
 #include <gpucmp/models/resnet18.hpp>
 #include <gpucmp/models/resnet50.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -49,7 +62,14 @@ struct settings {
   std::string weights;     // empty: deterministic random weights
   std::string layers_out;  // per-layer breakdown (markdown), appended per network
   std::vector<gpucmp::fusion_path> paths = gpucmp::all_fusion_paths();
+  std::int64_t accuracy_images = 512;  // each row's logits beside FP32's on this many images
+  std::string calibration_file;        // a quantized network's calibration, read; empty: made here
+  std::string calibration_out;         // where a calibration made here is written (empty: nowhere)
+  gpucmp::calibration_settings calibration;
 };
+
+// The accuracy images come from another random stream than the calibration's.
+constexpr std::uint64_t accuracy_seed = 99;
 
 settings& config() {
   static settings s;
@@ -77,6 +97,75 @@ const gpucmp::network_definition& definition() {
 std::unique_ptr<gpucmp::network>& current() {
   static std::unique_ptr<gpucmp::network> net;
   return net;
+}
+std::unique_ptr<gpucmp::quantized_network>& current_quantized() {
+  static std::unique_ptr<gpucmp::quantized_network> net;
+  return net;
+}
+// The current network's logits beside FP32's (accuracy_of).
+gpucmp::logits_agreement& current_accuracy() {
+  static gpucmp::logits_agreement a;
+  return a;
+}
+
+bool is_quantized(gpucmp::numerics dtype) {
+  return std::find(std::begin(gpucmp::quantized_network_numerics), std::end(gpucmp::quantized_network_numerics), dtype) !=
+         std::end(gpucmp::quantized_network_numerics);
+}
+
+// `net`'s logits on the accuracy images, `batch` at a time (the last batch padded with zeros).
+template <class Net>
+std::vector<float> logits_of(Net& net, std::int64_t batch, cudaStream_t stream) {
+  const gpucmp::network_definition& def = definition();
+  const auto images = gpucmp::random_calibration_images(def.shape(def.input()), accuracy_seed);
+  const std::int64_t classes = def.shape(def.output()).elements();
+  std::vector<float> logits;
+  for (std::int64_t first = 0; first < config().accuracy_images; first += batch) {
+    const std::int64_t count = std::min(batch, config().accuracy_images - first);
+    std::vector<float> in = images(first, count);
+    in.resize(std::size_t(batch * def.shape(def.input()).elements()), 0.0f);
+    net.set_input(in, stream);
+    net(stream);
+    const std::vector<float> out = net.output(stream);
+    logits.insert(logits.end(), out.begin(), out.begin() + count * classes);
+  }
+  return logits;
+}
+
+// The FP32 network's logits on the accuracy images (NCHW, as gpucmp's FP32 networks run),
+// made once.
+const std::vector<float>& reference_logits(cudaStream_t stream) {
+  static const std::vector<float> logits = [stream] {
+    gpucmp::network_options o;
+    o.batch = std::min<std::int64_t>(32, config().accuracy_images);
+    o.dtype = gpucmp::numerics::fp32;
+    o.layout = gpucmp::conv_layout::nchw;
+    gpucmp::network reference(definition(), o, stream);
+    return logits_of(reference, o.batch, stream);
+  }();
+  return logits;
+}
+
+template <class Net>
+gpucmp::logits_agreement accuracy_of(Net& net, std::int64_t batch, cudaStream_t stream) {
+  const std::vector<float>& expected = reference_logits(stream);
+  return gpucmp::compare_logits(expected, logits_of(net, batch, stream), definition().shape(definition().output()).elements());
+}
+
+// The quantized networks' calibration, read or made once (calibrate(): the FP32 network over
+// random images), and written where --calibration_out asks.
+const gpucmp::calibration_table& calibration(cudaStream_t stream) {
+  static const gpucmp::calibration_table table = [stream] {
+    const gpucmp::network_definition& def = definition();
+    if (!config().calibration_file.empty()) {
+      return gpucmp::read_calibration(config().calibration_file, def.name(), gpucmp::definition_fingerprint(def),
+                                      gpucmp::calibration_tensors(def));
+    }
+    gpucmp::calibration_table made = gpucmp::calibrate(def, config().calibration, 32, stream);
+    if (!config().calibration_out.empty()) gpucmp::write_calibration(config().calibration_out, made);
+    return made;
+  }();
+  return table;
 }
 
 // The network's layers traced in kernel mode (CUPTI), or why they could not be.
@@ -143,14 +232,68 @@ gpucmp::network& network_for(gpucmp::numerics dtype, gpucmp::conv_layout layout,
   auto& net = current();
   if (net && net->options().dtype == dtype && net->options().layout == layout && net->options().batch == batch) return *net;
   net.reset();  // frees the previous network's memory first
+  current_quantized().reset();
   gpucmp::network_options o;
   o.batch = batch;
   o.dtype = dtype;
   o.layout = layout;
   o.fusion_paths = config().paths;
   net = std::make_unique<gpucmp::network>(definition(), o, stream);
+  current_accuracy() = accuracy_of(*net, batch, stream);
   write_layers(*net, stream);
   return *net;
+}
+
+void write_quantized_layers(const gpucmp::quantized_network& net) {
+  if (config().layers_out.empty()) return;
+  std::ofstream out(config().layers_out, std::ios::app);
+  out << "\n## " << net.name() << "\n\n```\n" << net.plan().report() << "```\n\n"
+      << "| layer | shape | algorithm | searched us | verification |\n|---|---|---|---|---|\n";
+  double total = 0;
+  for (const gpucmp::layer_report& l : net.layers()) {
+    total += l.searched_seconds;
+    out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | "
+        << l.check.summary() << " |\n";
+  }
+  out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n";
+}
+
+gpucmp::quantized_network& quantized_network_for(gpucmp::numerics format, std::int64_t batch, cudaStream_t stream) {
+  auto& net = current_quantized();
+  if (net && net->plan().format() == format && net->options().batch == batch) return *net;
+  net.reset();
+  current().reset();
+  gpucmp::quantized_network_options o;
+  o.batch = batch;
+  net = std::make_unique<gpucmp::quantized_network>(definition(), gpucmp::quantization_plan(definition(), calibration(stream), format),
+                                                    o, stream);
+  current_accuracy() = accuracy_of(*net, batch, stream);
+  write_quantized_layers(*net);
+  return *net;
+}
+
+// The convolutions' precisions, e.g. "convs: int8 50, fp16 3 (faster in FP16: conv1, ...)".
+std::string precisions_note(const gpucmp::quantized_network& net) {
+  std::map<std::string, int> counts;
+  std::string fp16;
+  for (const gpucmp::quantized_layer& q : net.plan().layers()) {
+    counts[gpucmp::to_string(q.precision)]++;
+    if (q.precision == gpucmp::numerics::fp16) fp16 += (fp16.empty() ? "" : ", ") + q.name;
+  }
+  std::string note = "convs:";
+  for (const auto& [precision, n] : counts) note += " " + precision + " " + std::to_string(n) + ",";
+  note.pop_back();
+  if (!fp16.empty()) note += " (in FP16: " + fp16 + ")";
+  return note + "; every layer verified";
+}
+
+// Accuracy beside the time: FP32's top-1 kept and the largest logit error (reference_logits).
+void add_accuracy(gpucmp::state& st) {
+  const gpucmp::logits_agreement& a = current_accuracy();
+  auto& c = st.gbench().counters;
+  c["top1_agreement_pct"] = 100.0 * a.top1_agreement();
+  c["max_rel_logit_error"] = a.max_relative_error;
+  c["accuracy_images"] = double(a.images);
 }
 
 // Fusion paths the search chose, e.g. "fused graph 49, legacy fused 1, conv + epilogue kernel 3".
@@ -177,12 +320,24 @@ void register_all() {
         for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
           const bool eager = mode == gpucmp::mode::hot;
           auto fn = [dtype, layout, batch, eager](gpucmp::state& st) {
-            gpucmp::network& net = network_for(dtype, layout, batch, st.stream());
+            st.set_axis("dtype", gpucmp::to_string(dtype));
+            st.set_axis("layout", gpucmp::to_string(layout));
+            st.set_axis("batch", double(batch));
             // Eager: launches are not queued behind a held stream, so the host's launch path
             // shows whenever it is slower than the GPU, as in a framework's eager mode.
             if (eager) st.options().hold = false;
+            if (is_quantized(dtype)) {
+              if (layout != gpucmp::conv_layout::nhwc) return st.skip("unsupported: a quantized network runs NHWC");
+              gpucmp::quantized_network& net = quantized_network_for(dtype, batch, st.stream());
+              st.set_work(net.work());
+              st.add_note(precisions_note(net));
+              add_accuracy(st);
+              return st.run(net);
+            }
+            gpucmp::network& net = network_for(dtype, layout, batch, st.stream());
             st.set_work(net.work());
             st.add_note(paths_note(net));
+            add_accuracy(st);
             st.run(net);
           };
           gpucmp::register_benchmark_as(base + "/" + label, mode, fn);
@@ -212,6 +367,16 @@ void parse_flags(int& argc, char** argv) {
       config().weights = v;
     } else if (const char* v = value("--layers_out=")) {
       config().layers_out = v;
+    } else if (const char* v = value("--accuracy_images=")) {
+      config().accuracy_images = gpucmp_bench::whole_number(v, 1, 1 << 20, "resnet50", "--accuracy_images");
+    } else if (const char* v = value("--calibration=")) {
+      config().calibration_file = v;
+    } else if (const char* v = value("--calibration_out=")) {
+      config().calibration_out = v;
+    } else if (const char* v = value("--calibration_images=")) {
+      config().calibration.images = gpucmp_bench::whole_number(v, 1, 1 << 20, "resnet50", "--calibration_images");
+    } else if (const char* v = value("--calibration_method=")) {
+      config().calibration.method = gpucmp::parse_calibration_method(v);
     } else if (const char* v = value("--paths=")) {
       config().paths.clear();
       for (const auto& p : gpucmp_bench::split_list(v)) config().paths.push_back(gpucmp::parse_fusion_path(p));
@@ -230,9 +395,11 @@ void print_largest_batches() {
     return;
   }
   current().reset();
+  current_quantized().reset();
   std::size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return;
   for (gpucmp::numerics dtype : config().dtypes) {
+    if (is_quantized(dtype)) continue;  // network_memory models the FP networks' memory only
     const std::int64_t largest = gpucmp::largest_batch_that_fits(definition(), dtype, free_bytes);
     std::printf("%s/%s: largest batch that fits in %.1f GiB free: %lld\n", config().model.c_str(), gpucmp::to_string(dtype),
                 double(free_bytes) / double(1ull << 30), static_cast<long long>(largest));

@@ -38,6 +38,12 @@ enum class calibration_method {
 
 /// "max_abs" or "percentile".
 inline const char* to_string(calibration_method m) noexcept { return m == calibration_method::max_abs ? "max_abs" : "percentile"; }
+/// The method named `text` ("max_abs" or "percentile"); throws invalid_argument otherwise.
+inline calibration_method parse_calibration_method(const std::string& text) {
+  if (text == "max_abs") return calibration_method::max_abs;
+  if (text == "percentile") return calibration_method::percentile;
+  throw invalid_argument("calibration method '" + text + "' is neither max_abs nor percentile");
+}
 
 /// How a network is calibrated.
 struct calibration_settings {
@@ -257,8 +263,11 @@ inline calibration_table parse_calibration(const std::string& text, const std::s
     fail("calibrated for other weights (fingerprint " + t.weights + ", these weights are " + weights + "): calibrate again");
   }
   const std::string method = string_of("method");
-  if (method != "max_abs" && method != "percentile") fail("method '" + method + "' is neither max_abs nor percentile");
-  t.settings.method = method == "max_abs" ? calibration_method::max_abs : calibration_method::percentile;
+  try {
+    t.settings.method = parse_calibration_method(method);
+  } catch (const invalid_argument& e) {
+    fail(e.what());
+  }
   t.settings.percentile = number_of("percentile");
   if (!(t.settings.percentile > 0 && t.settings.percentile <= 100)) fail("percentile must be in (0, 100]");
   const double images = number_of("images"), seed = number_of("seed");

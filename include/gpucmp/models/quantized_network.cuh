@@ -160,6 +160,8 @@ class quantized_network {
     return v;
   }
 
+  /// How it was built.
+  const quantized_network_options& options() const noexcept { return m_options; }
   /// "resnet50/int8/bs32".
   std::string name() const {
     return m_definition.name() + "/" + to_string(m_plan.format()) + "/bs" + std::to_string(m_options.batch);
