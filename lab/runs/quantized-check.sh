@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # On a GPU machine: the quantized inference issue's layer runs, in parts, each packed into
 # OUT_DIR/quantized.tgz as it ends (a device call cut short still returns what finished):
-#   build     gpucmp_models_tests and benchmarks/conv_layers, for the local GPU
+#   build     gpucmp_models_tests, benchmarks/conv_layers and benchmarks/resnet50, for the local GPU
 #   tests     gpucmp_models_tests "[quantized],[calibration]" (FP8 and INT8 layers on every path
 #             cuDNN offers against the FP64 reference; calibration's counts on the GPU)
 #   layers    benchmarks/conv_layers on the rows GPUCMP_LAYER_FILTER names (default: batch 32),
 #             each verified before it is timed, then scripts/models/conv-layer-ratios.py: each
 #             precision beside FP16 on the same shape
+#   network   benchmarks/resnet50 in FP16, INT8 and FP8 at GPUCMP_NETWORK_BATCHES (default 32,256),
+#             graph mode (GPUCMP_NETWORK_FILTER), calibrated over 512 random images, accuracy
+#             against FP32 on 512 others beside every row; each network's layers and plan in
+#             network_layers.md
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -25,7 +29,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_models_tests conv_layers; } > "$work/build.log" 2>&1 ||
+    gpucmp_build --target gpucmp_models_tests conv_layers resnet50; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
@@ -43,5 +47,13 @@ if part layers; then
     > "$work/conv_layers.log" 2>&1 || status=1
   python3 "$repo_root/scripts/models/conv-layer-ratios.py" "$work/conv_layers.json" --out-md "$work/conv_layers.md" || status=1
   stamp layers
+fi
+if part network; then
+  timeout "${GPUCMP_NETWORK_TIMEOUT:-400}" "$build_dir/benchmarks/resnet50" --dtypes=fp16,int8,fp8_e4m3 \
+    --batches="${GPUCMP_NETWORK_BATCHES:-32,256}" --benchmark_filter="${GPUCMP_NETWORK_FILTER:-/graph}" \
+    --calibration_out="$work/calibration.json" --layers_out="$work/network_layers.md" \
+    --benchmark_out="$work/resnet50.json" --benchmark_out_format=json > "$work/resnet50.log" 2>&1 || status=1
+  grep -E "^resnet50/|rror" "$work/resnet50.log" | cut -c1-220 | head -20
+  stamp network
 fi
 exit $status
