@@ -54,6 +54,8 @@ if part network; then
     --calibration_out="$work/calibration.json" --layers_out="$work/network_layers.md" \
     --benchmark_out="$work/resnet50.json" --benchmark_out_format=json > "$work/resnet50.log" 2>&1 || status=1
   grep -E "^resnet50/|rror" "$work/resnet50.log" | cut -c1-220 | head -20
+  python3 "$repo_root/scripts/models/network-precisions.py" "$work/resnet50.json" --out-md "$work/resnet50.md" \
+    --out-json "$work/resnet50_precisions.json" || status=1
   stamp network
 fi
 exit $status
