@@ -14,7 +14,8 @@
 //             --calibration_out=FILE] [benchmark flags]
 // fp8_e4m3 and int8 run the network quantized (models/quantized_network.cuh, NHWC only) from a
 // calibration: read from --calibration (made for this model and these weights), or made here
-// over --calibration_images random images and written to --calibration_out. Accuracy goes with
+// over --calibration_images random images and written to --calibration_out; with --weights,
+// the calibration beside them (settle_calibration_file). Accuracy goes with
 // every row: each network's logits on --accuracy_images random images (others than the
 // calibration's) beside the FP32 network's, as counters top1_agreement_pct (images whose top-1
 // class is FP32's), max_rel_logit_error (max |logit - FP32's| / max |FP32 logit|) and
@@ -50,6 +51,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -152,15 +154,20 @@ gpucmp::logits_agreement accuracy_of(Net& net, std::int64_t batch, cudaStream_t 
   return gpucmp::compare_logits(expected, logits_of(net, batch, stream), definition().shape(definition().output()).elements());
 }
 
+// The calibration file --calibration names, read and checked against this model and its
+// weights.
+gpucmp::calibration_table read_calibration_file() {
+  const gpucmp::network_definition& def = definition();
+  return gpucmp::read_calibration(config().calibration_file, def.name(), gpucmp::definition_fingerprint(def),
+                                  gpucmp::calibration_tensors(def));
+}
+
 // The quantized networks' calibration, read or made once (calibrate(): the FP32 network over
 // random images), and written where --calibration_out asks.
 const gpucmp::calibration_table& calibration(cudaStream_t stream) {
   static const gpucmp::calibration_table table = [stream] {
     const gpucmp::network_definition& def = definition();
-    if (!config().calibration_file.empty()) {
-      return gpucmp::read_calibration(config().calibration_file, def.name(), gpucmp::definition_fingerprint(def),
-                                      gpucmp::calibration_tensors(def));
-    }
+    if (!config().calibration_file.empty()) return read_calibration_file();
     gpucmp::calibration_table made = gpucmp::calibrate(def, config().calibration, 32, stream);
     if (!config().calibration_out.empty()) gpucmp::write_calibration(config().calibration_out, made);
     return made;
@@ -265,8 +272,8 @@ gpucmp::quantized_network& quantized_network_for(gpucmp::numerics format, std::i
   current().reset();
   gpucmp::quantized_network_options o;
   o.batch = batch;
-  net = std::make_unique<gpucmp::quantized_network>(definition(), gpucmp::quantization_plan(definition(), calibration(stream), format),
-                                                    o, stream);
+  gpucmp::quantization_plan plan(definition(), calibration(stream), format);
+  net = std::make_unique<gpucmp::quantized_network>(definition(), std::move(plan), o, stream);
   current_accuracy() = accuracy_of(*net, batch, stream);
   write_quantized_layers(*net);
   return *net;
@@ -347,6 +354,25 @@ void register_all() {
   }
 }
 
+// A calibration is kept beside the weights it was made for (resnet50.safetensors:
+// resnet50.calibration.json): with --weights and no --calibration, the file beside them is read
+// where it exists and written there once made. A named or found file is read and checked here.
+void settle_calibration_file() {
+  if (std::none_of(config().dtypes.begin(), config().dtypes.end(), is_quantized)) return;
+  if (config().calibration_file.empty() && !config().weights.empty()) {
+    std::string beside = config().weights;
+    const std::size_t dot = beside.rfind('.');
+    if (dot != std::string::npos && beside.find('/', dot) == std::string::npos) beside.resize(dot);
+    beside += ".calibration.json";
+    if (std::ifstream(beside).good()) {
+      config().calibration_file = beside;
+    } else if (config().calibration_out.empty()) {
+      config().calibration_out = beside;
+    }
+  }
+  if (!config().calibration_file.empty()) read_calibration_file();
+}
+
 // Takes this program's flags out of argv (Google Benchmark rejects unknown ones).
 void parse_flags(int& argc, char** argv) {
   int kept = 1;
@@ -412,6 +438,7 @@ int main(int argc, char** argv) {
   try {
     parse_flags(argc, argv);
     definition();  // a bad weight file is reported before anything runs
+    settle_calibration_file();  // and so is a bad calibration file
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resnet50: %s\n", e.what());
     return 2;
