@@ -127,6 +127,26 @@ __global__ void float_to_kernel(const float* in, T* out, std::int64_t count) {
   }
 }
 
+// Copies `images` (batch x C x H x W FP32 in torch's NCHW order) into a network's input of
+// type T in `layout`; throws invalid_argument naming `network` for a wrong count. Synchronizes.
+template <class T>
+void upload_images(const std::vector<float>& images, const image_shape& in, std::int64_t batch, conv_layout layout, T* input,
+                   const std::string& network, cudaStream_t stream) {
+  if (images.size() != std::size_t(batch * in.elements())) {
+    throw invalid_argument(network + ": set_input got " + std::to_string(images.size()) + " values, expected " +
+                           std::to_string(batch) + " x " + in.text());
+  }
+  device_buffer<float> staging(images.size(), initial_fill::uninitialized());
+  staging.copy_from_host(images);
+  const unsigned blocks = grid_for(std::int64_t(images.size()));
+  if (layout == conv_layout::nhwc) {
+    nchw_float_to_nhwc_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, batch, in.c, in.h * in.w);
+  } else {
+    float_to_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, std::int64_t(images.size()));
+  }
+  GPUCMP_CUDA_CHECK_LAST("set_input conversion kernel");
+  GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 // FNV-1a over a device buffer's bytes (copied to the host).
 inline std::uint64_t device_fingerprint(const void* data, std::size_t bytes) {
@@ -210,25 +230,10 @@ class network {
 
   /// Replaces the input with `images`: batch x C x H x W FP32 in torch's NCHW order.
   void set_input(const std::vector<float>& images, cudaStream_t stream) {
-    const image_shape& in = m_definition.shape(m_definition.input());
-    if (images.size() != std::size_t(m_options.batch * in.elements())) {
-      throw invalid_argument(name() + ": set_input got " + std::to_string(images.size()) + " values, expected " +
-                             std::to_string(m_options.batch) + " x " + in.text());
-    }
-    device_buffer<float> staging(images.size(), initial_fill::uninitialized());
-    staging.copy_from_host(images);
     dispatch([&](auto zero) {
-      using T = decltype(zero);
-      T* input = static_cast<T*>(tensor(m_definition.input()));
-      const unsigned blocks = detail::grid_for(std::int64_t(images.size()));
-      if (m_options.layout == conv_layout::nhwc) {
-        detail::nchw_float_to_nhwc_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, m_options.batch, in.c, in.h * in.w);
-      } else {
-        detail::float_to_kernel<T><<<blocks, 256, 0, stream>>>(staging.data(), input, std::int64_t(images.size()));
-      }
+      detail::upload_images(images, m_definition.shape(m_definition.input()), m_options.batch, m_options.layout,
+                            static_cast<decltype(zero)*>(tensor(m_definition.input())), name(), stream);
     });
-    GPUCMP_CUDA_CHECK_LAST("set_input conversion kernel");
-    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     m_input_fingerprint = detail::device_fingerprint(tensor(m_definition.input()), tensor_bytes(m_definition.input()));
   }
 

@@ -93,8 +93,6 @@ __global__ void dequantize_average_kernel(const Stored* in, __half* out, std::in
   }
 }
 
-inline unsigned elementwise_grid(std::int64_t count) { return unsigned(std::min<std::int64_t>((count + 255) / 256, 132 * 32)); }
-
 }  // namespace detail
 
 /// A network_definition run quantized for one batch size (this header's opening comment).
@@ -138,17 +136,8 @@ class quantized_network {
   }
   /// Replaces the input with `images`: batch x C x H x W FP32 in torch's NCHW order.
   void set_input(const std::vector<float>& images, cudaStream_t stream) {
-    const image_shape& in = m_definition.shape(m_definition.input());
-    if (images.size() != std::size_t(m_options.batch * in.elements())) {
-      throw invalid_argument(name() + ": set_input got " + std::to_string(images.size()) + " values, expected " +
-                             std::to_string(m_options.batch) + " x " + in.text());
-    }
-    device_buffer<float> staging(images.size(), initial_fill::uninitialized());
-    staging.copy_from_host(images);
-    detail::nchw_float_to_nhwc_kernel<__half><<<detail::elementwise_grid(std::int64_t(images.size())), 256, 0, stream>>>(
-        staging.data(), m_input_half.data(), m_options.batch, in.c, in.h * in.w);
-    GPUCMP_CUDA_CHECK_LAST("set_input conversion kernel");
-    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    detail::upload_images(images, m_definition.shape(m_definition.input()), m_options.batch, conv_layout::nhwc,
+                          m_input_half.data(), name(), stream);
   }
   /// The logits (or softmax) after the last forward pass, batch x classes FP32. Synchronizes.
   std::vector<float> output(cudaStream_t stream) const {
@@ -258,7 +247,7 @@ class quantized_network {
     with_stored([&](auto zero) {
       using Stored = decltype(zero);
       m_steps.push_back([from, to, n, inverse](cudaStream_t s) {
-        detail::quantize_kernel<Stored><<<detail::elementwise_grid(n), 256, 0, s>>>(from, static_cast<Stored*>(to), n, inverse);
+        detail::quantize_kernel<Stored><<<detail::grid_for(n), 256, 0, s>>>(from, static_cast<Stored*>(to), n, inverse);
         GPUCMP_CUDA_CHECK_LAST("quantize_kernel");
       });
     });
@@ -295,7 +284,7 @@ class quantized_network {
         with_stored([&](auto zero) {
           using Stored = decltype(zero);
           m_steps.push_back([n, pixels, c, scale, x, y](cudaStream_t st) {
-            detail::dequantize_average_kernel<Stored><<<detail::elementwise_grid(n * c), 256, 0, st>>>(
+            detail::dequantize_average_kernel<Stored><<<detail::grid_for(n * c), 256, 0, st>>>(
                 static_cast<const Stored*>(x), y, n, pixels, c, scale);
             GPUCMP_CUDA_CHECK_LAST("dequantize_average_kernel");
           });
@@ -446,7 +435,7 @@ class quantized_network {
         using Stored = decltype(zero);
         steps.push_back([from, to, n, scale](cudaStream_t s) {
           detail::dequantize_kernel<Stored>
-              <<<detail::elementwise_grid(n), 256, 0, s>>>(static_cast<const Stored*>(from), to, n, scale);
+              <<<detail::grid_for(n), 256, 0, s>>>(static_cast<const Stored*>(from), to, n, scale);
           GPUCMP_CUDA_CHECK_LAST("dequantize_kernel");
         });
       });
@@ -466,7 +455,7 @@ class quantized_network {
     with_stored([&](auto zero) {
       using Stored = decltype(zero);
       step = [from, to, n, inverse](cudaStream_t s) {
-        detail::quantize_kernel<Stored><<<detail::elementwise_grid(n), 256, 0, s>>>(from, static_cast<Stored*>(to), n, inverse);
+        detail::quantize_kernel<Stored><<<detail::grid_for(n), 256, 0, s>>>(from, static_cast<Stored*>(to), n, inverse);
         GPUCMP_CUDA_CHECK_LAST("quantize_kernel");
       };
     });
