@@ -327,6 +327,7 @@ void register_all() {
         for (auto [label, mode] : {std::pair{"eager", gpucmp::mode::hot}, std::pair{"graph", gpucmp::mode::graph}}) {
           const bool eager = mode == gpucmp::mode::hot;
           auto fn = [dtype, layout, batch, eager](gpucmp::state& st) {
+            st.set_axis("model", config().model);
             st.set_axis("dtype", gpucmp::to_string(dtype));
             st.set_axis("layout", gpucmp::to_string(layout));
             st.set_axis("batch", double(batch));
@@ -337,12 +338,14 @@ void register_all() {
               if (layout != gpucmp::conv_layout::nhwc) return st.skip("unsupported: a quantized network runs NHWC");
               gpucmp::quantized_network& net = quantized_network_for(dtype, batch, st.stream());
               st.set_work(net.work());
+              st.set_algorithm(precisions_note(net));
               st.add_note(precisions_note(net));
               add_accuracy(st);
               return st.run(net);
             }
             gpucmp::network& net = network_for(dtype, layout, batch, st.stream());
             st.set_work(net.work());
+            st.set_algorithm(paths_note(net));
             st.add_note(paths_note(net));
             add_accuracy(st);
             st.run(net);

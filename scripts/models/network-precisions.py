@@ -1,48 +1,58 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: gpucmp contributors
-"""A network's precisions side by side: benchmarks/resnet50's rows (Google Benchmark JSON,
---benchmark_out) as one table per timing mode, each precision's images/s beside the FP16 row
-of the same model and batch in the same run, with its accuracy against FP32 (top-1 agreement
-and the largest relative logit error, the counters every row carries) and what its
-convolutions ran in. A row that did not run shows its error.
+"""A network's precisions side by side: benchmarks/resnet50's result files (--benchmark_out)
+as one table per model and timing mode, each precision's images/s beside the FP16 row of the
+same batch in the same run, with its accuracy against FP32 (top-1 agreement and the largest
+relative logit error, the counters every row carries) and what its convolutions ran in (the
+row's algorithm). A row that did not run shows its status and message. Facts come from the
+typed rows (python/gpucmp_results): the axes model, dtype, layout and batch, the mode, the
+declared images and the time.
 
-Usage: network-precisions.py ROWS.json [ROWS.json ...] [--out-md T.md] [--out-json R.json]
---out-json writes {"rows": [{"key": "<dtype>/bs<N>/<mode>", "images_per_s", "speedup_over_fp16",
-"top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "error"}]} for the acceptance
-rows (lab/acceptance/quantized.json).
+Usage: network-precisions.py RESULTS.json [RESULTS.json ...] [--out-md T.md] [--out-json R.json]
+--out-json writes {"rows": [{"key": "<dtype>[_<layout>]/bs<N>/<mode>", "images_per_s",
+"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images"} or
+{"key", "error"}]} for the acceptance rows (lab/acceptance/quantized.json).
 """
 import argparse
 import json
-import re
+import os
 import sys
 
-NAME = re.compile(r"^(?P<model>resnet\d+)/(?P<dtype>[a-z0-9_]+)/bs(?P<batch>\d+)/(?P<mode>eager|graph)(/|$)")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import gpucmp_results  # noqa: E402  (python/gpucmp_results: the one reader of gpucmp's files)
+
 ORDER = ["fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8"]
+ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images")
 
 
 def load(paths):
     rows = {}
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for b in doc.get("benchmarks", []):
-            m = NAME.match(b.get("name", ""))
-            if not m or b.get("run_type") == "aggregate":
+        result = gpucmp_results.load(path)
+        for r in result.rows:
+            axes = r.axes
+            if not all(k in axes for k in ("model", "dtype", "layout", "batch")):
                 continue
-            key = (m["model"], m["mode"], int(m["batch"]), m["dtype"])
-            if b.get("error_occurred"):
-                rows[key] = {"error": b.get("error_message", "error")}
+            precision = axes["dtype"] + ("" if axes["layout"] == "nhwc" else "_" + axes["layout"])
+            key = (axes["model"], r.mode, int(axes["batch"]), precision)
+            if not r.ok:
+                rows[key] = {"error": f"{r.status}: {r.message}"}
                 continue
-            label = b.get("label", "")
-            rows[key] = {"images_per_s": b.get("items/s"), "top1_agreement_pct": b.get("top1_agreement_pct"),
-                         "max_rel_logit_error": b.get("max_rel_logit_error"), "accuracy_images": b.get("accuracy_images"),
-                         "convs": label.split(";")[0] if label.startswith("convs:") else ""}
+            counters = result.benchmarks.get(r.name, {})
+            row = {"images_per_s": r.items / r.seconds if r.items else None, "convs": r.algorithm or ""}
+            row.update({k: counters.get(k) for k in ACCURACY})
+            rows[key] = row
     return rows
 
 
 def number(v, fmt):
     return "–" if v is None else format(v, fmt)
+
+
+def order(precision):
+    base = precision.split("_nchw")[0]
+    return (ORDER.index(base) if base in ORDER else len(ORDER), precision)
 
 
 def tables(rows):
@@ -53,37 +63,39 @@ def tables(rows):
                "images compared | convolutions |", "|---|---|---|---|---|---|---|---|"]
         for batch in sorted({k[2] for k in rows if k[:2] == (model, mode)}):
             base = rows.get((model, mode, batch, "fp16"), {})
-            for dtype in sorted({k[3] for k in rows if k[:3] == (model, mode, batch)},
-                                key=lambda d: ORDER.index(d) if d in ORDER else len(ORDER)):
-                r = rows[(model, mode, batch, dtype)]
-                key = f"{dtype}/bs{batch}/{mode}"
+            for precision in sorted({k[3] for k in rows if k[:3] == (model, mode, batch)}, key=order):
+                r = rows[(model, mode, batch, precision)]
+                key = f"{precision}/bs{batch}/{mode}"
                 if "error" in r:
-                    md.append(f"| {batch} | {dtype} | error: {r['error'][:80]} | | | | | |")
+                    md.append(f"| {batch} | {precision} | {r['error'][:90]} | | | | | |")
                     out.append({"key": key, "error": r["error"]})
                     continue
                 speedup = None
                 if r["images_per_s"] and base.get("images_per_s"):
                     speedup = r["images_per_s"] / base["images_per_s"]
                 top1 = r["top1_agreement_pct"]
-                md.append(f"| {batch} | {dtype} | {number(r['images_per_s'], ',.0f')} | "
-                          f"{'–' if speedup is None else f'{speedup:.2f}x'} | {number(top1, '.1f')}{'' if top1 is None else ' %'} | "
-                          f"{number(r['max_rel_logit_error'], '.4f')} | {number(r['accuracy_images'], '.0f')} | {r['convs']} |")
+                md.append(f"| {batch} | {precision} | {number(r['images_per_s'], ',.0f')} | "
+                          f"{'–' if speedup is None else f'{speedup:.2f}x'} | "
+                          f"{number(top1, '.1f')}{'' if top1 is None else ' %'} | {number(r['max_rel_logit_error'], '.4f')} | "
+                          f"{number(r['accuracy_images'], '.0f')} | {r['convs']} |")
                 out.append({"key": key, "images_per_s": r["images_per_s"], "speedup_over_fp16": speedup,
-                            "top1_agreement_pct": top1, "max_rel_logit_error": r["max_rel_logit_error"],
-                            "accuracy_images": r["accuracy_images"]})
+                            **{k: r[k] for k in ACCURACY}})
         md.append("")
     return "\n".join(md), out
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("rows", nargs="+")
+    p.add_argument("results", nargs="+")
     p.add_argument("--out-md")
     p.add_argument("--out-json")
     args = p.parse_args()
-    rows = load(args.rows)
+    try:
+        rows = load(args.results)
+    except (OSError, gpucmp_results.ResultFileError) as e:
+        sys.exit(f"network-precisions.py: {e}")
     if not rows:
-        sys.exit("network-precisions.py: no resnet rows in " + ", ".join(args.rows))
+        sys.exit("network-precisions.py: no network rows (axes model, dtype, layout, batch) in " + ", ".join(args.results))
     md, out = tables(rows)
     if args.out_md:
         with open(args.out_md, "w") as f:
