@@ -18,8 +18,9 @@
 // the calibration beside them (settle_calibration_file). Accuracy goes with
 // every row: each network's logits on --accuracy_images random images (others than the
 // calibration's) beside the FP32 network's, as counters top1_agreement_pct (images whose top-1
-// class is FP32's), max_rel_logit_error (max |logit - FP32's| / max |FP32 logit|) and
-// accuracy_images.
+// class is FP32's), max_rel_logit_error (max |logit - FP32's| / max |FP32 logit|),
+// accuracy_images and fp32_top1_classes (distinct classes FP32 gives those images: an
+// agreement means little where most images get the same class).
 // Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
 // resnet50/<dtype>_nchw/bs<N>/... in NCHW (resnet18/... with --model=resnet18).
 // --weights loads ResNet-50's torchvision weights; other models run on random weights.
@@ -301,6 +302,7 @@ void add_accuracy(gpucmp::state& st) {
   c["top1_agreement_pct"] = 100.0 * a.top1_agreement();
   c["max_rel_logit_error"] = a.max_relative_error;
   c["accuracy_images"] = double(a.images);
+  c["fp32_top1_classes"] = double(a.reference_classes);
 }
 
 // Fusion paths the search chose, e.g. "fused graph 49, legacy fused 1, conv + epilogue kernel 3".

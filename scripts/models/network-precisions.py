@@ -11,7 +11,7 @@ declared images and the time.
 
 Usage: network-precisions.py RESULTS.json [RESULTS.json ...] [--out-md T.md] [--out-json R.json]
 --out-json writes {"rows": [{"key": "<dtype>[_<layout>]/bs<N>/<mode>", "images_per_s",
-"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images"} or
+"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes"} or
 {"key", "error"}]} for the acceptance rows (lab/acceptance/quantized.json).
 """
 import argparse
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpucmp_results  # noqa: E402  (python/gpucmp_results: the one reader of gpucmp's files)
 
 ORDER = ["fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8"]
-ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images")
+ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes")
 
 
 def load(paths):
@@ -60,7 +60,7 @@ def tables(rows):
     for model, mode in sorted({(k[0], k[1]) for k in rows}):
         md += [f"### {model}, {mode}", "",
                "| batch | precision | images/s | over FP16 | top-1 agreement with FP32 | max relative logit error | "
-               "images compared | convolutions |", "|---|---|---|---|---|---|---|---|"]
+               "images compared (FP32's top-1 classes) | convolutions |", "|---|---|---|---|---|---|---|---|"]
         for batch in sorted({k[2] for k in rows if k[:2] == (model, mode)}):
             base = rows.get((model, mode, batch, "fp16"), {})
             for precision in sorted({k[3] for k in rows if k[:3] == (model, mode, batch)}, key=order):
@@ -77,7 +77,7 @@ def tables(rows):
                 md.append(f"| {batch} | {precision} | {number(r['images_per_s'], ',.0f')} | "
                           f"{'–' if speedup is None else f'{speedup:.2f}x'} | "
                           f"{number(top1, '.1f')}{'' if top1 is None else ' %'} | {number(r['max_rel_logit_error'], '.4f')} | "
-                          f"{number(r['accuracy_images'], '.0f')} | {r['convs']} |")
+                          f"{number(r['accuracy_images'], '.0f')} ({number(r['fp32_top1_classes'], '.0f')}) | {r['convs']} |")
                 out.append({"key": key, "images_per_s": r["images_per_s"], "speedup_over_fp16": speedup,
                             **{k: r[k] for k in ACCURACY}})
         md.append("")

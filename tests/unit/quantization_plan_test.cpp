@@ -121,6 +121,8 @@ TEST_CASE("logits agree by top-1 and by the largest error over the largest logit
   CHECK(a.same_top1 == 1);
   CHECK(a.top1_agreement() == 0.5);
   CHECK(a.max_relative_error == Approx(0.6 / 4.0));
+  CHECK(a.reference_classes == 2);  // classes 1 and 2
+  CHECK(gpucmp::compare_logits(std::vector<float>{0, 1, 0, 2}, std::vector<float>{0, 1, 0, 2}, 2).reference_classes == 1);
   CHECK_THROWS_WITH(gpucmp::compare_logits(reference, std::vector<float>(5, 0.0f), 3),
                     GPUCMP_CONTAINS("5 logits against 6 of 3 classes"));
   std::vector<float> broken = got;

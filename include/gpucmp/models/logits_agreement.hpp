@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct logits_agreement {
   std::int64_t images = 0;          ///< images compared
   std::int64_t same_top1 = 0;       ///< images whose top-1 class is the reference's
   double max_relative_error = 0;    ///< max |got - reference| / max |reference|
+  /// Distinct top-1 classes among the reference's images: an agreement means little where a
+  /// network (random weights, say) gives most images the same class.
+  std::int64_t reference_classes = 0;
 
   /// same_top1 / images (0 with no images).
   double top1_agreement() const noexcept { return images > 0 ? double(same_top1) / double(images) : 0.0; }
@@ -39,6 +43,7 @@ inline logits_agreement compare_logits(const std::vector<float>& reference, cons
   logits_agreement a;
   a.images = std::int64_t(reference.size()) / classes;
   double largest = 0, worst = 0;
+  std::set<std::int64_t> classes_seen;
   for (std::int64_t i = 0; i < a.images; ++i) {
     std::int64_t best_ref = 0, best_got = 0;
     for (std::int64_t c = 0; c < classes; ++c) {
@@ -54,7 +59,9 @@ inline logits_agreement compare_logits(const std::vector<float>& reference, cons
       worst = std::max(worst, std::fabs(double(got[at]) - double(reference[at])));
     }
     a.same_top1 += best_ref == best_got;
+    classes_seen.insert(best_ref);
   }
+  a.reference_classes = std::int64_t(classes_seen.size());
   a.max_relative_error = largest > 0 ? worst / largest : worst;
   return a;
 }

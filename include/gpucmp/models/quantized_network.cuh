@@ -395,7 +395,19 @@ class quantized_network {
       c.half = std::make_unique<fused_conv>(set, t, m_workspace.data(), m_workspace.bytes());
       half_seconds = gpucmp::search(*c.half, shared_engine(), m_options.search).seconds;
     }
-    const bool quantized = c.quantized && !(m_options.choose_by_time && half_seconds < quantized_seconds);
+    // Each way's cost is all it adds to the pass: FP16 also dequantizes its inputs and
+    // quantizes its output (as much memory traffic as a stage-1 layer's convolution: the
+    // first H200 run, which compared the convolutions alone, ran 24 of 53 layers in FP16 and
+    // the network at 0.67x FP16's speed), and a quantized stem also quantizes the input.
+    double conversion_seconds = 0, input_seconds = 0;
+    if (c.quantized && m_options.choose_by_time && half_seconds < quantized_seconds) {
+      std::vector<std::function<void(cudaStream_t)>> around = dequantize_steps(l, first);
+      around.push_back(quantize_step(l.output, q.output_scale));
+      conversion_seconds = time_steps(around);
+      if (first) input_seconds = time_steps({m_steps.back()});
+    }
+    const bool quantized =
+        c.quantized && !(m_options.choose_by_time && half_seconds + conversion_seconds < quantized_seconds + input_seconds);
     if (quantized) {
       c.half.reset();
       conv_state* state = &c;
@@ -406,7 +418,8 @@ class quantized_network {
     } else {
       char why[160];
       if (c.quantized) {
-        std::snprintf(why, sizeof why, "FP16 faster: %.1f against %.1f us", half_seconds * 1e6, quantized_seconds * 1e6);
+        std::snprintf(why, sizeof why, "FP16 faster: %.1f + %.1f converting against %.1f + %.1f us", half_seconds * 1e6,
+                      conversion_seconds * 1e6, quantized_seconds * 1e6, input_seconds * 1e6);
       } else {
         std::snprintf(why, sizeof why, "%s", ("no quantized plan: " + why_not).substr(0, 150).c_str());
       }
@@ -424,6 +437,15 @@ class quantized_network {
     const conv_problem p = conv_problem_for(m_definition, l, m_options.batch, m_plan.layer(l.name).precision, conv_layout::nhwc);
     r.shape = conv_layer_name(p, e);
     r.flops = p.flops();
+  }
+
+  // Median seconds of `steps` run back to back, timed as a search times a candidate.
+  double time_steps(const std::vector<std::function<void(cudaStream_t)>>& steps) const {
+    GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
+    candidate_timer timer(shared_engine(), m_options.search);
+    return timer.time(0, [&](cudaStream_t s) {
+      for (const std::function<void(cudaStream_t)>& step : steps) step(s);
+    });
   }
 
   // An FP16 layer's inputs from the stored tensors: x (not for the stem) and z into scratch.
