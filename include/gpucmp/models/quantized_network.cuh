@@ -6,9 +6,9 @@
 // activations stored in that format, NHWC. Each convolution is searched both ways, quantized
 // (models/quantized_conv.cuh) and in FP16 (models/fused_conv.cuh), and runs the faster that
 // verified, FP16's time counting the dequantization of its inputs and the quantization of its
-// output around it; the plan records which precision each layer ran in and why. A max pool runs on the stored values
-// (a max rounds nothing); the global average pool dequantizes into FP16, and the classifier
-// runs in FP16 with FP32 logits (models/linear.cuh). Every layer is verified against its FP64
+// output around it; the plan records which precision each layer ran in and why. A max pool
+// runs on the stored values (a max rounds nothing); the global average pool dequantizes into
+// FP16, and the classifier runs in FP16 with FP32 logits (models/linear.cuh). Every layer is verified against its FP64
 // reference while the network is built, before anything is timed.
 //
 //   gpucmp::calibration_table cal = gpucmp::calibrate(def, settings, 32, stream);
