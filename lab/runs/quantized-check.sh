@@ -11,6 +11,8 @@
 #             graph mode (GPUCMP_NETWORK_FILTER), calibrated over 512 random images, accuracy
 #             against FP32 on 512 others beside every row; each network's layers and plan in
 #             network_layers.md
+#   sums      lab/probes/int8_conv_sums: each plain INT8 plan's INT32 sums against exact ones
+#             (the saturation test's failure), in sums.md
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -28,8 +30,8 @@ commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null
 printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)" \
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
-  { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON" gpucmp_configure &&
-    gpucmp_build --target gpucmp_models_tests conv_layers resnet50; } > "$work/build.log" 2>&1 ||
+  { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_LAB=ON" \
+      gpucmp_configure && gpucmp_build --target gpucmp_models_tests conv_layers resnet50 int8_conv_sums; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
@@ -57,5 +59,10 @@ if part network; then
   python3 "$repo_root/scripts/models/network-precisions.py" "$work/resnet50.json" --out-md "$work/resnet50.md" \
     --out-json "$work/resnet50_precisions.json" || status=1
   stamp network
+fi
+if part sums; then
+  timeout 120 "$build_dir/lab/int8_conv_sums" > "$work/sums.md" 2>&1 || status=1
+  cat "$work/sums.md"
+  stamp sums
 fi
 exit $status
