@@ -397,7 +397,7 @@ class quantized_network {
     }
     // Each way's cost is all it adds to the pass: FP16 also dequantizes its inputs and
     // quantizes its output (as much memory traffic as a stage-1 layer's convolution: the
-    // first H200 run, which compared the convolutions alone, ran 24 of 53 layers in FP16 and
+    // first H200 run, which compared the convolutions alone, ran 14 of 53 layers in FP16 and
     // the network at 0.67x FP16's speed), and a quantized stem also quantizes the input.
     double conversion_seconds = 0, input_seconds = 0;
     if (c.quantized && m_options.choose_by_time && half_seconds < quantized_seconds) {
