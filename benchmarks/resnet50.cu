@@ -155,20 +155,16 @@ gpucmp::logits_agreement accuracy_of(Net& net, std::int64_t batch, cudaStream_t 
   return gpucmp::compare_logits(expected, logits_of(net, batch, stream), definition().shape(definition().output()).elements());
 }
 
-// The calibration file --calibration names, read and checked against this model and its
-// weights.
-gpucmp::calibration_table read_calibration_file() {
-  const gpucmp::network_definition& def = definition();
-  return gpucmp::read_calibration(config().calibration_file, def.name(), gpucmp::definition_fingerprint(def),
-                                  gpucmp::calibration_tensors(def));
-}
-
-// The quantized networks' calibration, read or made once (calibrate(): the FP32 network over
-// random images), and written where --calibration_out asks.
+// The quantized networks' calibration, made once: the file --calibration names, read and
+// checked against this model and its weights (no GPU work: main reads it before anything
+// runs), or calibrate()'s FP32 network over random images, written where --calibration_out asks.
 const gpucmp::calibration_table& calibration(cudaStream_t stream) {
   static const gpucmp::calibration_table table = [stream] {
     const gpucmp::network_definition& def = definition();
-    if (!config().calibration_file.empty()) return read_calibration_file();
+    if (!config().calibration_file.empty()) {
+      return gpucmp::read_calibration(config().calibration_file, def.name(), gpucmp::definition_fingerprint(def),
+                                      gpucmp::calibration_tensors(def));
+    }
     gpucmp::calibration_table made = gpucmp::calibrate(def, config().calibration, 32, stream);
     if (!config().calibration_out.empty()) gpucmp::write_calibration(config().calibration_out, made);
     return made;
@@ -340,15 +336,17 @@ void register_all() {
               if (layout != gpucmp::conv_layout::nhwc) return st.skip("unsupported: a quantized network runs NHWC");
               gpucmp::quantized_network& net = quantized_network_for(dtype, batch, st.stream());
               st.set_work(net.work());
-              st.set_algorithm(precisions_note(net));
-              st.add_note(precisions_note(net));
+              const std::string precisions = precisions_note(net);
+              st.set_algorithm(precisions);
+              st.add_note(precisions);
               add_accuracy(st);
               return st.run(net);
             }
             gpucmp::network& net = network_for(dtype, layout, batch, st.stream());
             st.set_work(net.work());
-            st.set_algorithm(paths_note(net));
-            st.add_note(paths_note(net));
+            const std::string paths = paths_note(net);
+            st.set_algorithm(paths);
+            st.add_note(paths);
             add_accuracy(st);
             st.run(net);
           };
@@ -375,7 +373,7 @@ void settle_calibration_file() {
       config().calibration_out = beside;
     }
   }
-  if (!config().calibration_file.empty()) read_calibration_file();
+  if (!config().calibration_file.empty()) calibration(nullptr);  // read once, here
 }
 
 // Takes this program's flags out of argv (Google Benchmark rejects unknown ones).

@@ -365,7 +365,6 @@ class quantized_network {
       t.output_scale = c.output_scale.data();
       t.accumulator = m_accumulator.data();
       if (first) m_steps.back()(stream);  // the stored input the search reads
-      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the search runs on the engine's stream
       c.quantized = std::make_unique<quantized_conv>(set, t, m_workspace.data(), m_workspace.bytes());
       quantized_seconds = gpucmp::search(*c.quantized, shared_engine(), m_options.search).seconds;
     } catch (const unsupported& u) {
@@ -389,7 +388,6 @@ class quantized_network {
                                                                m_options.workspace_limit);
       // Its FP16 inputs: the FP16 image for the stem, else the stored input dequantized.
       for (const std::function<void(cudaStream_t)>& step : dequantize_steps(l, first)) step(stream);
-      GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));  // the search runs on the engine's stream
       const fused_conv_tensors t{first ? static_cast<const void*>(m_input_half.data()) : m_scratch_x.data(), c.weight_half.data(),
                                  c.bias_half.data(), e.residual ? m_scratch_z.data() : nullptr, m_scratch_y.data()};
       c.half = std::make_unique<fused_conv>(set, t, m_workspace.data(), m_workspace.bytes());
