@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // Quantized convolution layers (models/quantized_conv.cuh): FP8 E4M3 and INT8 with
-// per-channel scales, each path cuDNN offers checked at every output against the double
-// reference, the scales' effect checked (a saturating output, a wrong scale caught), and bad
-// problems refused by name.
+// per-channel scales, each path cuDNN offers (and cuBLASLt's matmul for 1x1 INT8 layers)
+// checked at every output against the double reference, the scales' effect checked (a
+// saturating output, a wrong scale caught), and bad problems refused by name.
 #include "catch.hpp"
 #include "search_pace.hpp"
 
@@ -15,6 +15,7 @@
 #include <gpucmp/models/quantized_conv.cuh>
 #include <gpucmp/ops/elements.cuh>
 
+#include <cublasLt.h>
 #include <cudnn.h>
 
 #include <cstdint>
@@ -33,6 +34,17 @@ cudnn_handle make_handle() {
   cudnnHandle_t h = nullptr;
   REQUIRE(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
   return cudnn_handle(h);
+}
+
+struct cublaslt_deleter {
+  void operator()(cublasLtHandle_t h) const noexcept { cublasLtDestroy(h); }
+};
+using cublaslt_handle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, cublaslt_deleter>;
+
+cublaslt_handle make_cublaslt() {
+  cublasLtHandle_t h = nullptr;
+  REQUIRE(cublasLtCreate(&h) == CUBLAS_STATUS_SUCCESS);
+  return cublaslt_handle(h);
 }
 
 // A layer's random operands (quantized_conv_operands) and a 64 MiB workspace.
@@ -157,4 +169,81 @@ TEST_CASE("a quantized convolution refuses other recipes, NCHW and missing tenso
   p.layout = gpucmp::conv_layout::nhwc;
   p.k = 0;
   CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(handle.get(), p, {}, 2, 0), GPUCMP_CONTAINS("must be positive"));
+}
+
+TEST_CASE("a 1x1 INT8 layer runs as one cuBLASLt matmul: every candidate verified at every output, saturating too",
+          "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const cudnn_handle dnn = make_handle();
+  const cublaslt_handle lt = make_cublaslt();
+  const gpucmp::quantized_conv_libraries libraries{dnn.get(), lt.get()};
+  const std::vector<gpucmp::fusion_path> matmul_only{gpucmp::fusion_path::cublaslt_matmul};
+  gpucmp::conv_problem larger = layer(gpucmp::numerics::int8, 64, 128, 1, 1);
+  larger.n = 4;
+  larger.h = larger.w = 28;
+  // Widening, narrowing (ResNet-50's conv3 and conv1 kinds), and a batch of 3,136 pixels.
+  for (const gpucmp::conv_problem& p :
+       {layer(gpucmp::numerics::int8, 64, 256, 1, 1), layer(gpucmp::numerics::int8, 256, 64, 1, 1), larger}) {
+    for (double headroom : {1.5, 0.25}) {  // 0.25: real values past 2x INT8's top, both signs saturate without ReLU
+      quantized_buffers buf(p, headroom, s.get());
+      for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
+                                      gpucmp::conv_epilogue{false, false}, gpucmp::conv_epilogue{true, false}}) {
+        auto set = std::make_shared<gpucmp::quantized_conv_candidates>(libraries, p, e, 4, buf.ws.bytes(), matmul_only);
+        REQUIRE(set->size() >= 1);
+        gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
+        for (std::size_t i = 0; i < q.candidate_count(); ++i) {
+          q.select(i, s.get());
+          const gpucmp::verification v = q.verify(s.get(), true);
+          INFO(set->name() << " headroom " << headroom << ": " << q.describe_candidate(i) << ": " << v.summary());
+          CHECK(v.passed());
+          CHECK(v.checked == std::size_t(p.y_elements()));
+          CHECK(q.describe_candidate(i).rfind("cuBLASLt matmul: algo ", 0) == 0);
+        }
+        gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+        CHECK(q.algorithm().path == gpucmp::fusion_path::cublaslt_matmul);
+        CHECK(q.verify(s.get(), true).passed());
+      }
+    }
+  }
+  // Beside cuDNN's paths, the search may pick any of the three; the choice verifies.
+  const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 256, 1, 1);
+  quantized_buffers buf(p, 1.5, s.get());
+  auto all = std::make_shared<gpucmp::quantized_conv_candidates>(libraries, p, gpucmp::conv_epilogue{true, true}, 4,
+                                                                  buf.ws.bytes());
+  gpucmp::quantized_conv q(all, buf.tensors(true), buf.ws.data(), buf.ws.bytes());
+  std::size_t matmuls = 0;
+  for (std::size_t i = 0; i < q.candidate_count(); ++i) matmuls += q.describe_candidate(i).rfind("cuBLASLt", 0) == 0;
+  CHECK(matmuls >= 1);
+  CHECK(matmuls < q.candidate_count());
+  gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+  INFO(q.algorithm().describe());
+  CHECK(q.verify(s.get(), true).passed());
+}
+
+TEST_CASE("the matmul path refuses what it cannot run, by name", "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const cudnn_handle dnn = make_handle();
+  const cublaslt_handle lt = make_cublaslt();
+  const gpucmp::quantized_conv_libraries libraries{dnn.get(), lt.get()};
+  const std::vector<gpucmp::fusion_path> matmul_only{gpucmp::fusion_path::cublaslt_matmul};
+  CHECK_THROWS_WITH(
+      gpucmp::quantized_conv_candidates(libraries, layer(gpucmp::numerics::int8, 64, 64, 3, 1), {}, 2, 0, matmul_only),
+      GPUCMP_CONTAINS("1x1, stride-1"));
+  CHECK_THROWS_WITH(
+      gpucmp::quantized_conv_candidates(libraries, layer(gpucmp::numerics::int8, 128, 256, 1, 2), {}, 2, 0, matmul_only),
+      GPUCMP_CONTAINS("1x1, stride-1"));
+  CHECK_THROWS_WITH(
+      gpucmp::quantized_conv_candidates(libraries, layer(gpucmp::numerics::fp8_e4m3, 64, 256, 1, 1), {}, 2, 0, matmul_only),
+      GPUCMP_CONTAINS("INT8 layers only"));
+  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(gpucmp::quantized_conv_libraries{dnn.get(), nullptr},
+                                                      layer(gpucmp::numerics::int8, 64, 256, 1, 1), {}, 2, 0, matmul_only),
+                    GPUCMP_CONTAINS("no cuBLASLt handle"));
+  // A layer bound without the pre-multiplied scales has no matmul to run.
+  const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 256, 1, 1);
+  quantized_buffers buf(p, 1.5, s.get());
+  auto set = std::make_shared<gpucmp::quantized_conv_candidates>(libraries, p, gpucmp::conv_epilogue{}, 2, buf.ws.bytes(),
+                                                                  matmul_only);
+  gpucmp::quantized_conv_tensors t = buf.tensors(false);
+  t.matmul_alpha = nullptr;
+  CHECK_THROWS_WITH(gpucmp::quantized_conv(set, t, buf.ws.data(), buf.ws.bytes()), GPUCMP_CONTAINS("matmul path's scales"));
 }

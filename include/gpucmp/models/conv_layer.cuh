@@ -6,7 +6,8 @@
 // network runs in that precision (models/fused_conv.cuh for FP32, TF32, FP16 and BF16;
 // models/quantized_conv.cuh for FP8 E4M3 and INT8, with per-channel scales), so one layer of
 // a network can be timed alone and the precisions compared shape by shape
-// (benchmarks/conv_layers.cu). Component gpucmp::cudnn.
+// (benchmarks/conv_layers.cu). Components gpucmp::cudnn and gpucmp::cublas (a 1x1 INT8 layer
+// also runs as a cuBLASLt matmul).
 //
 //   gpucmp::conv_layer_options o;             // bias + ReLU, timed search
 //   gpucmp::conv_layer op(problem, o, stream); // problem.dtype: fp16, ..., fp8_e4m3, int8
@@ -20,11 +21,13 @@
 #include <gpucmp/models/quantized_conv.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/cudnn_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/operation.hpp>
 #include <gpucmp/specs/work.hpp>
 
+#include <cublasLt.h>
 #include <cudnn.h>
 
 #include <algorithm>
@@ -68,9 +71,12 @@ class conv_layer {
     GPUCMP_CUDNN_CHECK(cudnnCreate(&h));
     m_handle = handle_t(h);
     if (quantized()) {
+      cublasLtHandle_t lt = nullptr;
+      GPUCMP_CUBLAS_CHECK(cublasLtCreate(&lt));
+      m_cublaslt = lt_handle_t(lt);
       m_quantized_operands = std::make_unique<quantized_conv_operands>(problem, 1.5, options.seed, stream);
-      auto set = std::make_shared<const quantized_conv_candidates>(h, problem, options.epilogue, options.candidates_per_path,
-                                                                   options.workspace_limit);
+      auto set = std::make_shared<const quantized_conv_candidates>(quantized_conv_libraries{h, lt}, problem, options.epilogue,
+                                                                   options.candidates_per_path, options.workspace_limit);
       allocate_workspace(*set);
       m_quantized = std::make_unique<quantized_conv>(set, m_quantized_operands->tensors(options.epilogue.residual),
                                                      m_workspace.data(), m_workspace.bytes());
@@ -171,6 +177,7 @@ class conv_layer {
 
  private:
   using handle_t = detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
+  using lt_handle_t = detail::unique_handle<cublasLtHandle_t, cublasLtDestroy>;
 
   bool quantized() const noexcept {
     return std::find(std::begin(quantized_conv_numerics), std::end(quantized_conv_numerics), m_problem.dtype) !=
@@ -185,7 +192,8 @@ class conv_layer {
 
   conv_problem m_problem;
   conv_layer_options m_options;
-  handle_t m_handle;  // before the layers, which use it (and are destroyed first)
+  handle_t m_handle;       // before the layers, which use them (and are destroyed first)
+  lt_handle_t m_cublaslt;  // quantized layers only
   device_buffer<unsigned char> m_x, m_w, m_bias, m_z, m_y, m_workspace;
   std::unique_ptr<quantized_conv_operands> m_quantized_operands;
   std::unique_ptr<fused_conv> m_fused;

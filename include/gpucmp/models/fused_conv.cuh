@@ -67,6 +67,7 @@ enum class fusion_path {
   fused_graph,       ///< a cuDNN graph conv -> pointwise ops (one engine)
   legacy_fused,      ///< cudnnConvolutionBiasActivationForward
   conv_then_kernel,  ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
+  cublaslt_matmul,   ///< a 1x1 layer as one cuBLASLt matmul with its epilogue (INT8: models/matmul_conv.cuh)
 };
 
 /// "fused graph", "legacy fused", "conv + epilogue kernel".
@@ -75,20 +76,23 @@ inline const char* to_string(fusion_path p) noexcept {
     case fusion_path::fused_graph: return "fused graph";
     case fusion_path::legacy_fused: return "legacy fused";
     case fusion_path::conv_then_kernel: return "conv + epilogue kernel";
+    case fusion_path::cublaslt_matmul: return "cuBLASLt matmul";
   }
   return "unknown";
 }
 
-/// The fusion_path named "fused_graph", "legacy_fused" or "conv_then_kernel"; throws
-/// invalid_argument otherwise.
+/// The fusion_path named "fused_graph", "legacy_fused", "conv_then_kernel" or
+/// "cublaslt_matmul"; throws invalid_argument otherwise.
 inline fusion_path parse_fusion_path(const std::string& text) {
   if (text == "fused_graph") return fusion_path::fused_graph;
   if (text == "legacy_fused") return fusion_path::legacy_fused;
   if (text == "conv_then_kernel") return fusion_path::conv_then_kernel;
-  throw invalid_argument("unknown fusion path '" + text + "' (fused_graph, legacy_fused, conv_then_kernel)");
+  if (text == "cublaslt_matmul") return fusion_path::cublaslt_matmul;
+  throw invalid_argument("unknown fusion path '" + text + "' (fused_graph, legacy_fused, conv_then_kernel, cublaslt_matmul)");
 }
 
-/// Every fusion path, in the order candidates are listed.
+/// Every fusion path an FP16, BF16 or FP32 layer takes (fused_conv), in the order candidates
+/// are listed; quantized layers take their own (quantized_conv_candidates).
 inline std::vector<fusion_path> all_fusion_paths() {
   return {fusion_path::fused_graph, fusion_path::legacy_fused, fusion_path::conv_then_kernel};
 }
@@ -194,8 +198,15 @@ struct fused_conv_algorithm {
   fusion_path path = fusion_path::fused_graph;  ///< how it runs
   conv_algorithm conv;                          ///< the engine or legacy algorithm, workspace, search time
 
-  /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)".
-  std::string describe() const { return std::string(to_string(path)) + ": " + conv.describe(); }
+  /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)"; a matmul
+  /// names its cuBLASLt configuration: "cuBLASLt matmul: algo 66 tile 18 ... ws 0 B (search: ...)".
+  std::string describe() const {
+    if (path == fusion_path::cublaslt_matmul) {
+      return std::string(to_string(path)) + ": " + conv.name + " ws " + std::to_string(conv.workspace) + " B (" +
+             to_string(conv.chosen_by) + ": heuristic rank " + std::to_string(conv.heuristic_rank) + ")";
+    }
+    return std::string(to_string(path)) + ": " + conv.describe();
+  }
 };
 
 /// A cuDNN graph's plan `p` as the algorithm a layer running it on `path` records.
@@ -296,6 +307,8 @@ class fused_conv_candidates {
             m_legacy.y.get(), z, m_bias.get(), t.bias, c.identity ? m_identity.get() : m_relu.get(), m_legacy.y.get(), t.y));
         return;
       }
+      case fusion_path::cublaslt_matmul:  // never listed here (quantized_conv_candidates runs it)
+        throw invalid_argument("fused conv " + name() + ": a cuBLASLt matmul candidate");
       case fusion_path::conv_then_kernel:
         if (c.info.conv.api == conv_api::backend) {
           m_plain_graph->execute(m_handle, c.plan, pack, workspace);

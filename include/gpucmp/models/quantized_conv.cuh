@@ -11,19 +11,22 @@
 // rounds to nearest and saturates (FP8 E4M3 at +-448, INT8 at -128..127). The scales live on
 // the device, so a recalibrated network changes numbers, not graphs.
 //
-// Two ways to run it compete in a timed search, and the fastest that verifies is kept:
+// Three ways to run it compete in a timed search, and the fastest that verifies is kept:
 //  - one cuDNN graph conv -> scale -> add bias -> (scale z, add) -> (ReLU) -> scale, writing
 //    the stored type (cudnn-frontend's FP8 and INT8 forward patterns), on whichever plans
 //    cuDNN's heuristics offer;
 //  - a plain cuDNN convolution writing its FP32 or INT32 sums to scratch, then gpucmp's
-//    epilogue kernel (only where the layer is given that scratch).
-// A layer cuDNN runs neither way is unsupported here; a network runs it in FP16 instead.
+//    epilogue kernel (only where the layer is given that scratch);
+//  - a 1x1 INT8 layer as one cuBLASLt matmul with the whole epilogue in its kernel
+//    (models/matmul_conv.cuh; only given a cuBLASLt handle and the pre-multiplied scales).
+// A layer run none of these ways is unsupported here; a network runs it in FP16 instead.
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/models/fused_conv.cuh>
 #include <gpucmp/models/guard_band.cuh>
+#include <gpucmp/models/matmul_conv.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_graph.hpp>
@@ -65,6 +68,12 @@ struct quantized_conv_tensors {
   /// N x P x Q x K FP32 (FP8) or INT32 (INT8) scratch for the unfused path; null leaves that
   /// path out of the search.
   void* accumulator = nullptr;
+  /// The matmul path's scales, pre-multiplied as its epilogue applies them (matmul_conv.cuh):
+  /// K floats dequantize[k] x output_scale and K floats bias[k] x output_scale on the device,
+  /// and z's scale x output_scale on the host. Null leaves that path out of the search.
+  const float* matmul_alpha = nullptr;
+  const float* matmul_bias = nullptr;  ///< see matmul_alpha
+  float matmul_beta = 0;               ///< see matmul_alpha
   /// Bytes after y that belong to no tensor (0: none): verify() fills them with guard_pattern
   /// before the run and fails when the run changed them.
   std::size_t y_guard = 0;
@@ -142,12 +151,15 @@ __global__ void quantized_conv_reference_kernel(conv_geometry g, const Stored* x
 struct quantized_conv_operands {
   device_buffer<unsigned char> x, w, z, y, sums;
   device_buffer<float> bias, dequantize, z_scale, output_scale;
+  device_buffer<float> matmul_alpha, matmul_bias;  ///< the matmul path's scales (quantized_conv_tensors)
+  float matmul_beta = 0;                           ///< see matmul_alpha
 
   quantized_conv_operands(const conv_problem& p, double headroom, std::uint64_t seed, cudaStream_t stream)
       : x(stored_bytes(p, p.x_elements())), w(stored_bytes(p, p.w_elements())), z(stored_bytes(p, p.y_elements())),
         y(stored_bytes(p, p.y_elements())),
         sums(std::size_t(p.y_elements()) * element_bytes(types_of(p.dtype).accumulate), initial_fill::uninitialized()),
-        bias(std::size_t(p.k)), dequantize(std::size_t(p.k)), z_scale(1), output_scale(1) {
+        bias(std::size_t(p.k)), dequantize(std::size_t(p.k)), z_scale(1), output_scale(1), matmul_alpha(std::size_t(p.k)),
+        matmul_bias(std::size_t(p.k)) {
     require_numerics(p.dtype, quantized_conv_numerics, "quantized_conv_operands");
     const bool int8 = p.dtype == numerics::int8;
     const double range = int8 ? 127 : 4;
@@ -167,8 +179,16 @@ struct quantized_conv_operands {
     }
     dequantize.copy_from_host(dq);
     bias.copy_from_host(b);
-    z_scale.copy_from_host(std::vector<float>{float(1.0 / range)});
-    output_scale.copy_from_host(std::vector<float>{float(element_info_of(quantized_storage(p.dtype)).largest / (8.0 * headroom))});
+    const float zs = float(1.0 / range), out = float(element_info_of(quantized_storage(p.dtype)).largest / (8.0 * headroom));
+    z_scale.copy_from_host(std::vector<float>{zs});
+    output_scale.copy_from_host(std::vector<float>{out});
+    for (std::size_t k = 0; k < dq.size(); ++k) {
+      dq[k] *= out;
+      b[k] *= out;
+    }
+    matmul_alpha.copy_from_host(dq);
+    matmul_bias.copy_from_host(b);
+    matmul_beta = zs * out;
   }
 
   /// The layer's tensors (z with `residual`, the unfused path's scratch with `with_sums`).
@@ -183,6 +203,9 @@ struct quantized_conv_operands {
     t.residual_scale = z_scale.data();
     t.output_scale = output_scale.data();
     t.accumulator = with_sums ? sums.data() : nullptr;
+    t.matmul_alpha = matmul_alpha.data();
+    t.matmul_bias = matmul_bias.data();
+    t.matmul_beta = residual ? matmul_beta : 0.0f;
     return t;
   }
 
@@ -192,19 +215,39 @@ struct quantized_conv_operands {
   }
 };
 
-/// Every way to run one quantized (shape, epilogue) on one cuDNN handle: the fused graph's
-/// plans and the plain convolution's (each followed by gpucmp's epilogue kernel). Shared by the
-/// layers of that shape; the algorithms are described as a fused layer's (fused_conv_algorithm).
+/// The libraries a quantized layer runs on: cuDNN, and cuBLASLt for the matmul path (null
+/// leaves that path out).
+struct quantized_conv_libraries {
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;
+};
+
+/// Every way a quantized layer runs, in the order candidates are listed.
+inline std::vector<fusion_path> quantized_fusion_paths() {
+  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul};
+}
+
+/// One layer's tensors as each path takes them: the cuDNN graphs' variant pack, and the
+/// matmul's descriptor (null without that path).
+struct quantized_conv_binding {
+  cudnn_variant_pack pack;
+  std::shared_ptr<const matmul_conv_candidates::binding> matmul;
+};
+
+/// Every way to run one quantized (shape, epilogue): the fused graph's plans, the plain
+/// convolution's (each followed by gpucmp's epilogue kernel), and for 1x1 INT8 layers
+/// cuBLASLt's matmuls. Shared by the layers of that shape; the algorithms are described as a
+/// fused layer's (fused_conv_algorithm).
 class quantized_conv_candidates {
  public:
   /// Checks the problem (one of quantized_conv_numerics, NHWC; invalid_argument or unsupported
   /// naming what is wrong), then builds the graphs and enumerates candidates: at most
-  /// `max_per_path` plans of each path, none needing more than `workspace_limit` bytes. Throws
-  /// unsupported when cuDNN runs the layer neither way.
-  quantized_conv_candidates(cudnnHandle_t handle, const conv_problem& problem, const conv_epilogue& epilogue, int max_per_path,
-                            std::size_t workspace_limit,
-                            const std::vector<fusion_path>& paths = {fusion_path::fused_graph, fusion_path::conv_then_kernel})
-      : m_handle(handle), m_problem(problem), m_epilogue(epilogue) {
+  /// `max_per_path` of each path, none needing more than `workspace_limit` bytes. Throws
+  /// unsupported, with each path's reason, when it runs no way.
+  quantized_conv_candidates(quantized_conv_libraries libraries, const conv_problem& problem, const conv_epilogue& epilogue,
+                            int max_per_path, std::size_t workspace_limit,
+                            const std::vector<fusion_path>& paths = quantized_fusion_paths())
+      : m_handle(libraries.cudnn), m_problem(problem), m_epilogue(epilogue) {
     require_numerics(problem.dtype, quantized_conv_numerics, "a quantized convolution");
     if (problem.layout != conv_layout::nhwc) {
       throw invalid_argument("quantized conv: layout " + std::string(to_string(problem.layout)) +
@@ -215,8 +258,12 @@ class quantized_conv_candidates {
     std::string refused;
     for (fusion_path path : paths) {
       if (path == fusion_path::legacy_fused) {
-        throw invalid_argument("quantized conv: the legacy fused call takes no per-channel scales; paths are fused_graph and "
-                               "conv_then_kernel");
+        throw invalid_argument("quantized conv: the legacy fused call takes no per-channel scales; paths are fused_graph, "
+                               "conv_then_kernel and cublaslt_matmul");
+      }
+      if (path == fusion_path::cublaslt_matmul) {
+        add_matmul_candidates(libraries.cublaslt, cap, workspace_limit, refused);
+        continue;
       }
       const bool fused = path == fusion_path::fused_graph;
       try {
@@ -229,8 +276,14 @@ class quantized_conv_candidates {
         refused += std::string(refused.empty() ? "" : "; ") + e.what();
       }
     }
-    if (m_all.empty()) throw unsupported("no cuDNN plan runs quantized conv " + name() + ": " + refused);
+    if (m_all.empty()) throw unsupported("nothing runs quantized conv " + name() + ": " + refused);
   }
+  /// The same on cuDNN alone (no matmul path).
+  quantized_conv_candidates(cudnnHandle_t handle, const conv_problem& problem, const conv_epilogue& epilogue, int max_per_path,
+                            std::size_t workspace_limit,
+                            const std::vector<fusion_path>& paths = {fusion_path::fused_graph, fusion_path::conv_then_kernel})
+      : quantized_conv_candidates(quantized_conv_libraries{handle, nullptr}, problem, epilogue, max_per_path, workspace_limit,
+                                  paths) {}
   quantized_conv_candidates(const quantized_conv_candidates&) = delete;
   quantized_conv_candidates& operator=(const quantized_conv_candidates&) = delete;
 
@@ -251,6 +304,23 @@ class quantized_conv_candidates {
     return std::size_t(m_problem.y_elements()) * element_bytes(types_of(m_problem.dtype).accumulate);
   }
 
+  /// One layer's tensors as each path takes them (the matmul's descriptor where the layer has
+  /// the matmul path's scales).
+  quantized_conv_binding bind(const quantized_conv_tensors& t) const {
+    quantized_conv_binding b;
+    b.pack = make_pack(t);
+    if (m_matmul && t.matmul_alpha != nullptr && t.matmul_bias != nullptr) b.matmul = m_matmul->bind(t.matmul_bias);
+    return b;
+  }
+
+  /// Whether candidate `i` runs with layer binding `b`: a matmul needs the matmul's scales, and
+  /// cuBLASLt's check of the layer's descriptor.
+  bool runs_with(std::size_t i, const quantized_conv_binding& b) const {
+    const candidate& c = m_all.at(i);
+    if (c.info.path != fusion_path::cublaslt_matmul) return true;
+    return b.matmul && b.matmul->accepted.at(c.plan);
+  }
+
   /// One layer's tensors bound by the graphs' uids.
   static cudnn_variant_pack make_pack(const quantized_conv_tensors& t) {
     namespace uid = detail::conv_uid;
@@ -266,16 +336,22 @@ class quantized_conv_candidates {
   }
 
   /// Enqueues candidate `i` on `stream` (the handle's stream is set here).
-  void launch(std::size_t i, const quantized_conv_tensors& t, const cudnn_variant_pack& pack, void* workspace,
+  void launch(std::size_t i, const quantized_conv_tensors& t, const quantized_conv_binding& b, void* workspace,
               cudaStream_t stream) const {
     const candidate& c = m_all.at(i);
+    if (c.info.path == fusion_path::cublaslt_matmul) {
+      if (!runs_with(i, b)) throw invalid_argument("quantized conv " + name() + ": the matmul path needs its scales");
+      m_matmul->launch(c.plan, *b.matmul, t.x, t.w, t.residual, t.y, t.matmul_alpha, t.matmul_beta, workspace,
+                       c.info.conv.workspace, stream);
+      return;
+    }
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
     if (c.info.path == fusion_path::fused_graph) {
-      m_fused_graph->execute(m_handle, c.plan, pack, workspace);
+      m_fused_graph->execute(m_handle, c.plan, b.pack, workspace);
       return;
     }
     if (t.accumulator == nullptr) throw invalid_argument("quantized conv " + name() + ": the unfused path needs its scratch");
-    m_plain_graph->execute(m_handle, c.plan, pack, workspace);
+    m_plain_graph->execute(m_handle, c.plan, b.pack, workspace);
     const std::int64_t count = std::int64_t(m_problem.y_elements());
     const unsigned blocks = unsigned(std::min<std::int64_t>((count + 255) / 256, 132 * 16));
     const float* z_scale = m_epilogue.residual ? t.residual_scale : nullptr;
@@ -308,6 +384,27 @@ class quantized_conv_candidates {
     return c;
   }
 
+  // cuBLASLt's matmuls for a 1x1 INT8 layer, or the reason there are none (in `refused`).
+  void add_matmul_candidates(cublasLtHandle_t handle, std::size_t cap, std::size_t workspace_limit, std::string& refused) {
+    try {
+      m_matmul = std::make_shared<const matmul_conv_candidates>(handle, m_problem, m_epilogue, int(cap), workspace_limit);
+    } catch (const unsupported& e) {
+      refused += std::string(refused.empty() ? "" : "; ") + "matmul: " + e.what();
+      return;
+    }
+    for (std::size_t j = 0; j < m_matmul->size(); ++j) {
+      const gemm_algorithm& g = m_matmul->info(j);
+      candidate c;
+      c.info.path = fusion_path::cublaslt_matmul;
+      c.info.conv.name = g.configuration();
+      c.info.conv.math = "IMMA";
+      c.info.conv.workspace = g.workspace;
+      c.info.conv.heuristic_rank = g.heuristic_rank;
+      c.plan = j;
+      m_all.push_back(c);
+    }
+  }
+
   // The convolution writing its sums (fused = false), or the whole layer writing y. Defined
   // at the end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
   void describe_graph(cudnn_frontend::graph::Graph& g, bool fused) const;
@@ -316,6 +413,7 @@ class quantized_conv_candidates {
   conv_problem m_problem;
   conv_epilogue m_epilogue;
   std::shared_ptr<const cudnn_graph> m_fused_graph, m_plain_graph;  // null where cuDNN refused it
+  std::shared_ptr<const matmul_conv_candidates> m_matmul;             // null without the matmul path
   std::vector<candidate> m_all;
 };
 
@@ -329,7 +427,7 @@ class quantized_conv {
   quantized_conv(std::shared_ptr<const quantized_conv_candidates> candidates, const quantized_conv_tensors& tensors,
                  void* workspace, std::size_t workspace_bytes, std::size_t workspace_guard = 0)
       : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
-        m_workspace_guard(workspace_guard), m_pack(quantized_conv_candidates::make_pack(tensors)) {
+        m_workspace_guard(workspace_guard), m_binding(m_set->bind(tensors)) {
     if (m_set->epilogue().residual && (tensors.residual == nullptr || tensors.residual_scale == nullptr)) {
       throw invalid_argument("quantized conv " + m_set->name() + ": the epilogue adds z, but z or its scale is missing");
     }
@@ -339,19 +437,22 @@ class quantized_conv {
     }
     for (std::size_t i = 0; i < m_set->size(); ++i) {
       const fused_conv_algorithm& a = m_set->info(i);
-      const bool scratch = a.path == fusion_path::fused_graph || tensors.accumulator != nullptr;
-      if (a.conv.workspace <= m_workspace_bytes && scratch) m_usable.push_back(i);
+      const bool scratch = a.path != fusion_path::conv_then_kernel || tensors.accumulator != nullptr;
+      if (a.conv.workspace <= m_workspace_bytes && scratch && m_set->runs_with(i, m_binding)) m_usable.push_back(i);
     }
     if (m_usable.empty()) {
       throw unsupported("quantized conv " + m_set->name() + ": no candidate fits " + std::to_string(workspace_bytes) +
-                        " bytes of workspace" + (tensors.accumulator ? "" : " without the unfused path's scratch"));
+                        " bytes of workspace" + (tensors.accumulator ? "" : " without the unfused path's scratch") +
+                        (tensors.matmul_alpha ? "" : " or the matmul path's scales"));
     }
     m_current = m_usable[0];
     m_chosen = m_set->info(m_current);
   }
 
   /// Enqueues the layer on `stream`.
-  void operator()(cudaStream_t stream) const { m_set->launch(m_current, m_tensors, m_pack, m_workspace, stream); }
+  void operator()(cudaStream_t stream) const {
+    m_set->launch(m_current, m_tensors, m_binding, m_workspace, stream);
+  }
 
   /// "quantized conv " and the candidate set's name.
   std::string name() const { return "quantized conv " + m_set->name(); }
@@ -467,8 +568,8 @@ class quantized_conv {
   void* m_workspace;
   std::size_t m_workspace_bytes;
   std::size_t m_workspace_guard;
-  cudnn_variant_pack m_pack;
-  std::vector<std::size_t> m_usable;  // candidates whose workspace (and scratch) fits
+  quantized_conv_binding m_binding;
+  std::vector<std::size_t> m_usable;  // candidates whose workspace (and scratch, or scales) fits
   std::size_t m_current = 0;
   fused_conv_algorithm m_chosen;
   std::vector<candidate_time> m_search_log;

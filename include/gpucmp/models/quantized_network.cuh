@@ -176,6 +176,7 @@ class quantized_network {
   struct conv_state {
     device_buffer<unsigned char> weight_q, weight_half, bias_half;
     device_buffer<float> bias, dequantize, residual_scale, output_scale;
+    device_buffer<float> matmul_alpha, matmul_bias;  // the matmul path's scales (quantized_conv_tensors)
     std::unique_ptr<quantized_conv> quantized;
     std::unique_ptr<fused_conv> half;
   };
@@ -343,6 +344,13 @@ class quantized_network {
     c.residual_scale.copy_from_host(std::vector<float>{float(q.residual_scale)});
     c.output_scale = device_buffer<float>(1);
     c.output_scale.copy_from_host(std::vector<float>{float(1.0 / q.output_scale)});
+    std::vector<float> alpha(q.dequantize.size()), bias(l.bias.size());
+    for (std::size_t k = 0; k < alpha.size(); ++k) alpha[k] = float(q.dequantize[k] / q.output_scale);
+    for (std::size_t k = 0; k < bias.size(); ++k) bias[k] = float(l.bias[k] / q.output_scale);
+    c.matmul_alpha = device_buffer<float>(alpha.size());
+    c.matmul_alpha.copy_from_host(alpha);
+    c.matmul_bias = device_buffer<float>(bias.size());
+    c.matmul_bias.copy_from_host(bias);
     const std::vector<std::uint8_t> wq = m_plan.quantized_weights(l.name);
     c.weight_q = device_buffer<unsigned char>(wq.size());
     GPUCMP_CUDA_CHECK(cudaMemcpy(c.weight_q.data(), wq.data(), wq.size(), cudaMemcpyHostToDevice));
@@ -352,8 +360,8 @@ class quantized_network {
     std::string why_not;
     double quantized_seconds = INFINITY;
     try {
-      auto set = std::make_shared<const quantized_conv_candidates>(m_cudnn.get(), shape, e, m_options.candidates_per_path,
-                                                                   m_options.workspace_limit);
+      auto set = std::make_shared<const quantized_conv_candidates>(quantized_conv_libraries{m_cudnn.get(), m_cublas.get()}, shape,
+                                                                   e, m_options.candidates_per_path, m_options.workspace_limit);
       quantized_conv_tensors t;
       t.x = data(l.input);
       t.w = c.weight_q.data();
@@ -364,6 +372,9 @@ class quantized_network {
       t.residual_scale = c.residual_scale.data();
       t.output_scale = c.output_scale.data();
       t.accumulator = m_accumulator.data();
+      t.matmul_alpha = c.matmul_alpha.data();
+      t.matmul_bias = c.matmul_bias.data();
+      t.matmul_beta = float(q.residual_scale / q.output_scale);
       if (first) m_steps.back()(stream);  // the stored input the search reads
       c.quantized = std::make_unique<quantized_conv>(set, t, m_workspace.data(), m_workspace.bytes());
       quantized_seconds = gpucmp::search(*c.quantized, shared_engine(), m_options.search).seconds;

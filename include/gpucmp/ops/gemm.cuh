@@ -16,6 +16,7 @@
 #include <gpucmp/cuda/device.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/ops/algorithm_search.hpp>
+#include <gpucmp/ops/cublaslt_algorithm.hpp>
 #include <gpucmp/ops/cublas_status.hpp>
 #include <gpucmp/ops/elements.cuh>
 #include <gpucmp/ops/gemm_problem.hpp>
@@ -114,38 +115,6 @@ struct gemm_options {
   float fp8_scale_a = 0.5f;  ///< FP8 only: A's per-tensor scale (not 1, so the scale path is checked)
   float fp8_scale_b = 2.0f;  ///< FP8 only: B's per-tensor scale
   std::uint64_t seed = 1;    ///< operands' random stream
-};
-
-/// The cuBLASLt algorithm a gemm runs, as recorded in its results.
-struct gemm_algorithm {
-  int id = -1;                  ///< CUBLASLT_ALGO_CONFIG_ID
-  unsigned tile = 0;            ///< CUBLASLT_ALGO_CONFIG_TILE_ID
-  unsigned stages = 0;          ///< CUBLASLT_ALGO_CONFIG_STAGES_ID
-  int split_k = 1;              ///< CUBLASLT_ALGO_CONFIG_SPLITK_NUM
-  unsigned reduction = 0;       ///< CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME
-  unsigned swizzle = 0;         ///< CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING
-  unsigned custom = 0;          ///< CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION
-  unsigned cluster = 0;         ///< CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
-  std::size_t workspace = 0;    ///< workspace it needs
-  int heuristic_rank = 0;       ///< its place in the heuristic's list (0 = first choice)
-  bool split_k_variant = false; ///< the search's split-K variant of that candidate
-  bool config_variant = false;  ///< the search's neighbour of that candidate (gemm_options::config_variants)
-  std::string staged;           ///< operands it copies into aligned buffers ("A, C"), or empty
-  std::string staged_as;        ///< the padded extents it runs as ("5128x9124x2560"), when staging pads them
-  algorithm_choice chosen_by = algorithm_choice::heuristic;  ///< how it was chosen
-  double searched_seconds = 0;  ///< its median per call during the search (0 if not searched)
-
-  /// "algo 66 tile 18 stages 8 splitk 4 red 2 swz 0 custom 0 cluster 0 ws 0 B (search: heuristic
-  /// rank 2, split-K variant)"; a neighbour says "config variant".
-  std::string describe() const {
-    std::ostringstream s;
-    s << "algo " << id << " tile " << tile << " stages " << stages << " splitk " << split_k << " red " << reduction
-      << " swz " << swizzle << " custom " << custom << " cluster " << cluster << " ws " << workspace << " B ("
-      << to_string(chosen_by) << ": heuristic rank " << heuristic_rank << (split_k_variant ? ", split-K variant" : "")
-      << (config_variant ? ", config variant" : "")
-      << (staged.empty() ? "" : ", " + staged + " staged aligned") << (staged_as.empty() ? "" : " as " + staged_as) << ")";
-    return s.str();
-  }
 };
 
 /// One verified cuBLASLt GEMM, D = alpha op(A) op(B) (+ beta C with beta = 0), on the current
@@ -429,37 +398,6 @@ class gemm {
     return "";
   }
 
-  static gemm_algorithm describe(const cublasLtMatmulHeuristicResult_t& r, int rank) {
-    gemm_algorithm a;
-    auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr, auto& value) {
-      std::remove_reference_t<decltype(value)> v{};
-      std::size_t written = 0;
-      if (cublasLtMatmulAlgoConfigGetAttribute(&r.algo, attr, &v, sizeof v, &written) == CUBLAS_STATUS_SUCCESS) value = v;
-    };
-    std::int32_t id = -1, split_k = 1;
-    std::uint32_t tile = 0, stages = 0, reduction = 0, swizzle = 0, custom = 0;
-    std::uint16_t cluster = 0;
-    get(CUBLASLT_ALGO_CONFIG_ID, id);
-    get(CUBLASLT_ALGO_CONFIG_TILE_ID, tile);
-    get(CUBLASLT_ALGO_CONFIG_STAGES_ID, stages);
-    get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, split_k);
-    get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, reduction);
-    get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, swizzle);
-    get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, custom);
-    get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster);
-    a.id = id;
-    a.tile = tile;
-    a.stages = stages;
-    a.split_k = split_k;
-    a.reduction = reduction;
-    a.swizzle = swizzle;
-    a.custom = custom;
-    a.cluster = cluster;
-    a.workspace = r.workspaceSize;
-    a.heuristic_rank = rank;
-    return a;
-  }
-
   // Runs the first candidate the heuristic marked usable (its first choice, as a rule).
   void select_first_usable(cudaStream_t stream) {
     for (std::size_t i = 0; i < m_results.size(); ++i) {
@@ -488,7 +426,7 @@ class gemm {
     GPUCMP_CUBLAS_CHECK(status);
     results.resize(std::size_t(returned));
     std::vector<gemm_algorithm> described;
-    for (std::size_t i = 0; i < results.size(); ++i) described.push_back(describe(results[i], int(i)));
+    for (std::size_t i = 0; i < results.size(); ++i) described.push_back(cublaslt_algorithm_of(results[i], int(i)));
     std::size_t unstaged = results.size();  // candidates from here on run staged
     if (m_options.choice == algorithm_choice::search) {
       if (m_options.split_k_variants && output_below_one_wave()) add_split_k_variants(results, described);
@@ -545,7 +483,7 @@ class gemm {
     }
     for (int i = 0; i < returned; ++i) {
       results.push_back(staged[std::size_t(i)]);
-      described.push_back(describe(staged[std::size_t(i)], i));
+      described.push_back(cublaslt_algorithm_of(staged[std::size_t(i)], i));
       described.back().staged = m_staging.operands();
       if (m_staging.m != p.m || m_staging.n != p.n || m_staging.k != p.k) {
         described.back().staged_as = std::to_string(m_staging.m) + "x" + std::to_string(m_staging.n) + "x" + std::to_string(m_staging.k);
@@ -606,7 +544,7 @@ class gemm {
           variant.state = CUBLAS_STATUS_SUCCESS;
           if (!already_listed(variant.algo)) {
             results.push_back(variant);
-            described.push_back(describe(variant, int(base)));
+            described.push_back(cublaslt_algorithm_of(variant, int(base)));
             described.back().split_k_variant = true;
           }
           break;
@@ -644,13 +582,13 @@ class gemm {
       variant.algo = algo;
       variant.state = CUBLAS_STATUS_SUCCESS;
       results.push_back(variant);
-      described.push_back(describe(variant, int(rank)));
+      described.push_back(cublaslt_algorithm_of(variant, int(rank)));
       described.back().config_variant = true;
     };
     for (std::size_t rank = 0; rank < bases; ++rank) {
       const cublasLtMatmulHeuristicResult_t base = results[rank];  // a copy: push_back may reallocate
       if (base.state != CUBLAS_STATUS_SUCCESS) continue;
-      const gemm_algorithm config = describe(base, int(rank));
+      const gemm_algorithm config = cublaslt_algorithm_of(base, int(rank));
       for (std::uint16_t cluster : clusters) {
         if (cluster != config.cluster) offer(base, rank, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster);
       }
