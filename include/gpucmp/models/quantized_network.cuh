@@ -6,7 +6,8 @@
 // activations stored in that format, NHWC. Each convolution is searched both ways, quantized
 // (models/quantized_conv.cuh) and in FP16 (models/fused_conv.cuh), and runs the faster that
 // verified, FP16's time counting the dequantization of its inputs and the quantization of its
-// output around it; the plan records which precision each layer ran in and why. A max pool
+// output around it; the plan records which precision each layer ran in and why. A stem over
+// few channels runs quantized on its input's space-to-depth image (models/space_to_depth.hpp). A max pool
 // runs on the stored values (a max rounds nothing); the global average pool dequantizes into
 // FP16, and the classifier runs in FP16 with FP32 logits (models/linear.cuh). Every layer is verified against its FP64
 // reference while the network is built, before anything is timed.
@@ -28,6 +29,7 @@
 #include <gpucmp/models/network_definition.hpp>
 #include <gpucmp/models/pooling.cuh>
 #include <gpucmp/models/quantization_plan.hpp>
+#include <gpucmp/models/space_to_depth.hpp>
 #include <gpucmp/models/quantized_conv.cuh>
 #include <gpucmp/models/softmax.cuh>
 #include <gpucmp/ops/cublas_status.hpp>
@@ -46,6 +48,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +63,9 @@ struct quantized_network_options {
   /// A convolution runs in FP16 where FP16 is faster (both searched); false: only where the
   /// quantized layer cannot run.
   bool choose_by_time = true;
+  /// A stride-2 stem over at most 4 channels runs quantized as a stride-1 convolution over its
+  /// input's space-to-depth image, written as the input is quantized (models/space_to_depth.hpp).
+  bool space_to_depth_stem = true;
   std::uint64_t input_seed = 7;  ///< random input the build searches and verifies on
 };
 
@@ -106,6 +112,24 @@ __global__ void quantize_kernel(const __half* in, Stored* out, std::int64_t coun
   }
   for (std::int64_t i = vectors * conversion_vector + first; i < count; i += stride) {
     out[i] = quantize_saturated<Stored>(__half2float(in[i]) * inverse_scale);
+  }
+}
+
+// The FP16 NHWC input's space-to-depth image (space_to_depth_conv), quantized: one thread per
+// stored element.
+template <class Stored>
+__global__ void quantize_space_to_depth_kernel(const __half* x, Stored* out, conv_problem o, conv_problem t, std::int64_t offset,
+                                               float inverse_scale) {
+  const std::int64_t count = t.n * t.h * t.w * t.c;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < count; i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t channel = i % t.c, b = (i / t.c) % t.w, a = (i / (t.c * t.w)) % t.h, n = i / (t.c * t.w * t.h);
+    float v = 0;
+    if (channel < 4 * o.c) {
+      const std::int64_t c = channel % o.c, dx = (channel / o.c) % 2, dy = channel / (2 * o.c);
+      const std::int64_t row = 2 * a + dy - offset, col = 2 * b + dx - offset;
+      if (row >= 0 && row < o.h && col >= 0 && col < o.w) v = __half2float(x[((n * o.h + row) * o.w + col) * o.c + c]);
+    }
+    out[i] = quantize_saturated<Stored>(v * inverse_scale);
   }
 }
 
@@ -269,15 +293,26 @@ class quantized_network {
     fill_uniform(m_input_half.data(), m_input_half.size(), m_options.input_seed, -2, 2, stream);
   }
 
-  // The step that makes the stored input from the FP16 one (the network's first step).
-  void add_input_quantization() {
+  // The step that makes the stored input from the FP16 one (the network's first step): the
+  // stored input tensor, or a space-to-depth stem's image.
+  void add_input_quantization(const space_to_depth_conv* s2d) {
     const tensor_ref in = m_definition.input();
     const float inverse = float(1.0 / tensor_scale(in));
     const std::int64_t n = elements(in);
     const __half* from = m_input_half.data();
-    void* to = data(in);
+    void* to = s2d ? m_input_s2d.data() : data(in);
     with_stored([&](auto zero) {
       using Stored = decltype(zero);
+      if (s2d) {
+        const space_to_depth_conv g = *s2d;
+        m_steps.push_back([from, to, g, inverse](cudaStream_t s) {
+          const std::int64_t count = g.transformed.n * g.transformed.h * g.transformed.w * g.transformed.c;
+          detail::quantize_space_to_depth_kernel<Stored><<<detail::grid_for(count), 256, 0, s>>>(
+              from, static_cast<Stored*>(to), g.original, g.transformed, g.offset, inverse);
+          GPUCMP_CUDA_CHECK_LAST("quantize_space_to_depth_kernel");
+        });
+        return;
+      }
       m_steps.push_back([from, to, n, inverse](cudaStream_t s) {
         detail::quantize_kernel<Stored><<<detail::conversion_grid(n), 256, 0, s>>>(from, static_cast<Stored*>(to), n, inverse);
         GPUCMP_CUDA_CHECK_LAST("quantize_kernel");
@@ -382,19 +417,28 @@ class quantized_network {
     c.matmul_alpha.copy_from_host(alpha);
     c.matmul_bias = device_buffer<float>(bias.size());
     c.matmul_bias.copy_from_host(bias);
-    const std::vector<std::uint8_t> wq = m_plan.quantized_weights(l.name);
+    const conv_problem shape = conv_problem_for(m_definition, l, m_options.batch, m_plan.format(), conv_layout::nhwc);
+    // A stem over few channels runs quantized on its input's space-to-depth image.
+    std::optional<space_to_depth_conv> s2d;
+    if (first && m_options.space_to_depth_stem && space_to_depth_conv::refusal(shape).empty()) {
+      s2d.emplace(shape);
+      m_input_s2d = device_buffer<unsigned char>(std::size_t(s2d->transformed.x_elements()) * stored_bytes());
+    }
+    std::vector<std::uint8_t> wq = m_plan.quantized_weights(l.name);
+    if (s2d) wq = s2d->transform_filters(wq);
     c.weight_q = device_buffer<unsigned char>(wq.size());
     GPUCMP_CUDA_CHECK(cudaMemcpy(c.weight_q.data(), wq.data(), wq.size(), cudaMemcpyHostToDevice));
-    const conv_problem shape = conv_problem_for(m_definition, l, m_options.batch, m_plan.format(), conv_layout::nhwc);
-    if (first) add_input_quantization();  // the stored input, for a quantized stem (an FP16 stem reads the FP16 input)
+    // The stored input, for a quantized stem (an FP16 stem reads the FP16 input).
+    if (first) add_input_quantization(s2d ? &*s2d : nullptr);
     // The quantized layer.
     std::string why_not;
     double quantized_seconds = INFINITY;
     try {
-      auto set = std::make_shared<const quantized_conv_candidates>(quantized_conv_libraries{m_cudnn.get(), m_cublas.get()}, shape,
-                                                                   e, m_options.candidates_per_path, m_options.workspace_limit);
+      auto set = std::make_shared<const quantized_conv_candidates>(quantized_conv_libraries{m_cudnn.get(), m_cublas.get()},
+                                                                   s2d ? s2d->transformed : shape, e,
+                                                                   m_options.candidates_per_path, m_options.workspace_limit);
       quantized_conv_tensors t;
-      t.x = data(l.input);
+      t.x = s2d ? static_cast<const void*>(m_input_s2d.data()) : data(l.input);
       t.w = c.weight_q.data();
       t.bias = c.bias.data();
       t.residual = e.residual ? data(l.residual) : nullptr;
@@ -452,7 +496,8 @@ class quantized_network {
       c.half.reset();
       conv_state* state = &c;
       m_steps.push_back([state](cudaStream_t s) { (*state->quantized)(s); });
-      r.algorithm = c.quantized->algorithm().describe();
+      r.algorithm = (s2d ? "on its space-to-depth image, as " + s2d->transformed.shape_name() + ": " : std::string()) +
+                    c.quantized->algorithm().describe();
       r.searched_seconds = c.quantized->algorithm().conv.searched_seconds;
       r.check = c.quantized->verify(stream);
     } else {
@@ -533,6 +578,7 @@ class quantized_network {
   lt_handle_t m_cublas;
   std::vector<device_buffer<unsigned char>> m_tensors;  // by tensor id
   device_buffer<__half> m_input_half, m_scratch_x, m_scratch_z, m_scratch_y;
+  device_buffer<unsigned char> m_input_s2d;  // a space-to-depth stem's stored input
   device_buffer<unsigned char> m_workspace, m_accumulator, m_linear_workspace;
   std::vector<std::unique_ptr<conv_state>> m_convs;
   std::vector<device_buffer<__half>> m_linear_weights;
