@@ -2,15 +2,16 @@
 # On a GPU machine: the quantized inference issue's layer runs, in parts, each packed into
 # OUT_DIR/quantized.tgz as it ends (a device call cut short still returns what finished):
 #   build     gpucmp_models_tests, benchmarks/conv_layers and benchmarks/resnet50, for the local GPU
-#   tests     gpucmp_models_tests "[quantized],[calibration]" (FP8 and INT8 layers on every path
+#   tests     gpucmp_models_tests "[quantized],[calibration]" or GPUCMP_QUANTIZED_TESTS (FP8 and INT8 layers on every path
 #             cuDNN offers against the FP64 reference; calibration's counts on the GPU)
 #   layers    benchmarks/conv_layers on the rows GPUCMP_LAYER_FILTER names (default: batch 32),
 #             each verified before it is timed, then scripts/models/conv-layer-ratios.py: each
 #             precision beside FP16 on the same shape
-#   network   benchmarks/resnet50 in FP16, INT8 and FP8 at GPUCMP_NETWORK_BATCHES (default 32,256),
-#             graph mode (GPUCMP_NETWORK_FILTER), calibrated over 512 random images, accuracy
-#             against FP32 on 512 others beside every row; each network's layers and plan in
-#             network_layers.md
+#   network   benchmarks/resnet50 in GPUCMP_NETWORK_DTYPES (default fp16,int8,fp8_e4m3) at
+#             GPUCMP_NETWORK_BATCHES (default 32,256), one process per batch of at most
+#             GPUCMP_NETWORK_TIMEOUT s, graph mode (GPUCMP_NETWORK_FILTER), calibrated over 512
+#             random images, accuracy against FP32 on 512 others beside every row; each
+#             network's layers and plan in network_layers_bs<N>.md
 #   sums      lab/probes/int8_conv_sums: each plain INT8 plan's INT32 sums against exact ones
 #             (the saturation test's failure), in sums.md
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
@@ -37,7 +38,7 @@ if part build; then
 fi
 source "$repo_root/scripts/peers/same-libraries.sh"
 if part tests; then
-  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-240}" "$build_dir/tests/gpucmp_models_tests" "[quantized],[calibration]" --durations yes \
+  timeout "${GPUCMP_CHECK_TEST_TIMEOUT:-240}" "$build_dir/tests/gpucmp_models_tests" "${GPUCMP_QUANTIZED_TESTS:-[quantized],[calibration]}" --durations yes \
     > "$work/test_quantized.log" 2>&1 || status=1
   echo "quantized: $(grep -E "test cases|FAILED" "$work/test_quantized.log" | tail -2 | tr '\n' ' ')"
   grep -A3 "warning:" "$work/test_quantized.log" | grep -v "^--" | head -40
@@ -51,13 +52,22 @@ if part layers; then
   stamp layers
 fi
 if part network; then
-  timeout "${GPUCMP_NETWORK_TIMEOUT:-400}" "$build_dir/benchmarks/resnet50" --dtypes=fp16,int8,fp8_e4m3 \
-    --batches="${GPUCMP_NETWORK_BATCHES:-32,256}" --benchmark_filter="${GPUCMP_NETWORK_FILTER:-/graph}" \
-    --calibration_out="$work/calibration.json" --layers_out="$work/network_layers.md" \
-    --benchmark_out="$work/resnet50.json" --benchmark_out_format=json > "$work/resnet50.log" 2>&1 || status=1
-  grep -E "^resnet50/|rror" "$work/resnet50.log" | cut -c1-220 | head -20
-  python3 "$repo_root/scripts/models/network-precisions.py" "$work/resnet50.json" --out-md "$work/resnet50.md" \
+  # One process per batch, each packed as it ends: a call cut short keeps the batches that
+  # finished. The first calibrates and writes the file; the others read it.
+  batches=${GPUCMP_NETWORK_BATCHES:-32,256}
+  for batch in ${batches//,/ }; do
+    calibration="--calibration_out=$work/calibration.json"
+    [ -f "$work/calibration.json" ] && calibration="--calibration=$work/calibration.json"
+    timeout "${GPUCMP_NETWORK_TIMEOUT:-300}" "$build_dir/benchmarks/resnet50" --dtypes="${GPUCMP_NETWORK_DTYPES:-fp16,int8,fp8_e4m3}" \
+      --batches="$batch" --benchmark_filter="${GPUCMP_NETWORK_FILTER:-/graph}" "$calibration" \
+      --layers_out="$work/network_layers_bs$batch.md" --benchmark_out="$work/resnet50_bs$batch.json" --benchmark_out_format=json \
+      > "$work/resnet50_bs$batch.log" 2>&1 || status=1
+    grep -E "^resnet50/|rror" "$work/resnet50_bs$batch.log" | cut -c1-300 | head -20
+    stamp "network batch $batch"
+  done
+  python3 "$repo_root/scripts/models/network-precisions.py" "$work"/resnet50_bs*.json --out-md "$work/resnet50.md" \
     --out-json "$work/resnet50_precisions.json" || status=1
+  cat "$work/resnet50.md"
   stamp network
 fi
 if part sums; then
