@@ -485,6 +485,18 @@ class quantized_conv {
   const quantized_conv_candidates& candidates() const noexcept { return *m_set; }
   /// Workspace bytes the chosen candidate needs.
   std::size_t workspace_needed() const noexcept { return m_set->info(m_current).conv.workspace; }
+  /// Runs on `workspace` (at least workspace_needed() bytes, then `guard` bytes of guard band)
+  /// from now on: a network gives each layer its own after the search, as cuDNN's engines 39
+  /// and 41 keep state in theirs between calls.
+  void rebind_workspace(void* workspace, std::size_t bytes, std::size_t guard = 0) {
+    if (bytes < workspace_needed()) {
+      throw invalid_argument("quantized_conv::rebind_workspace: " + std::to_string(bytes) + " bytes, the candidate needs " +
+                             std::to_string(workspace_needed()));
+    }
+    m_workspace = workspace;
+    m_workspace_bytes = bytes;
+    m_workspace_guard = guard;
+  }
 
   /// Poisons y, runs the layer and compares y with the double reference at 16,384 random
   /// outputs (first and last included), or at every output of a small layer (`every`: always).

@@ -173,7 +173,7 @@ class quantized_network {
     allocate_tensors();
     fill_input(stream);
     for (std::size_t i = 0; i < def.layers().size(); ++i) build_layer(i, stream);
-    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    give_layers_private_workspaces(stream);
   }
   quantized_network(const quantized_network&) = delete;
   quantized_network& operator=(const quantized_network&) = delete;
@@ -524,6 +524,31 @@ class quantized_network {
     r.flops = p.flops();
   }
 
+  // After the build: each convolution its own zeroed workspace of what its choice needs, in
+  // place of the one the search shared (network.cuh's reason: engines 39 and 41 keep state in
+  // their workspace between calls, and a later layer's cuDNN or cuBLASLt call would overwrite
+  // it), and the search's workspace freed.
+  void give_layers_private_workspaces(cudaStream_t stream) {
+    auto region = [](std::size_t need) { return (need + 255) / 256 * 256; };
+    auto need = [](const conv_state& c) { return c.quantized ? c.quantized->workspace_needed() : c.half->workspace_needed(); };
+    std::size_t total = 0;
+    for (const std::unique_ptr<conv_state>& c : m_convs) total += region(need(*c));
+    m_layer_workspaces = device_buffer<unsigned char>(std::max<std::size_t>(total, 1), initial_fill::uninitialized());
+    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_layer_workspaces.data(), 0, m_layer_workspaces.bytes(), stream));
+    std::size_t offset = 0;
+    for (const std::unique_ptr<conv_state>& c : m_convs) {
+      unsigned char* at = m_layer_workspaces.data() + offset;
+      if (c->quantized) {
+        c->quantized->rebind_workspace(at, need(*c));
+      } else {
+        c->half->rebind_workspace(at, need(*c));
+      }
+      offset += region(need(*c));
+    }
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    m_workspace = device_buffer<unsigned char>();
+  }
+
   // Median seconds of `steps` run back to back, timed as a search times a candidate.
   double time_steps(const std::vector<std::function<void(cudaStream_t)>>& steps) const {
     GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
@@ -580,6 +605,7 @@ class quantized_network {
   device_buffer<__half> m_input_half, m_scratch_x, m_scratch_z, m_scratch_y;
   device_buffer<unsigned char> m_input_s2d;  // a space-to-depth stem's stored input
   device_buffer<unsigned char> m_workspace, m_accumulator, m_linear_workspace;
+  device_buffer<unsigned char> m_layer_workspaces;  // each convolution's own, after the build
   std::vector<std::unique_ptr<conv_state>> m_convs;
   std::vector<device_buffer<__half>> m_linear_weights;
   std::vector<device_buffer<float>> m_linear_biases;
