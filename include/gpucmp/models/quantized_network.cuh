@@ -4,13 +4,15 @@
 // A CNN run quantized (components gpucmp::cudnn and gpucmp::cublas): its convolutions in FP8
 // E4M3 or INT8 as a quantization_plan scales them (models/quantization_plan.hpp), on
 // activations stored in that format, NHWC. Each convolution is searched both ways, quantized
-// (models/quantized_conv.cuh) and in FP16 (models/fused_conv.cuh), and runs the faster that
-// verified, FP16's time counting the dequantization of its inputs and the quantization of its
-// output around it; the plan records which precision each layer ran in and why. A stem over
-// few channels runs quantized on its input's space-to-depth image (models/space_to_depth.hpp). A max pool
-// runs on the stored values (a max rounds nothing); the global average pool dequantizes into
-// FP16, and the classifier runs in FP16 with FP32 logits (models/linear.cuh). Every layer is verified against its FP64
-// reference while the network is built, before anything is timed.
+// (models/quantized_conv.cuh: cuDNN, or cuBLASLt for 1x1 INT8 layers) and in FP16
+// (models/fused_conv.cuh), and runs the faster that verified, FP16's time counting the
+// dequantization of its inputs and the quantization of its output around it; the plan records
+// which precision each layer ran in and why. A stem over few channels runs quantized on its
+// input's space-to-depth image (models/space_to_depth.hpp). A max pool runs on the stored
+// values (a max rounds nothing); the global average pool dequantizes into FP16, and the
+// classifier runs in FP16 with FP32 logits (models/linear.cuh). Every layer is verified
+// against its FP64 reference while the network is built, before anything is timed; then each
+// convolution gets a workspace of its own.
 //
 //   gpucmp::calibration_table cal = gpucmp::calibrate(def, settings, 32, stream);
 //   gpucmp::quantized_network net(def, gpucmp::quantization_plan(def, cal, gpucmp::numerics::int8), {}, stream);
