@@ -236,6 +236,9 @@ class fused_conv_candidates {
       : m_handle(handle), m_problem(problem), m_epilogue(epilogue), m_workspace_limit(workspace_limit),
         m_allow_transform(allow_transform) {
     m_problem.validate();
+    if (std::find(paths.begin(), paths.end(), fusion_path::cublaslt_matmul) != paths.end()) {
+      throw invalid_argument("fused conv " + name() + ": the cublaslt_matmul path runs quantized INT8 layers only");
+    }
     create_legacy_descriptors();
     const std::size_t cap = std::size_t(std::max(1, max_per_path));
     auto take = [&](std::vector<candidate> list) {
