@@ -38,7 +38,7 @@ struct space_to_depth_conv {
     if (p.layout != conv_layout::nhwc) return "space-to-depth needs NHWC";
     if (p.stride_h != 2 || p.stride_w != 2) return "space-to-depth takes stride-2 convolutions";
     if (p.dilation_h != 1 || p.dilation_w != 1 || p.groups != 1) return "space-to-depth takes undilated, ungrouped convolutions";
-    if (p.c > 4) return "space-to-depth pays off over at most 4 channels";
+    if (p.c > 4) return "space-to-depth regroups at most 4 channels (4C must fit 16)";
     return "";
   }
 
