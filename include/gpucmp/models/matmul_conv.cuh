@@ -61,7 +61,7 @@ class matmul_conv_candidates {
   /// cuBLASLt offers nothing.
   matmul_conv_candidates(cublasLtHandle_t handle, const conv_problem& p, const conv_epilogue& e, int max_candidates,
                          std::size_t workspace_limit)
-      : m_handle(handle), m_problem(p), m_epilogue(e), m_workspace_limit(workspace_limit) {
+      : m_handle(handle), m_epilogue(e), m_workspace_limit(workspace_limit) {
     if (const std::string why = matmul_conv_refusal(p); !why.empty()) throw unsupported(why);
     if (handle == nullptr) throw unsupported("no cuBLASLt handle given for the matmul path");
     const std::uint64_t pixels = std::uint64_t(p.n * p.h * p.w);
@@ -148,7 +148,6 @@ class matmul_conv_candidates {
   }
 
   cublasLtHandle_t m_handle;
-  conv_problem m_problem;
   conv_epilogue m_epilogue;
   std::size_t m_workspace_limit;
   layout_handle m_a, m_b, m_d;

@@ -412,14 +412,18 @@ class quantized_network {
     c.residual_scale.copy_from_host(std::vector<float>{float(q.residual_scale)});
     c.output_scale = device_buffer<float>(1);
     c.output_scale.copy_from_host(std::vector<float>{float(1.0 / q.output_scale)});
-    std::vector<float> alpha(q.dequantize.size()), bias(l.bias.size());
-    for (std::size_t k = 0; k < alpha.size(); ++k) alpha[k] = float(q.dequantize[k] / q.output_scale);
-    for (std::size_t k = 0; k < bias.size(); ++k) bias[k] = float(l.bias[k] / q.output_scale);
-    c.matmul_alpha = device_buffer<float>(alpha.size());
-    c.matmul_alpha.copy_from_host(alpha);
-    c.matmul_bias = device_buffer<float>(bias.size());
-    c.matmul_bias.copy_from_host(bias);
     const conv_problem shape = conv_problem_for(m_definition, l, m_options.batch, m_plan.format(), conv_layout::nhwc);
+    // The matmul path's pre-multiplied scales, for the layers it runs (1x1 INT8).
+    const bool matmul = matmul_conv_refusal(shape).empty();
+    if (matmul) {
+      std::vector<float> alpha(q.dequantize.size()), bias(l.bias.size());
+      for (std::size_t k = 0; k < alpha.size(); ++k) alpha[k] = float(q.dequantize[k] / q.output_scale);
+      for (std::size_t k = 0; k < bias.size(); ++k) bias[k] = float(l.bias[k] / q.output_scale);
+      c.matmul_alpha = device_buffer<float>(alpha.size());
+      c.matmul_alpha.copy_from_host(alpha);
+      c.matmul_bias = device_buffer<float>(bias.size());
+      c.matmul_bias.copy_from_host(bias);
+    }
     // A stem over few channels runs quantized on its input's space-to-depth image.
     std::optional<space_to_depth_conv> s2d;
     if (first && m_options.space_to_depth_stem && space_to_depth_conv::refusal(shape).empty()) {
@@ -449,9 +453,11 @@ class quantized_network {
       t.residual_scale = c.residual_scale.data();
       t.output_scale = c.output_scale.data();
       t.accumulator = m_accumulator.data();
-      t.matmul_alpha = c.matmul_alpha.data();
-      t.matmul_bias = c.matmul_bias.data();
-      t.matmul_beta = float(q.residual_scale / q.output_scale);
+      if (matmul) {
+        t.matmul_alpha = c.matmul_alpha.data();
+        t.matmul_bias = c.matmul_bias.data();
+        t.matmul_beta = float(q.residual_scale / q.output_scale);
+      }
       if (first) m_steps.back()(stream);  // the stored input the search reads
       c.quantized = std::make_unique<quantized_conv>(set, t, m_workspace.data(), m_workspace.bytes());
       quantized_seconds = gpucmp::search(*c.quantized, shared_engine(), m_options.search).seconds;
