@@ -14,6 +14,8 @@
 #             network's layers and plan in network_layers_bs<N>.md
 #   sums      lab/probes/int8_conv_sums: each plain INT8 plan's INT32 sums against exact ones
 #             (the saturation test's failure), in sums.md
+#   modes     lab/probes/matmul_1x1_modes: which cuBLASLt matmuls run a 1x1 INT8 or FP8 layer
+#             whole, verified and timed beside FP16, at GPUCMP_MODES_BATCHES (default 32 256), in modes.md
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -32,7 +34,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_LAB=ON" \
-      gpucmp_configure && gpucmp_build --target gpucmp_models_tests conv_layers resnet50 int8_conv_sums; } > "$work/build.log" 2>&1 ||
+      gpucmp_configure && gpucmp_build --target gpucmp_models_tests conv_layers resnet50 int8_conv_sums matmul_1x1_modes; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
@@ -74,5 +76,10 @@ if part sums; then
   timeout 120 "$build_dir/lab/int8_conv_sums" > "$work/sums.md" 2>&1 || status=1
   cat "$work/sums.md"
   stamp sums
+fi
+if part modes; then
+  timeout "${GPUCMP_MODES_TIMEOUT:-180}" "$build_dir/lab/matmul_1x1_modes" ${GPUCMP_MODES_BATCHES:-32 256} > "$work/modes.md" 2>&1 || status=1
+  cat "$work/modes.md"
+  stamp modes
 fi
 exit $status
