@@ -463,18 +463,91 @@ class fused_conv_candidates {
   std::vector<candidate> m_all;
 };
 
+/// What a convolution layer over a shared candidate set keeps of its search: the candidates
+/// its workspace fits, the one it runs, the search's timings and its workspace. The search
+/// members of the operation contract (ops/operation.hpp), written once for fused_conv and
+/// quantized_conv; `Set` describes candidate `i` as info(i), a fused_conv_algorithm.
+template <class Set>
+class conv_layer_search {
+ public:
+  /// The candidates a search times: those of the shared set the layer can run.
+  std::size_t candidate_count() const noexcept { return m_usable.size(); }
+  /// What search candidate `i` runs.
+  std::string describe_candidate(std::size_t i) const { return m_set->info(m_usable.at(i)).describe(); }
+  /// Runs search candidate `i` from now on (its verification tolerance comes with it), on a
+  /// workspace zeroed on `stream`: no candidate sees another's leftovers.
+  void select(std::size_t i, cudaStream_t stream) {
+    run_candidate(m_usable.at(i));
+    if (m_workspace_bytes != 0) GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_workspace, 0, m_workspace_bytes, stream));
+  }
+  /// Keeps a search's verdict and timings (search_log()).
+  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
+    run_candidate(m_usable.at(chosen.index));
+    m_chosen.conv.chosen_by = algorithm_choice::search;
+    m_chosen.conv.searched_seconds = chosen.seconds;
+    m_search_log = std::move(log);
+  }
+  /// Every timing of its search (empty until a search ran; a layer that reused another's
+  /// choice has none).
+  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
+  /// The chosen candidate's index in the shared set.
+  std::size_t chosen_index() const noexcept { return m_current; }
+  /// What it runs.
+  const fused_conv_algorithm& algorithm() const noexcept { return m_chosen; }
+  /// The shared candidate set.
+  const Set& candidates() const noexcept { return *m_set; }
+  /// Workspace bytes the chosen candidate needs.
+  std::size_t workspace_needed() const noexcept { return m_set->info(m_current).conv.workspace; }
+  /// Moves the layer to its own workspace of `bytes` (at least workspace_needed()), then
+  /// `guard` bytes of guard band. Some engines keep counters in their workspace between calls
+  /// (cuDNN's engines 39 and 41; they reset them on exit), so a network gives each layer a
+  /// private, zeroed one after the search instead of one buffer shared with other engines.
+  void rebind_workspace(void* workspace, std::size_t bytes, std::size_t guard = 0) {
+    if (bytes < workspace_needed()) {
+      throw invalid_argument(std::string(m_kind) + "::rebind_workspace: " + std::to_string(bytes) +
+                             " bytes, the candidate needs " + std::to_string(workspace_needed()));
+    }
+    m_workspace = workspace;
+    m_workspace_bytes = bytes;
+    m_workspace_guard = guard;
+  }
+
+ protected:
+  /// `kind` names the layer's class in messages.
+  conv_layer_search(std::shared_ptr<const Set> set, void* workspace, std::size_t workspace_bytes, std::size_t workspace_guard,
+                    const char* kind)
+      : m_set(std::move(set)), m_workspace(workspace), m_workspace_bytes(workspace_bytes), m_workspace_guard(workspace_guard),
+        m_kind(kind) {}
+  /// Runs candidate `index` of the shared set from now on.
+  void run_candidate(std::size_t index) {
+    m_current = index;
+    m_chosen = m_set->info(index);
+  }
+
+  std::shared_ptr<const Set> m_set;
+  void* m_workspace;
+  std::size_t m_workspace_bytes;
+  std::size_t m_workspace_guard;      // guard band bytes after the workspace
+  std::vector<std::size_t> m_usable;  // the shared set's candidates this layer can run
+  std::size_t m_current = 0;
+  fused_conv_algorithm m_chosen;
+  std::vector<candidate_time> m_search_log;
+
+ private:
+  const char* m_kind;
+};
+
 /// One fused convolution layer bound to its tensors: runs the candidate its search chose.
 /// Searchable through ops/operation.hpp's search(); the network answers support and memory
 /// for it (its memory plan).
-class fused_conv {
+class fused_conv : public conv_layer_search<fused_conv_candidates> {
  public:
   /// Binds `tensors` and a workspace of `workspace_bytes` to a shared candidate set; the
   /// search considers only candidates whose workspace fits.
   fused_conv(std::shared_ptr<const fused_conv_candidates> candidates, const fused_conv_tensors& tensors, void* workspace,
              std::size_t workspace_bytes, std::size_t workspace_guard = 0)
-      : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
-        m_workspace_guard(workspace_guard) {
-    m_pack = fused_conv_candidates::make_pack(m_tensors);
+      : conv_layer_search(std::move(candidates), workspace, workspace_bytes, workspace_guard, "fused_conv"),
+        m_tensors(tensors), m_pack(fused_conv_candidates::make_pack(tensors)) {
     for (std::size_t i = 0; i < m_set->size(); ++i) {
       if (m_set->info(i).conv.workspace <= m_workspace_bytes) m_usable.push_back(i);
     }
@@ -489,52 +562,15 @@ class fused_conv {
 
   /// "fused conv " and the candidate set's name.
   std::string name() const { return "fused conv " + m_set->name(); }
-  /// The candidates a search times: those of the shared set whose workspace fits.
-  std::size_t candidate_count() const noexcept { return m_usable.size(); }
-  /// What search candidate `i` runs.
-  std::string describe_candidate(std::size_t i) const { return m_set->info(m_usable.at(i)).describe(); }
   /// Search candidate `i`'s cuDNN API: the search re-times the fastest of each
   /// (search_options::refine_group_margin).
   int candidate_group(std::size_t i) const { return int(m_set->info(m_usable.at(i)).conv.api); }
-  /// Runs search candidate `i` from now on (its verification tolerance comes with it), on a
-  /// workspace zeroed on `stream`: no candidate sees another's leftovers.
-  void select(std::size_t i, cudaStream_t stream) {
-    m_current = m_usable.at(i);
-    m_chosen = m_set->info(m_current);
-    zero_workspace(stream);
-  }
-  /// Keeps a search's verdict and timings (search_log()).
-  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
-    m_current = m_usable.at(chosen.index);
-    m_chosen = m_set->info(m_current);
-    m_chosen.conv.chosen_by = algorithm_choice::search;
-    m_chosen.conv.searched_seconds = chosen.seconds;
-    m_search_log = std::move(log);
-  }
-  /// Every timing of its search (empty until a search ran; a layer that reused another's
-  /// choice has none).
-  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
-
-  /// Moves the layer to its own workspace of `bytes` (at least workspace_needed()). Some
-  /// engines keep counters in their workspace between calls (they reset them on exit), so a
-  /// network gives each layer a private, zeroed one instead of one buffer shared with
-  /// cuBLASLt and other engines.
-  void rebind_workspace(void* workspace, std::size_t bytes, std::size_t guard = 0) {
-    if (bytes < workspace_needed()) {
-      throw invalid_argument("fused_conv::rebind_workspace: " + std::to_string(bytes) + " bytes, the algorithm needs " +
-                             std::to_string(workspace_needed()));
-    }
-    m_workspace = workspace;
-    m_workspace_bytes = bytes;
-    m_workspace_guard = guard;
-  }
 
   /// Runs candidate `index` of the shared set without searching (a layer of a shape already
   /// searched): the caller verifies.
   void use(std::size_t index, double searched_seconds) {
     if (index >= m_set->size()) throw invalid_argument("fused_conv::use: no candidate " + std::to_string(index));
-    m_current = index;
-    m_chosen = m_set->info(index);
+    run_candidate(index);
     m_chosen.conv.chosen_by = algorithm_choice::search;
     m_chosen.conv.searched_seconds = searched_seconds;
   }
@@ -570,15 +606,6 @@ class fused_conv {
     return visit_floating_storage(types_of(p.dtype).output, [&](auto zero) { return check_all<decltype(zero)>(stream); });
   }
 
-  /// The chosen candidate's index in the shared set.
-  std::size_t chosen_index() const noexcept { return m_current; }
-  /// What it runs.
-  const fused_conv_algorithm& algorithm() const noexcept { return m_chosen; }
-  /// The shared candidate set.
-  const fused_conv_candidates& candidates() const noexcept { return *m_set; }
-  /// Workspace bytes the chosen candidate needs.
-  std::size_t workspace_needed() const noexcept { return m_set->info(m_current).conv.workspace; }
-
  private:
   template <class T>
   verification check_all(cudaStream_t stream) const {
@@ -604,10 +631,6 @@ class fused_conv {
     v.worst_ratio = worst;
     v.worst_where = "output " + std::to_string(c[2]) + " (NKPQ order)";
     return v;
-  }
-
-  void zero_workspace(cudaStream_t stream) const {
-    if (m_workspace_bytes != 0) GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_workspace, 0, m_workspace_bytes, stream));
   }
 
   template <class T>
@@ -645,16 +668,8 @@ class fused_conv {
     return v;
   }
 
-  std::shared_ptr<const fused_conv_candidates> m_set;
   fused_conv_tensors m_tensors;
-  void* m_workspace;
-  std::size_t m_workspace_bytes;
-  std::size_t m_workspace_guard;  // guard band bytes after the workspace
   cudnn_variant_pack m_pack;  // its tensors by the graphs' uids
-  std::vector<std::size_t> m_usable;  // candidates whose workspace fits the one bound at construction
-  std::size_t m_current = 0;
-  fused_conv_algorithm m_chosen;
-  std::vector<candidate_time> m_search_log;
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE

@@ -419,15 +419,15 @@ class quantized_conv_candidates {
 
 /// One quantized convolution layer bound to its tensors: runs the candidate its search chose.
 /// Searchable through ops/operation.hpp's search(); the network answers support and memory.
-class quantized_conv {
+class quantized_conv : public conv_layer_search<quantized_conv_candidates> {
  public:
   /// Binds `tensors` and a workspace of `workspace_bytes` to a shared candidate set; the
   /// search considers the candidates whose workspace fits (and the unfused ones only with
   /// tensors.accumulator).
   quantized_conv(std::shared_ptr<const quantized_conv_candidates> candidates, const quantized_conv_tensors& tensors,
                  void* workspace, std::size_t workspace_bytes, std::size_t workspace_guard = 0)
-      : m_set(std::move(candidates)), m_tensors(tensors), m_workspace(workspace), m_workspace_bytes(workspace_bytes),
-        m_workspace_guard(workspace_guard), m_binding(m_set->bind(tensors)) {
+      : conv_layer_search(std::move(candidates), workspace, workspace_bytes, workspace_guard, "quantized_conv"),
+        m_tensors(tensors), m_binding(m_set->bind(tensors)) {
     if (m_set->epilogue().residual && (tensors.residual == nullptr || tensors.residual_scale == nullptr)) {
       throw invalid_argument("quantized conv " + m_set->name() + ": the epilogue adds z, but z or its scale is missing");
     }
@@ -445,8 +445,7 @@ class quantized_conv {
                         " bytes of workspace" + (tensors.accumulator ? "" : " without the unfused path's scratch") +
                         (tensors.matmul_alpha ? "" : " or the matmul path's scales"));
     }
-    m_current = m_usable[0];
-    m_chosen = m_set->info(m_current);
+    run_candidate(m_usable[0]);
   }
 
   /// Enqueues the layer on `stream`.
@@ -456,47 +455,9 @@ class quantized_conv {
 
   /// "quantized conv " and the candidate set's name.
   std::string name() const { return "quantized conv " + m_set->name(); }
-  /// The candidates a search times.
-  std::size_t candidate_count() const noexcept { return m_usable.size(); }
-  /// What search candidate `i` runs.
-  std::string describe_candidate(std::size_t i) const { return m_set->info(m_usable.at(i)).describe(); }
   /// Search candidate `i`'s path: the search re-times the fastest of each
   /// (search_options::refine_group_margin).
   int candidate_group(std::size_t i) const { return int(m_set->info(m_usable.at(i)).path); }
-  /// Runs search candidate `i` from now on, on a workspace zeroed on `stream`.
-  void select(std::size_t i, cudaStream_t stream) {
-    m_current = m_usable.at(i);
-    m_chosen = m_set->info(m_current);
-    if (m_workspace_bytes != 0) GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_workspace, 0, m_workspace_bytes, stream));
-  }
-  /// Keeps a search's verdict and timings (search_log()).
-  void adopt_search(const search_choice& chosen, std::vector<candidate_time> log) {
-    m_current = m_usable.at(chosen.index);
-    m_chosen = m_set->info(m_current);
-    m_chosen.conv.chosen_by = algorithm_choice::search;
-    m_chosen.conv.searched_seconds = chosen.seconds;
-    m_search_log = std::move(log);
-  }
-  /// Every timing of its search (empty until a search ran).
-  const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
-  /// What it runs.
-  const fused_conv_algorithm& algorithm() const noexcept { return m_chosen; }
-  /// The shared candidate set.
-  const quantized_conv_candidates& candidates() const noexcept { return *m_set; }
-  /// Workspace bytes the chosen candidate needs.
-  std::size_t workspace_needed() const noexcept { return m_set->info(m_current).conv.workspace; }
-  /// Runs on `workspace` (at least workspace_needed() bytes, then `guard` bytes of guard band)
-  /// from now on: a network gives each layer its own after the search, as cuDNN's engines 39
-  /// and 41 keep state in theirs between calls.
-  void rebind_workspace(void* workspace, std::size_t bytes, std::size_t guard = 0) {
-    if (bytes < workspace_needed()) {
-      throw invalid_argument("quantized_conv::rebind_workspace: " + std::to_string(bytes) + " bytes, the candidate needs " +
-                             std::to_string(workspace_needed()));
-    }
-    m_workspace = workspace;
-    m_workspace_bytes = bytes;
-    m_workspace_guard = guard;
-  }
 
   /// Poisons y, runs the layer and compares y with the double reference at 16,384 random
   /// outputs (first and last included), or at every output of a small layer (`every`: always).
@@ -575,16 +536,8 @@ class quantized_conv {
     return v;
   }
 
-  std::shared_ptr<const quantized_conv_candidates> m_set;
   quantized_conv_tensors m_tensors;
-  void* m_workspace;
-  std::size_t m_workspace_bytes;
-  std::size_t m_workspace_guard;
   quantized_conv_binding m_binding;
-  std::vector<std::size_t> m_usable;  // candidates whose workspace (and scratch, or scales) fits
-  std::size_t m_current = 0;
-  fused_conv_algorithm m_chosen;
-  std::vector<candidate_time> m_search_log;
 };
 
 #if GPUCMP_CUDNN_FRONTEND_VISIBLE
