@@ -113,8 +113,9 @@ class matmul_conv_candidates {
   /// has a residual. `alpha` is the device vector of K pre-multiplied scales.
   void launch(std::size_t i, const binding& b, const void* x, const void* w, const void* z, void* y, const float* alpha,
               float beta, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) const {
-    const void* c = m_epilogue.residual ? z : y;  // beta is zero without a residual
-    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle, b.desc.get(), alpha, w, m_a.get(), x, m_b.get(), &beta, c, m_d.get(), y,
+    const void* c = m_epilogue.residual ? z : y;  // read only with a residual: beta is 0 without
+    const float beta_applied = m_epilogue.residual ? beta : 0.0f;
+    GPUCMP_CUBLAS_CHECK(cublasLtMatmul(m_handle, b.desc.get(), alpha, w, m_a.get(), x, m_b.get(), &beta_applied, c, m_d.get(), y,
                                        m_d.get(), &m_algos.at(i), workspace, workspace_bytes, stream));
   }
 
@@ -128,7 +129,7 @@ class matmul_conv_candidates {
   }
 
   // INT32 sums, FP32 scales; A (the filters) transposed; alpha a device vector, beta on the
-  // host (zero without a residual); the bias, then ReLU where the epilogue has one.
+  // host; the bias, then ReLU where the epilogue has one.
   binding describe_layer(const float* bias) const {
     cublasLtMatmulDesc_t raw = nullptr;
     GPUCMP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, CUBLAS_COMPUTE_32I, CUDA_R_32F));
@@ -139,8 +140,9 @@ class matmul_conv_candidates {
     };
     set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
     set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    set(CUBLASLT_MATMUL_DESC_POINTER_MODE, m_epilogue.residual ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST
-                                                               : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO);
+    // Beta on the host, 0 without a residual: cuBLASLt (13.1) offers no INT8 matmul in
+    // ALPHA_DEVICE_VECTOR_BETA_ZERO mode (H100, 2026-12-07; lab/probes/matmul_1x1_modes.cu).
+    set(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST);
     set(CUBLASLT_MATMUL_DESC_EPILOGUE, m_epilogue.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
     set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
     set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
