@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine: the quantized inference issue's layer runs, in parts, each packed into
 # OUT_DIR/quantized.tgz as it ends (a device call cut short still returns what finished):
-#   build     gpucmp_models_tests, benchmarks/conv_layers and benchmarks/resnet50, for the local GPU
+#   build     gpucmp_models_tests, benchmarks/conv_layers, benchmarks/resnet50 and the probes, for the
+#             local GPU (GPUCMP_BUILD_TARGETS names fewer)
 #   tests     gpucmp_models_tests "[quantized],[calibration]" or GPUCMP_QUANTIZED_TESTS (FP8 and INT8 layers on every path
 #             cuDNN offers against the FP64 reference; calibration's counts on the GPU)
 #   layers    benchmarks/conv_layers on the rows GPUCMP_LAYER_FILTER names (default: batch 32),
@@ -34,7 +35,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_LAB=ON" \
-      gpucmp_configure && gpucmp_build --target gpucmp_models_tests conv_layers resnet50 int8_conv_sums matmul_1x1_modes; } > "$work/build.log" 2>&1 ||
+      gpucmp_configure && gpucmp_build --target ${GPUCMP_BUILD_TARGETS:-gpucmp_models_tests conv_layers resnet50 int8_conv_sums matmul_1x1_modes}; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
