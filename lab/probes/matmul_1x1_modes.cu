@@ -40,7 +40,7 @@ enum class kind { fp16, int8, fp8 };
 struct recipe {
   const char* name;
   kind operands;
-  enum { host_scalar, alpha_vector, outer_vector_a, outer_vector_ab } channel_scale;
+  enum { host_scalar, alpha_vector, alpha_vector_beta_zero, outer_vector_a, outer_vector_ab } channel_scale;
   bool residual;
   cudaDataType_t c_type;  // C's type where there is a residual
 };
@@ -125,15 +125,19 @@ void row(const shape& s, std::int64_t batch, const recipe& r) {
   set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr);
   float host_alpha = alpha[0];
   const void* alpha_arg = &host_alpha;
-  if (r.channel_scale == recipe::alpha_vector) {
-    set(CUBLASLT_MATMUL_DESC_POINTER_MODE,
-        r.residual ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO);
+  // A vector of per-channel alphas, beta on the host (0 without a residual) or, in its own
+  // mode, zero.
+  const bool vector_alpha = r.channel_scale == recipe::alpha_vector || r.channel_scale == recipe::alpha_vector_beta_zero;
+  if (vector_alpha) {
+    set(CUBLASLT_MATMUL_DESC_POINTER_MODE, r.channel_scale == recipe::alpha_vector_beta_zero
+                                               ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO
+                                               : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST);
     alpha_arg = alpha_dev.data();
   }
   if (r.operands == kind::fp8) {
     // The product's scale as A's scale (alpha then 1); D's scale 1.
     host_alpha = 1.0f;
-    if (r.channel_scale == recipe::alpha_vector) {
+    if (vector_alpha) {
       alpha_arg = alpha_dev.data();
       set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const float*>(one.data()));
     } else if (r.channel_scale == recipe::host_scalar) {
@@ -261,10 +265,11 @@ int main(int argc, char** argv) {
                                      {1024, 256, 14}, {1024, 512, 14}, {512, 2048, 7},  {2048, 512, 7}};
   const std::vector<recipe> recipes = {
       {"fp16, host alpha", kind::fp16, recipe::host_scalar, false, CUDA_R_16F},
-      {"int8, alpha vector", kind::int8, recipe::alpha_vector, false, CUDA_R_8I},
+      {"int8, alpha vector, beta 0 on the host", kind::int8, recipe::alpha_vector, false, CUDA_R_8I},
+      {"int8, alpha vector, beta zero mode", kind::int8, recipe::alpha_vector_beta_zero, false, CUDA_R_8I},
       {"int8, alpha vector, residual int8", kind::int8, recipe::alpha_vector, true, CUDA_R_8I},
       {"fp8, per-tensor scales", kind::fp8, recipe::host_scalar, false, CUDA_R_16F},
-      {"fp8, alpha vector", kind::fp8, recipe::alpha_vector, false, CUDA_R_16F},
+      {"fp8, alpha vector", kind::fp8, recipe::alpha_vector_beta_zero, false, CUDA_R_16F},
       {"fp8, A outer vector", kind::fp8, recipe::outer_vector_a, false, CUDA_R_16F},
       {"fp8, A and B outer vectors", kind::fp8, recipe::outer_vector_ab, false, CUDA_R_16F},
       {"fp8, A outer vector, residual fp16", kind::fp8, recipe::outer_vector_a, true, CUDA_R_16F},

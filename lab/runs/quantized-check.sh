@@ -12,11 +12,13 @@
 #             GPUCMP_NETWORK_BATCHES (default 32,256), one process per batch of at most
 #             GPUCMP_NETWORK_TIMEOUT s, graph mode (GPUCMP_NETWORK_FILTER), calibrated over 512
 #             random images, accuracy against FP32 on 512 others beside every row; each
-#             network's layers and plan in network_layers_bs<N>.md
+#             network's layers and plan in network_layers_bs<N>.md, each layer's time in FP16
+#             beside the quantized networks' in layers_bs<N>.md (lab/runs/quantized-tables.py)
 #   sums      lab/probes/int8_conv_sums: each plain INT8 plan's INT32 sums against exact ones
 #             (the saturation test's failure), in sums.md
 #   modes     lab/probes/matmul_1x1_modes: which cuBLASLt matmuls run a 1x1 INT8 or FP8 layer
 #             whole, verified and timed beside FP16, at GPUCMP_MODES_BATCHES (default 32 256), in modes.md
+#             and as a table in modes_table.md
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -71,6 +73,9 @@ if part network; then
   python3 "$repo_root/scripts/models/network-precisions.py" "$work"/resnet50_bs*.json --out-md "$work/resnet50.md" \
     --out-json "$work/resnet50_precisions.json" || status=1
   cat "$work/resnet50.md"
+  for batch in ${batches//,/ }; do
+    python3 "$repo_root/lab/runs/quantized-tables.py" layers "$work/network_layers_bs$batch.md" > "$work/layers_bs$batch.md" || status=1
+  done
   stamp network
 fi
 if part sums; then
@@ -80,7 +85,8 @@ if part sums; then
 fi
 if part modes; then
   timeout "${GPUCMP_MODES_TIMEOUT:-180}" "$build_dir/lab/matmul_1x1_modes" ${GPUCMP_MODES_BATCHES:-32 256} > "$work/modes.md" 2>&1 || status=1
-  cat "$work/modes.md"
+  python3 "$repo_root/lab/runs/quantized-tables.py" modes "$work/modes.md" > "$work/modes_table.md" || status=1
+  cat "$work/modes_table.md"
   stamp modes
 fi
 exit $status

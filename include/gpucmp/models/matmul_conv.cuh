@@ -12,8 +12,8 @@
 // layer's owner provides (quantized_conv_tensors::matmul_*). alpha is a device vector; beta is
 // a host value cuBLASLt reads at launch, so a captured graph keeps the beta it was captured with.
 // FP8 is left out: cuBLASLt scales FP8 operands per tensor, where these layers scale weights per
-// channel. The stage-1 layers of ResNet-50 are where this matters: cuDNN's INT8 engines ran them
-// slower than FP16 on the H200 (docs/results/h200-quantized.md).
+// channel (on an H100 an FP8 alpha vector was NOT_SUPPORTED and outer-vector scales
+// INVALID_VALUE: lab/probes/matmul_1x1_modes, docs/results/h100-quantized.md).
 #pragma once
 
 #include <gpucmp/cuda/buffer.hpp>
