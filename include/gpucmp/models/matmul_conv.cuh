@@ -140,8 +140,8 @@ class matmul_conv_candidates {
     };
     set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
     set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    // Beta on the host, 0 without a residual: cuBLASLt (13.1) offers no INT8 matmul in
-    // ALPHA_DEVICE_VECTOR_BETA_ZERO mode (H100, 2026-12-07; lab/probes/matmul_1x1_modes.cu).
+    // Beta on the host, 0 without a residual: the GPU machine's cuBLASLt (CUDA 13) offers no INT8
+    // matmul in ALPHA_DEVICE_VECTOR_BETA_ZERO mode (H100, 2026-12-07; lab/probes/matmul_1x1_modes.cu).
     set(CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST);
     set(CUBLASLT_MATMUL_DESC_EPILOGUE, m_epilogue.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
     set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
