@@ -537,6 +537,31 @@ class conv_layer_search {
   const char* m_kind;
 };
 
+/// One zeroed buffer holding a private workspace for each of `needs` bytes, each followed by
+/// `guard` bytes of guard band and starting 256-byte aligned: what a network gives its
+/// convolutions after the search, since cuDNN's engines 39 and 41 keep a few bytes of state in
+/// their workspace between calls, which any other layer sharing the buffer could overwrite.
+struct private_workspaces {
+  device_buffer<unsigned char> buffer;
+  std::vector<unsigned char*> at;  ///< workspace i's start
+};
+
+/// Carves private_workspaces for `needs`, zeroed on `stream`.
+inline private_workspaces carve_private_workspaces(const std::vector<std::size_t>& needs, std::size_t guard,
+                                                   cudaStream_t stream) {
+  auto region = [&](std::size_t need) { return (need + guard + 255) / 256 * 256; };
+  std::size_t total = 0;
+  for (std::size_t need : needs) total += region(need);
+  private_workspaces w{device_buffer<unsigned char>(total, initial_fill::uninitialized()), {}};
+  GPUCMP_CUDA_CHECK(cudaMemsetAsync(w.buffer.data(), 0, total, stream));
+  std::size_t offset = 0;
+  for (std::size_t need : needs) {
+    w.at.push_back(w.buffer.data() + offset);
+    offset += region(need);
+  }
+  return w;
+}
+
 /// One fused convolution layer bound to its tensors: runs the candidate its search chose.
 /// Searchable through ops/operation.hpp's search(); the network answers support and memory
 /// for it (its memory plan).

@@ -579,28 +579,19 @@ class network {
   }
 
   // After the search: each convolution gets a private, zeroed workspace of what its algorithm
-  // needs (plus a guard band), and cuBLASLt keeps its own. Engines 39 and 41 keep a few bytes
-  // of state in their workspace between calls; with one buffer shared by every layer and
-  // cuBLASLt, any of them could overwrite another's.
+  // needs (plus a guard band; carve_private_workspaces says why), and cuBLASLt keeps its own.
   void give_layers_private_workspaces(cudaStream_t stream) {
     const auto& layers = m_definition.layers();
-    m_layer_workspaces.clear();
     const std::size_t guard = std::min<std::size_t>(m_options.guard_bytes, std::size_t{64} << 10);
-    auto region = [&](std::size_t need) { return (need + guard + 255) / 256 * 256; };
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      if (layers[i].kind == layer_kind::conv) total += region(m_convs[i]->workspace_needed());
-    }
-    m_workspace_bytes = total;
-    m_layer_workspaces.emplace_back(total, initial_fill::uninitialized());
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_layer_workspaces.back().data(), 0, total, stream));
-    std::size_t offset = 0;
+    std::vector<std::size_t> convs, needs;
     for (std::size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].kind != layer_kind::conv) continue;
-      const std::size_t need = m_convs[i]->workspace_needed();
-      m_convs[i]->rebind_workspace(m_layer_workspaces.back().data() + offset, need, guard);
-      offset += region(need);
+      convs.push_back(i);
+      needs.push_back(m_convs[i]->workspace_needed());
     }
+    m_layer_workspaces = carve_private_workspaces(needs, guard, stream);
+    m_workspace_bytes = m_layer_workspaces.buffer.bytes();
+    for (std::size_t j = 0; j < convs.size(); ++j) m_convs[convs[j]]->rebind_workspace(m_layer_workspaces.at[j], needs[j], guard);
     m_workspace = device_buffer<unsigned char>();  // the search's shared buffer
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
@@ -658,7 +649,7 @@ class network {
   std::vector<device_buffer<unsigned char>> m_weights, m_biases;
   device_buffer<unsigned char> m_workspace;         // the search's, freed after it
   device_buffer<unsigned char> m_linear_workspace;  // cuBLASLt's
-  std::vector<device_buffer<unsigned char>> m_layer_workspaces;  // the convolutions' private ones
+  private_workspaces m_layer_workspaces;  // the convolutions' own, after the search
   std::size_t m_workspace_bytes = 0;
   cudnn_handle_t m_cudnn;
   lt_handle_t m_cublas;

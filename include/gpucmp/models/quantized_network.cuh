@@ -537,21 +537,18 @@ class quantized_network {
   // their workspace between calls, and a later layer's cuDNN or cuBLASLt call would overwrite
   // it), and the search's workspace freed.
   void give_layers_private_workspaces(cudaStream_t stream) {
-    auto region = [](std::size_t need) { return (need + 255) / 256 * 256; };
-    auto need = [](const conv_state& c) { return c.quantized ? c.quantized->workspace_needed() : c.half->workspace_needed(); };
-    std::size_t total = 0;
-    for (const std::unique_ptr<conv_state>& c : m_convs) total += region(need(*c));
-    m_layer_workspaces = device_buffer<unsigned char>(std::max<std::size_t>(total, 1), initial_fill::uninitialized());
-    GPUCMP_CUDA_CHECK(cudaMemsetAsync(m_layer_workspaces.data(), 0, m_layer_workspaces.bytes(), stream));
-    std::size_t offset = 0;
+    std::vector<std::size_t> needs;
     for (const std::unique_ptr<conv_state>& c : m_convs) {
-      unsigned char* at = m_layer_workspaces.data() + offset;
-      if (c->quantized) {
-        c->quantized->rebind_workspace(at, need(*c));
+      needs.push_back(c->quantized ? c->quantized->workspace_needed() : c->half->workspace_needed());
+    }
+    m_layer_workspaces = carve_private_workspaces(needs, 0, stream);
+    for (std::size_t j = 0; j < m_convs.size(); ++j) {
+      conv_state& c = *m_convs[j];
+      if (c.quantized) {
+        c.quantized->rebind_workspace(m_layer_workspaces.at[j], needs[j]);
       } else {
-        c->half->rebind_workspace(at, need(*c));
+        c.half->rebind_workspace(m_layer_workspaces.at[j], needs[j]);
       }
-      offset += region(need(*c));
     }
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
     m_workspace = device_buffer<unsigned char>();
@@ -613,7 +610,7 @@ class quantized_network {
   device_buffer<__half> m_input_half, m_scratch_x, m_scratch_z, m_scratch_y;
   device_buffer<unsigned char> m_input_s2d;  // a space-to-depth stem's stored input
   device_buffer<unsigned char> m_workspace, m_accumulator, m_linear_workspace;
-  device_buffer<unsigned char> m_layer_workspaces;  // each convolution's own, after the build
+  private_workspaces m_layer_workspaces;  // each convolution's own, after the build
   std::vector<std::unique_ptr<conv_state>> m_convs;
   std::vector<device_buffer<__half>> m_linear_weights;
   std::vector<device_buffer<float>> m_linear_biases;
