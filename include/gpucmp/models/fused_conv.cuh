@@ -68,6 +68,7 @@ enum class fusion_path {
   legacy_fused,      ///< cudnnConvolutionBiasActivationForward
   conv_then_kernel,  ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
   cublaslt_matmul,   ///< a 1x1 layer as one cuBLASLt matmul with its epilogue (INT8: models/matmul_conv.cuh)
+  gpucmp_1x1_kernel, ///< a 1x1 quantized layer as gpucmp's tensor-core kernel (models/quantized_1x1_kernel.cuh)
 };
 
 /// "fused graph", "legacy fused", "conv + epilogue kernel".
@@ -77,18 +78,21 @@ inline const char* to_string(fusion_path p) noexcept {
     case fusion_path::legacy_fused: return "legacy fused";
     case fusion_path::conv_then_kernel: return "conv + epilogue kernel";
     case fusion_path::cublaslt_matmul: return "cuBLASLt matmul";
+    case fusion_path::gpucmp_1x1_kernel: return "gpucmp 1x1 kernel";
   }
   return "unknown";
 }
 
-/// The fusion_path named "fused_graph", "legacy_fused", "conv_then_kernel" or
-/// "cublaslt_matmul"; throws invalid_argument otherwise.
+/// The fusion_path named "fused_graph", "legacy_fused", "conv_then_kernel", "cublaslt_matmul"
+/// or "gpucmp_1x1_kernel"; throws invalid_argument otherwise.
 inline fusion_path parse_fusion_path(const std::string& text) {
   if (text == "fused_graph") return fusion_path::fused_graph;
   if (text == "legacy_fused") return fusion_path::legacy_fused;
   if (text == "conv_then_kernel") return fusion_path::conv_then_kernel;
   if (text == "cublaslt_matmul") return fusion_path::cublaslt_matmul;
-  throw invalid_argument("unknown fusion path '" + text + "' (fused_graph, legacy_fused, conv_then_kernel, cublaslt_matmul)");
+  if (text == "gpucmp_1x1_kernel") return fusion_path::gpucmp_1x1_kernel;
+  throw invalid_argument("unknown fusion path '" + text +
+                         "' (fused_graph, legacy_fused, conv_then_kernel, cublaslt_matmul, gpucmp_1x1_kernel)");
 }
 
 /// Every fusion path an FP16, BF16 or FP32 layer takes (fused_conv), in the order candidates
@@ -199,8 +203,12 @@ struct fused_conv_algorithm {
   conv_algorithm conv;                          ///< the engine or legacy algorithm, workspace, search time
 
   /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)"; a matmul
-  /// names its cuBLASLt configuration: "cuBLASLt matmul: algo 66 tile 18 ... ws 0 B (search: ...)".
+  /// names its cuBLASLt configuration: "cuBLASLt matmul: algo 66 tile 18 ... ws 0 B (search: ...)",
+  /// gpucmp's kernel its tile: "gpucmp 1x1 kernel: 128x128x64 tile, 2x4 warps, ... (search)".
   std::string describe() const {
+    if (path == fusion_path::gpucmp_1x1_kernel) {
+      return std::string(to_string(path)) + ": " + conv.name + " (" + to_string(conv.chosen_by) + ")";
+    }
     if (path == fusion_path::cublaslt_matmul) {
       return std::string(to_string(path)) + ": " + conv.name + " ws " + std::to_string(conv.workspace) + " B (" +
              to_string(conv.chosen_by) + ": heuristic rank " + std::to_string(conv.heuristic_rank) + ")";
@@ -236,8 +244,10 @@ class fused_conv_candidates {
       : m_handle(handle), m_problem(problem), m_epilogue(epilogue), m_workspace_limit(workspace_limit),
         m_allow_transform(allow_transform) {
     m_problem.validate();
-    if (std::find(paths.begin(), paths.end(), fusion_path::cublaslt_matmul) != paths.end()) {
-      throw invalid_argument("fused conv " + name() + ": the cublaslt_matmul path runs quantized INT8 layers only");
+    for (fusion_path quantized_only : {fusion_path::cublaslt_matmul, fusion_path::gpucmp_1x1_kernel}) {
+      if (std::find(paths.begin(), paths.end(), quantized_only) != paths.end()) {
+        throw invalid_argument("fused conv " + name() + ": the " + to_string(quantized_only) + " path runs quantized layers only");
+      }
     }
     create_legacy_descriptors();
     const std::size_t cap = std::size_t(std::max(1, max_per_path));
@@ -310,8 +320,9 @@ class fused_conv_candidates {
             m_legacy.y.get(), z, m_bias.get(), t.bias, c.identity ? m_identity.get() : m_relu.get(), m_legacy.y.get(), t.y));
         return;
       }
-      case fusion_path::cublaslt_matmul:  // never listed here (quantized_conv_candidates runs it)
-        throw invalid_argument("fused conv " + name() + ": a cuBLASLt matmul candidate");
+      case fusion_path::cublaslt_matmul:  // never listed here (quantized_conv_candidates runs them)
+      case fusion_path::gpucmp_1x1_kernel:
+        throw invalid_argument("fused conv " + name() + ": a " + to_string(c.info.path) + " candidate");
       case fusion_path::conv_then_kernel:
         if (c.info.conv.api == conv_api::backend) {
           m_plain_graph->execute(m_handle, c.plan, pack, workspace);

@@ -11,14 +11,16 @@
 // rounds to nearest and saturates (FP8 E4M3 at +-448, INT8 at -128..127). The scales live on
 // the device, so a recalibrated network changes numbers, not graphs.
 //
-// Three ways to run it compete in a timed search, and the fastest that verifies is kept:
+// Four ways to run it compete in a timed search, and the fastest that verifies is kept:
 //  - one cuDNN graph conv -> scale -> add bias -> (scale z, add) -> (ReLU) -> scale, writing
 //    the stored type (cudnn-frontend's FP8 and INT8 forward patterns), on whichever plans
 //    cuDNN's heuristics offer;
 //  - a plain cuDNN convolution writing its FP32 or INT32 sums to scratch, then gpucmp's
 //    epilogue kernel (only where the layer is given that scratch);
 //  - a 1x1 INT8 layer as one cuBLASLt matmul with the whole epilogue in its kernel
-//    (models/matmul_conv.cuh; only given a cuBLASLt handle and the pre-multiplied scales).
+//    (models/matmul_conv.cuh; only given a cuBLASLt handle and the pre-multiplied scales);
+//  - a 1x1 layer (any stride) as gpucmp's own tensor-core kernel, epilogue included
+//    (models/quantized_1x1_kernel.cuh), in each of its tiles.
 // A layer run none of these ways is unsupported here; a network runs it in FP16 instead.
 #pragma once
 
@@ -27,6 +29,7 @@
 #include <gpucmp/models/fused_conv.cuh>
 #include <gpucmp/models/guard_band.cuh>
 #include <gpucmp/models/matmul_conv.cuh>
+#include <gpucmp/models/quantized_1x1_kernel.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_graph.hpp>
@@ -80,16 +83,6 @@ struct quantized_conv_tensors {
 };
 
 namespace detail {
-
-/// `v` rounded to nearest into Stored and saturated: FP8 E4M3 at +-448, INT8 at -128..127.
-template <class Stored>
-__device__ inline Stored quantize_saturated(float v) {
-  if constexpr (std::is_same_v<Stored, std::int8_t>) {
-    return static_cast<std::int8_t>(fminf(fmaxf(rintf(v), -128.0f), 127.0f));
-  } else {
-    return Stored(v);  // cuda_fp8.h's conversion saturates to the largest finite value
-  }
-}
 
 // The unfused path's epilogue: y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale))
 // * output_scale), NHWC (element i is of channel i % k).
@@ -224,19 +217,20 @@ struct quantized_conv_libraries {
 
 /// Every way a quantized layer runs, in the order candidates are listed.
 inline std::vector<fusion_path> quantized_fusion_paths() {
-  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul};
+  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul, fusion_path::gpucmp_1x1_kernel};
 }
 
-/// One layer's tensors as each path takes them: the cuDNN graphs' variant pack, and the
-/// matmul's descriptor (null without that path).
+/// One layer's tensors as each path takes them: the cuDNN graphs' variant pack, the matmul's
+/// descriptor (null without that path), and whether they suit gpucmp's kernel's 16-byte rows.
 struct quantized_conv_binding {
   cudnn_variant_pack pack;
   std::shared_ptr<const matmul_conv_candidates::binding> matmul;
+  bool kernel_aligned = false;
 };
 
 /// Every way to run one quantized (shape, epilogue): the fused graph's plans, the plain
-/// convolution's (each followed by gpucmp's epilogue kernel), and for 1x1 INT8 layers
-/// cuBLASLt's matmuls. Shared by the layers of that shape; the algorithms are described as a
+/// convolution's (each followed by gpucmp's epilogue kernel), for 1x1 INT8 layers cuBLASLt's
+/// matmuls, and for 1x1 layers the tiles of gpucmp's own kernel. Shared by the layers of that shape; the algorithms are described as a
 /// fused layer's (fused_conv_algorithm).
 class quantized_conv_candidates {
  public:
@@ -259,10 +253,14 @@ class quantized_conv_candidates {
     for (fusion_path path : paths) {
       if (path == fusion_path::legacy_fused) {
         throw invalid_argument("quantized conv: the legacy fused call takes no per-channel scales; paths are fused_graph, "
-                               "conv_then_kernel and cublaslt_matmul");
+                               "conv_then_kernel, cublaslt_matmul and gpucmp_1x1_kernel");
       }
       if (path == fusion_path::cublaslt_matmul) {
         add_matmul_candidates(libraries.cublaslt, cap, workspace_limit, refused);
+        continue;
+      }
+      if (path == fusion_path::gpucmp_1x1_kernel) {
+        add_kernel_candidates(refused);
         continue;
       }
       const bool fused = path == fusion_path::fused_graph;
@@ -310,13 +308,15 @@ class quantized_conv_candidates {
     quantized_conv_binding b;
     b.pack = make_pack(t);
     if (m_matmul && t.matmul_alpha != nullptr && t.matmul_bias != nullptr) b.matmul = m_matmul->bind(t.matmul_bias);
+    b.kernel_aligned = quantized_1x1_kernels::aligned(kernel_operands(t));
     return b;
   }
 
   /// Whether candidate `i` runs with layer binding `b`: a matmul needs the matmul's scales, and
-  /// cuBLASLt's check of the layer's descriptor.
+  /// cuBLASLt's check of the layer's descriptor; gpucmp's kernel 16-byte aligned tensors.
   bool runs_with(std::size_t i, const quantized_conv_binding& b) const {
     const candidate& c = m_all.at(i);
+    if (c.info.path == fusion_path::gpucmp_1x1_kernel) return b.kernel_aligned;
     if (c.info.path != fusion_path::cublaslt_matmul) return true;
     return b.matmul && b.matmul->accepted.at(c.plan);
   }
@@ -343,6 +343,10 @@ class quantized_conv_candidates {
       if (!runs_with(i, b)) throw invalid_argument("quantized conv " + name() + ": the matmul path needs its scales");
       m_matmul->launch(c.plan, *b.matmul, t.x, t.w, t.residual, t.y, t.matmul_alpha, t.matmul_beta, workspace,
                        c.info.conv.workspace, stream);
+      return;
+    }
+    if (c.info.path == fusion_path::gpucmp_1x1_kernel) {
+      m_kernels->launch(c.plan, kernel_operands(t), stream);
       return;
     }
     GPUCMP_CUDNN_CHECK(cudnnSetStream(m_handle, stream));
@@ -405,6 +409,39 @@ class quantized_conv_candidates {
     }
   }
 
+  // gpucmp's kernel's tiles for a 1x1 layer, or the reason there are none (in `refused`).
+  void add_kernel_candidates(std::string& refused) {
+    try {
+      m_kernels = std::make_shared<const quantized_1x1_kernels>(m_problem, m_epilogue.relu);
+    } catch (const unsupported& e) {
+      refused += std::string(refused.empty() ? "" : "; ") + "gpucmp kernel: " + e.what();
+      return;
+    }
+    for (std::size_t j = 0; j < m_kernels->size(); ++j) {
+      candidate c;
+      c.info.path = fusion_path::gpucmp_1x1_kernel;
+      c.info.conv.name = m_kernels->describe(j);
+      c.info.conv.math = m_problem.dtype == numerics::int8 ? "IMMA" : "FP8 MMA";
+      c.info.conv.heuristic_rank = int(j);
+      c.plan = j;
+      m_all.push_back(c);
+    }
+  }
+
+  // The kernel's view of a layer's tensors (z only where the epilogue adds it).
+  quantized_1x1_operands kernel_operands(const quantized_conv_tensors& t) const {
+    quantized_1x1_operands o;
+    o.x = t.x;
+    o.w = t.w;
+    o.z = m_epilogue.residual ? t.residual : nullptr;
+    o.y = t.y;
+    o.dequantize = t.dequantize;
+    o.bias = t.bias;
+    o.z_scale = m_epilogue.residual ? t.residual_scale : nullptr;
+    o.output_scale = t.output_scale;
+    return o;
+  }
+
   // The convolution writing its sums (fused = false), or the whole layer writing y. Defined
   // at the end of this header, in host compilation passes only (ops/cudnn_graph.hpp).
   void describe_graph(cudnn_frontend::graph::Graph& g, bool fused) const;
@@ -414,6 +451,7 @@ class quantized_conv_candidates {
   conv_epilogue m_epilogue;
   std::shared_ptr<const cudnn_graph> m_fused_graph, m_plain_graph;  // null where cuDNN refused it
   std::shared_ptr<const matmul_conv_candidates> m_matmul;             // null without the matmul path
+  std::shared_ptr<const quantized_1x1_kernels> m_kernels;             // null without gpucmp's kernel
   std::vector<candidate> m_all;
 };
 
@@ -443,7 +481,8 @@ class quantized_conv : public conv_layer_search<quantized_conv_candidates> {
     if (m_usable.empty()) {
       throw unsupported("quantized conv " + m_set->name() + ": no candidate fits " + std::to_string(workspace_bytes) +
                         " bytes of workspace" + (tensors.accumulator ? "" : " without the unfused path's scratch") +
-                        (tensors.matmul_alpha ? "" : " or the matmul path's scales"));
+                        (tensors.matmul_alpha ? "" : " or the matmul path's scales") +
+                        (m_binding.kernel_aligned ? "" : " or tensors 16-byte aligned for gpucmp's kernel"));
     }
     run_candidate(m_usable[0]);
   }

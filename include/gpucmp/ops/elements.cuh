@@ -47,6 +47,16 @@ __host__ __device__ inline T from_double(double v) {
 
 namespace detail {
 
+/// `v` rounded to nearest into Stored and saturated: FP8 E4M3 at +-448, INT8 at -128..127.
+template <class Stored>
+__device__ inline Stored quantize_saturated(float v) {
+  if constexpr (std::is_same_v<Stored, std::int8_t>) {
+    return static_cast<std::int8_t>(fminf(fmaxf(rintf(v), -128.0f), 127.0f));
+  } else {
+    return Stored(v);  // cuda_fp8.h's conversion saturates to the largest finite value
+  }
+}
+
 template <class T>
 __global__ void fill_uniform_kernel(T* out, std::size_t count, std::uint64_t seed, double low, double high) {
   const bool integral = std::is_integral_v<T>;

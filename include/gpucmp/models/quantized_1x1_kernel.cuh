@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: gpucmp contributors
+//
+// gpucmp's own tensor-core kernel for a 1x1 quantized convolution (INT8, and FP8 E4M3 from
+// compute capability 8.9): one of the ways models/quantized_conv.cuh runs a layer. In NHWC a
+// 1x1 unpadded convolution is a GEMM, y (pixels x K) = x (pixels x C) w^T with w K x C, both
+// operands C-contiguous, which is mma.sync's "row.col" layout; a stride only changes which
+// input pixel a row reads. The whole epilogue runs before anything is written:
+//   y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale)) * output_scale)
+// Why a kernel of our own: ResNet-50's first stage is memory-bound (C or K 64, 56x56 pixels),
+// and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
+// than FP16 (docs/results/h100-quantized.md). Here each block streams x and w through a
+// multi-stage cp.async pipeline while it prefetches its tile of z, then adds, rounds and
+// stores y in 16-byte rows from shared memory. Its tile shapes are the candidates; the
+// layer's search times them beside cuDNN's plans and keeps the fastest that verifies.
+#pragma once
+
+#include <gpucmp/cuda/error.hpp>
+#include <gpucmp/ops/conv_problem.hpp>
+#include <gpucmp/ops/elements.cuh>
+
+#include <cuda_fp8.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace gpucmp {
+
+/// The pointers one launch reads and writes (NHWC; w K x C), and the layer's scales as
+/// quantized_conv_tensors holds them. `z` and `z_scale` are null without a residual.
+struct quantized_1x1_operands {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const void* z = nullptr;
+  void* y = nullptr;
+  const float* dequantize = nullptr;  ///< K
+  const float* bias = nullptr;        ///< K
+  const float* z_scale = nullptr;     ///< 1
+  const float* output_scale = nullptr;  ///< 1
+};
+
+/// A block's tile: BM pixels x BN output channels, reduced 64 input channels at a time through
+/// `stages` shared-memory buffers, by warps_m x warps_n warps.
+struct quantized_1x1_tile {
+  int bm, bn, warps_m, warps_n, stages;
+};
+
+/// The tiles a layer's search tries, widest output first. 64 x 256 reads each input row once
+/// for K = 256; 128 x 64 keeps K = 64 layers' tiles full.
+inline constexpr quantized_1x1_tile quantized_1x1_tiles[] = {{128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};
+
+namespace detail {
+
+struct quantized_1x1_args {
+  const unsigned char* x;
+  const unsigned char* w;
+  const unsigned char* z;  // null: no residual
+  unsigned char* y;
+  const float* dequantize;
+  const float* bias;
+  const float* z_scale;
+  const float* output_scale;
+  std::int64_t pixels;  // N x P x Q: the GEMM's rows
+  int c, k;             // input channels (the reduction), output channels
+  int height, width, p, q;  // input and output planes
+  int stride_h, stride_w;
+  int stages_used;  // min(stages, C / 64 rounded up): the buffers the shared memory holds
+  bool relu;
+};
+
+inline constexpr int quantized_1x1_row_bytes = 80;  // 64 bytes of C, padded: ldmatrix's 8 rows hit 8 bank groups
+
+__device__ inline unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+// 16 bytes global -> shared, bypassing L1; zeros where !valid (nothing is read).
+__device__ inline void copy_16_async(unsigned to, const void* from, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from), "r"(valid ? 16 : 0));
+}
+__device__ inline void commit_async() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ inline void wait_async() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+__device__ inline void load_matrix_x4(unsigned address, unsigned (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// c += a b for a 16 x 32 tile of x and a 32 x 8 tile of w^T: INT32 sums of INT8, FP32 sums of FP8.
+__device__ inline void mma_16x8x32(const unsigned (&a)[4], unsigned b0, unsigned b1, int (&c)[4]) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ inline void mma_16x8x32(const unsigned (&a)[4], unsigned b0, unsigned b1, float (&c)[4]) {
+#if __CUDA_ARCH__ >= 890
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // the host refuses FP8 below compute capability 8.9
+#endif
+}
+
+template <class Stored>
+__device__ inline float stored_value(unsigned char bits) {
+  if constexpr (std::is_same_v<Stored, std::int8_t>) {
+    return float(static_cast<std::int8_t>(bits));
+  } else {
+    Stored v;
+    v.__x = bits;
+    return float(v);
+  }
+}
+template <class Stored>
+__device__ inline unsigned char stored_bits(Stored v) {
+  if constexpr (std::is_same_v<Stored, std::int8_t>) {
+    return static_cast<unsigned char>(v);
+  } else {
+    return v.__x;
+  }
+}
+
+template <class Stored, int BM, int BN, int WM, int WN, int Stages>
+__global__ void __launch_bounds__(WM* WN * 32, 2) quantized_1x1_kernel(quantized_1x1_args a) {
+#if __CUDA_ARCH__ >= 800
+  using Sum = std::conditional_t<std::is_same_v<Stored, std::int8_t>, int, float>;
+  constexpr int threads = WM * WN * 32, row_bytes = quantized_1x1_row_bytes;
+  constexpr int warp_rows = BM / WM, warp_cols = BN / WN, MT = warp_rows / 16, NT = warp_cols / 8;
+  constexpr int a_loads = BM * 4 / threads, b_loads = BN * 4 / threads;  // 16-byte pieces, 4 per row
+  constexpr int out_stride = BN + 16, out_pieces = BN / 16;
+  static_assert(warp_rows % 16 == 0 && warp_cols % 16 == 0 && a_loads * threads == BM * 4 && b_loads * threads == BN * 4,
+                "a tile the warps divide evenly");
+  extern __shared__ __align__(128) unsigned char shared[];
+  constexpr int stage_bytes = (BM + BN) * row_bytes;
+  unsigned char* out_tile = shared + a.stages_used * stage_bytes;
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int warp_m = (warp / WN) * warp_rows, warp_n = (warp % WN) * warp_cols;
+  const std::int64_t m0 = std::int64_t(blockIdx.y) * BM;
+  const int n0 = blockIdx.x * BN;
+  const int k_tiles = (a.c + 63) / 64;
+
+  // Where this thread's rows of x and w start (-1: past the tensor, loaded as zeros).
+  const int piece = tid % 4;
+  std::int64_t x_row[a_loads], w_row[b_loads];
+  const std::int64_t plane = std::int64_t(a.p) * a.q;
+#pragma unroll
+  for (int i = 0; i < a_loads; ++i) {
+    const std::int64_t m = m0 + tid / 4 + i * (threads / 4);
+    x_row[i] = -1;
+    if (m < a.pixels) {
+      const std::int64_t n = m / plane, in_plane = m - n * plane, pp = in_plane / a.q, qq = in_plane - pp * a.q;
+      x_row[i] = ((n * a.height + pp * a.stride_h) * a.width + qq * a.stride_w) * a.c;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < b_loads; ++j) {
+    const int channel = n0 + tid / 4 + j * (threads / 4);
+    w_row[j] = channel < a.k ? std::int64_t(channel) * a.c : -1;
+  }
+
+  // z's tile first, into the tile y leaves from: it arrives while the sums are made.
+  if (a.z != nullptr) {
+    for (int i = tid; i < BM * out_pieces; i += threads) {
+      const int row = i / out_pieces, col = (i % out_pieces) * 16;
+      const std::int64_t m = m0 + row;
+      const bool valid = m < a.pixels && n0 + col < a.k;
+      copy_16_async(shared_address(out_tile + row * out_stride + col), valid ? a.z + m * a.k + n0 + col : a.z, valid);
+    }
+  }
+  commit_async();
+
+  auto load_tile = [&](int kt, int stage) {
+    unsigned char* xs = shared + stage * stage_bytes;
+    unsigned char* ws = xs + BM * row_bytes;
+    const int at = kt * 64 + piece * 16;
+    const bool in_c = at < a.c;  // C is a multiple of 16: a piece is all in or all out
+#pragma unroll
+    for (int i = 0; i < a_loads; ++i) {
+      const bool valid = in_c && x_row[i] >= 0;
+      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16), valid ? a.x + x_row[i] + at : a.x,
+                    valid);
+    }
+#pragma unroll
+    for (int j = 0; j < b_loads; ++j) {
+      const bool valid = in_c && w_row[j] >= 0;
+      copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16), valid ? a.w + w_row[j] + at : a.w,
+                    valid);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < k_tiles) load_tile(s, s);
+    commit_async();
+  }
+
+  Sum acc[MT][NT][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][nt][e] = Sum(0);
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    wait_async<Stages - 2>();  // z and tiles 0..kt have landed
+    __syncthreads();           // and every warp is done with the buffer the next load refills
+    if (kt + Stages - 1 < k_tiles) load_tile(kt + Stages - 1, (kt + Stages - 1) % Stages);
+    commit_async();
+    const unsigned char* xs = shared + (kt % Stages) * stage_bytes;
+    const unsigned char* ws = xs + BM * row_bytes;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // two steps of 32 channels
+      unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        // Matrices: rows 0-7 and 8-15 at channels 0-15, then both at 16-31.
+        const int row = warp_m + mt * 16 + lane % 8 + (lane / 8) % 2 * 8;
+        load_matrix_x4(shared_address(xs + row * row_bytes + half * 32 + lane / 16 * 16), af[mt]);
+      }
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        // Matrices: channels 0-7 at 0-15 and 16-31, then channels 8-15 at both.
+        const int row = warp_n + np * 16 + lane % 8 + lane / 16 * 8;
+        unsigned r[4];
+        load_matrix_x4(shared_address(ws + row * row_bytes + half * 32 + (lane / 8) % 2 * 16), r);
+        bf[2 * np][0] = r[0];
+        bf[2 * np][1] = r[1];
+        bf[2 * np + 1][0] = r[2];
+        bf[2 * np + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) mma_16x8x32(af[mt], bf[nt][0], bf[nt][1], acc[mt][nt]);
+    }
+  }
+  wait_async<0>();
+  __syncthreads();
+
+  // Each thread holds rows g and g + 8, channels 2t and 2t + 1 of every 16 x 8 piece.
+  const int g = lane / 4, t = lane % 4;
+  const float out_scale = *a.output_scale, zs = a.z != nullptr ? *a.z_scale : 0.0f;
+  float dq[NT][2], b[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int channel = n0 + warp_n + nt * 8 + 2 * t + e;
+      dq[nt][e] = channel < a.k ? a.dequantize[channel] : 0.0f;
+      b[nt][e] = channel < a.k ? a.bias[channel] : 0.0f;
+    }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        unsigned char* cell = out_tile + (warp_m + mt * 16 + g + h * 8) * out_stride + warp_n + nt * 8 + 2 * t;
+        const unsigned short z_pair = a.z != nullptr ? *reinterpret_cast<const unsigned short*>(cell) : 0;
+        unsigned short y_pair = 0;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float v = float(acc[mt][nt][2 * h + e]) * dq[nt][e] + b[nt][e];
+          if (a.z != nullptr) v += stored_value<Stored>(static_cast<unsigned char>(z_pair >> (8 * e))) * zs;
+          if (a.relu) v = fmaxf(v, 0.0f);
+          y_pair |= static_cast<unsigned short>(stored_bits(quantize_saturated<Stored>(v * out_scale))) << (8 * e);
+        }
+        *reinterpret_cast<unsigned short*>(cell) = y_pair;
+      }
+  __syncthreads();
+  for (int i = tid; i < BM * out_pieces; i += threads) {
+    const int row = i / out_pieces, col = (i % out_pieces) * 16;
+    const std::int64_t m = m0 + row;
+    if (m < a.pixels && n0 + col < a.k) {
+      *reinterpret_cast<uint4*>(a.y + m * a.k + n0 + col) = *reinterpret_cast<const uint4*>(out_tile + row * out_stride + col);
+    }
+  }
+#else
+  __trap();  // the host refuses below compute capability 8.0
+#endif
+}
+
+// One tile's kernel: its shared memory and launch.
+template <class Stored, int BM, int BN, int WM, int WN, int Stages>
+struct quantized_1x1_launcher {
+  static constexpr int threads = WM * WN * 32;
+  static std::size_t shared_bytes(int stages) {
+    return std::size_t(stages) * (BM + BN) * quantized_1x1_row_bytes + std::size_t(BM) * (BN + 16);
+  }
+  static void prepare() {
+    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_1x1_kernel<Stored, BM, BN, WM, WN, Stages>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
+  }
+  static void launch(quantized_1x1_args a, cudaStream_t stream) {
+    a.stages_used = std::min(Stages, (a.c + 63) / 64);
+    const dim3 grid(unsigned((a.k + BN - 1) / BN), unsigned((a.pixels + BM - 1) / BM));
+    quantized_1x1_kernel<Stored, BM, BN, WM, WN, Stages><<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
+    GPUCMP_CUDA_CHECK_LAST("quantized_1x1_kernel");
+  }
+};
+
+// Calls f with tile i's launcher (quantized_1x1_tiles' order).
+template <class Stored, class F>
+void with_quantized_1x1_tile(std::size_t i, F&& f) {
+  switch (i) {
+    case 0: f(quantized_1x1_launcher<Stored, 128, 128, 2, 4, 3>{}); return;
+    case 1: f(quantized_1x1_launcher<Stored, 64, 256, 2, 4, 3>{}); return;
+    case 2: f(quantized_1x1_launcher<Stored, 128, 64, 4, 2, 3>{}); return;
+    default: throw invalid_argument("quantized 1x1 kernel: no tile " + std::to_string(i));
+  }
+}
+
+}  // namespace detail
+
+/// Why gpucmp's 1x1 kernel does not run `p` on a GPU of compute capability `major`.`minor`
+/// ("" when it does): INT8 from 8.0 or FP8 E4M3 from 8.9, NHWC, a 1x1 unpadded, undilated,
+/// ungrouped filter (any stride), C and K multiples of 16 (16-byte rows), sizes within 32 bits.
+inline std::string quantized_1x1_refusal(const conv_problem& p, int major, int minor) {
+  const int capability = major * 10 + minor;
+  if (p.dtype == numerics::int8) {
+    if (capability < 80) return "gpucmp's 1x1 kernel needs compute capability 8.0 for INT8 mma.sync";
+  } else if (p.dtype == numerics::fp8_e4m3) {
+    if (capability < 89) return "gpucmp's 1x1 kernel needs compute capability 8.9 for FP8 mma.sync";
+  } else {
+    return std::string("gpucmp's 1x1 kernel runs INT8 and FP8 E4M3 layers, not ") + to_string(p.dtype);
+  }
+  if (p.layout != conv_layout::nhwc) return "gpucmp's 1x1 kernel needs NHWC";
+  if (p.r != 1 || p.s != 1 || p.pad_h != 0 || p.pad_w != 0 || p.dilation_h != 1 || p.dilation_w != 1 || p.groups != 1) {
+    return "gpucmp's 1x1 kernel runs 1x1, unpadded, undilated, ungrouped convolutions only";
+  }
+  if (p.c % 16 != 0 || p.k % 16 != 0) return "gpucmp's 1x1 kernel needs C and K multiples of 16";
+  if (p.c > (1 << 20) || p.k > (1 << 20) || double(p.n) * double(p.p()) * double(p.q()) > 2e9) {
+    return "gpucmp's 1x1 kernel needs C, K and the output's pixels within 32 bits";
+  }
+  return "";
+}
+
+/// The tiles gpucmp's 1x1 kernel runs one (shape, epilogue) with: the candidates of its path.
+class quantized_1x1_kernels {
+ public:
+  /// Throws unsupported naming why when the current device cannot run `p` this way
+  /// (quantized_1x1_refusal). Tiles more than twice as wide as K are left out, all but the
+  /// narrowest.
+  quantized_1x1_kernels(const conv_problem& p, bool relu) : m_problem(p), m_relu(relu) {
+    int device = 0, major = 0, minor = 0;
+    GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
+    GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (const std::string why = quantized_1x1_refusal(p, major, minor); !why.empty()) throw unsupported(why);
+    int narrowest = quantized_1x1_tiles[0].bn;
+    for (const quantized_1x1_tile& t : quantized_1x1_tiles) narrowest = std::min(narrowest, t.bn);
+    for (std::size_t i = 0; i < std::size(quantized_1x1_tiles); ++i) {
+      const quantized_1x1_tile& t = quantized_1x1_tiles[i];
+      if (t.bn > 2 * p.k && t.bn != narrowest) continue;
+      on_tile(i, [](auto launcher) { decltype(launcher)::prepare(); });
+      m_tiles.push_back(i);
+    }
+  }
+
+  /// How many candidates there are.
+  std::size_t size() const noexcept { return m_tiles.size(); }
+  /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, mma.sync m16n8k32 s8".
+  std::string describe(std::size_t i) const {
+    const quantized_1x1_tile& t = quantized_1x1_tiles[m_tiles.at(i)];
+    return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64 tile, " + std::to_string(t.warps_m) + "x" +
+           std::to_string(t.warps_n) + " warps, " + std::to_string(t.stages) + " stages, mma.sync m16n8k32 " +
+           (m_problem.dtype == numerics::int8 ? "s8" : "e4m3");
+  }
+  /// Whether `o`'s tensors suit the kernel's 16-byte loads and stores.
+  static bool aligned(const quantized_1x1_operands& o) noexcept {
+    auto at16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    return at16(o.x) && at16(o.w) && at16(o.y) && (o.z == nullptr || at16(o.z));
+  }
+
+  /// Enqueues candidate `i` on `stream`.
+  void launch(std::size_t i, const quantized_1x1_operands& o, cudaStream_t stream) const {
+    if (!aligned(o)) throw invalid_argument("quantized 1x1 kernel: x, w, y and z must be 16-byte aligned");
+    const conv_problem& p = m_problem;
+    detail::quantized_1x1_args a{};
+    a.x = static_cast<const unsigned char*>(o.x);
+    a.w = static_cast<const unsigned char*>(o.w);
+    a.z = static_cast<const unsigned char*>(o.z);
+    a.y = static_cast<unsigned char*>(o.y);
+    a.dequantize = o.dequantize;
+    a.bias = o.bias;
+    a.z_scale = o.z_scale;
+    a.output_scale = o.output_scale;
+    a.pixels = p.n * p.p() * p.q();
+    a.c = int(p.c);
+    a.k = int(p.k);
+    a.height = int(p.h);
+    a.width = int(p.w);
+    a.p = int(p.p());
+    a.q = int(p.q());
+    a.stride_h = int(p.stride_h);
+    a.stride_w = int(p.stride_w);
+    a.relu = m_relu;
+    on_tile(m_tiles.at(i), [&](auto launcher) { decltype(launcher)::launch(a, stream); });
+  }
+
+ private:
+  template <class F>
+  void on_tile(std::size_t tile, F&& f) const {
+    if (m_problem.dtype == numerics::int8) {
+      detail::with_quantized_1x1_tile<std::int8_t>(tile, f);
+    } else {
+      detail::with_quantized_1x1_tile<__nv_fp8_e4m3>(tile, f);
+    }
+  }
+
+  conv_problem m_problem;
+  bool m_relu;
+  std::vector<std::size_t> m_tiles;  // indices into quantized_1x1_tiles
+};
+
+}  // namespace gpucmp
