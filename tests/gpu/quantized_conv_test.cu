@@ -3,7 +3,7 @@
 //
 // Quantized convolution layers (models/quantized_conv.cuh): FP8 E4M3 and INT8 with
 // per-channel scales, each path cuDNN offers (and cuBLASLt's matmul for 1x1 INT8 layers, and
-// every tile of gpucmp's 1x1 kernel) checked at every output against the double reference, the scales' effect checked (a
+// every tile of gpucmp's implicit GEMM) checked at every output against the double reference, the scales' effect checked (a
 // saturating output, a wrong scale caught), and bad problems refused by name.
 #include "catch.hpp"
 #include "search_pace.hpp"
@@ -248,11 +248,11 @@ TEST_CASE("the matmul path refuses what it cannot run, by name", "[gpu][models][
   CHECK_THROWS_WITH(gpucmp::quantized_conv(set, t, buf.ws.data(), buf.ws.bytes()), GPUCMP_CONTAINS("matmul path's scales"));
 }
 
-TEST_CASE("gpucmp's 1x1 kernel: every tile verifies at every output in INT8 and FP8, strided, with tails, saturating",
+TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 and FP8, 1x1 and 3x3, strided, with tails",
           "[gpu][models][quantized]") {
   gpucmp::stream s;
   const cudnn_handle dnn = make_handle();
-  const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_1x1_kernel};
+  const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   int major = 0;
   REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
   for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
@@ -266,7 +266,13 @@ TEST_CASE("gpucmp's 1x1 kernel: every tile verifies at every output in INT8 and 
     gpucmp::conv_problem deep = layer(t, 320, 96, 1, 1);  // 5 blocks of 64 channels through 3 buffers; K past 64
     gpucmp::conv_problem odd = layer(t, 48, 80, 1, 2);    // C below one block, K no tile's multiple, stride 2
     odd.h = 11;
-    for (const gpucmp::conv_problem& p : {widening, layer(t, 256, 64, 1, 1), deep, odd}) {
+    gpucmp::conv_problem dilated = layer(t, 32, 48, 3, 1);  // taps 2 apart, padding 2 (edges read zeros)
+    dilated.dilation_h = dilated.dilation_w = 2;
+    dilated.pad_h = dilated.pad_w = 2;
+    gpucmp::conv_problem stem_like = layer(t, 16, 64, 7, 2);  // 7x7, stride 2, padding 3
+    stem_like.h = stem_like.w = 20;
+    for (const gpucmp::conv_problem& p : {widening, layer(t, 256, 64, 1, 1), deep, odd, layer(t, 64, 64, 3, 1),
+                                          layer(t, 128, 128, 3, 2), dilated, stem_like}) {
       for (double headroom : {1.5, 0.25}) {  // 0.25: real values past the format's top saturate
         quantized_buffers buf(p, headroom, s.get());
         for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},
@@ -280,39 +286,40 @@ TEST_CASE("gpucmp's 1x1 kernel: every tile verifies at every output in INT8 and 
             INFO(set->name() << " headroom " << headroom << ": " << q.describe_candidate(i) << ": " << v.summary());
             CHECK(v.passed());
             CHECK(v.checked == std::size_t(p.y_elements()));
-            CHECK(q.describe_candidate(i).rfind("gpucmp 1x1 kernel: ", 0) == 0);
+            CHECK(q.describe_candidate(i).rfind("gpucmp implicit GEMM: ", 0) == 0);
           }
         }
       }
     }
   }
-  // Beside cuDNN's paths the search picks by time; its choice verifies, and graph replay
-  // gives the same bytes as the first run.
-  const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 256, 1, 1);
-  quantized_buffers buf(p, 1.5, s.get());
-  auto all = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), p, gpucmp::conv_epilogue{true, true}, 4,
-                                                                  buf.ws.bytes(), gpucmp::quantized_fusion_paths());
-  gpucmp::quantized_conv q(all, buf.tensors(true), buf.ws.data(), buf.ws.bytes());
-  std::size_t kernels = 0;
-  for (std::size_t i = 0; i < q.candidate_count(); ++i) kernels += q.describe_candidate(i).rfind("gpucmp 1x1", 0) == 0;
-  CHECK(kernels >= 1);
-  CHECK(kernels < q.candidate_count());
-  gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
-  INFO(q.algorithm().describe());
-  CHECK(q.verify(s.get(), true).passed());
+  // Beside cuDNN's paths the search picks by time, and its choice verifies.
+  for (const gpucmp::conv_problem& p : {layer(gpucmp::numerics::int8, 64, 256, 1, 1), layer(gpucmp::numerics::int8, 64, 64, 3, 1)}) {
+    quantized_buffers buf(p, 1.5, s.get());
+    auto all = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), p, gpucmp::conv_epilogue{true, true}, 4,
+                                                                    buf.ws.bytes(), gpucmp::quantized_fusion_paths());
+    gpucmp::quantized_conv q(all, buf.tensors(true), buf.ws.data(), buf.ws.bytes());
+    std::size_t kernels = 0;
+    for (std::size_t i = 0; i < q.candidate_count(); ++i) kernels += q.describe_candidate(i).rfind("gpucmp implicit", 0) == 0;
+    CHECK(kernels >= 1);
+    CHECK(kernels < q.candidate_count());
+    gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+    INFO(q.algorithm().describe());
+    CHECK(q.verify(s.get(), true).passed());
+  }
 }
 
-TEST_CASE("gpucmp's 1x1 kernel refuses what it cannot run, by name", "[gpu][models][quantized]") {
+TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][models][quantized]") {
   gpucmp::stream s;
   const cudnn_handle dnn = make_handle();
-  const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_1x1_kernel};
-  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 64, 64, 3, 1), {}, 2, 0, kernel_only),
-                    GPUCMP_CONTAINS("gpucmp kernel: gpucmp's 1x1 kernel runs 1x1, unpadded"));
+  const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 40, 64, 1, 1), {}, 2, 0, kernel_only),
-                    GPUCMP_CONTAINS("C and K multiples of 16"));
-  CHECK(gpucmp::quantized_1x1_refusal(layer(gpucmp::numerics::fp8_e4m3, 64, 64, 1, 1), 8, 6).find("8.9") != std::string::npos);
-  CHECK(gpucmp::quantized_1x1_refusal(layer(gpucmp::numerics::fp16, 64, 64, 1, 1), 9, 0).find("not fp16") != std::string::npos);
-  CHECK(gpucmp::quantized_1x1_refusal(layer(gpucmp::numerics::int8, 64, 64, 1, 1), 9, 0).empty());
+                    GPUCMP_CONTAINS("gpucmp kernel: gpucmp's kernel needs C and K multiples of 16"));
+  gpucmp::conv_problem grouped = layer(gpucmp::numerics::int8, 64, 64, 3, 1);
+  grouped.groups = 2;
+  CHECK(gpucmp::quantized_kernel_refusal(grouped, 9, 0).find("ungrouped") != std::string::npos);
+  CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp8_e4m3, 64, 64, 1, 1), 8, 6).find("8.9") != std::string::npos);
+  CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp16, 64, 64, 1, 1), 9, 0).find("not fp16") != std::string::npos);
+  CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::int8, 64, 64, 3, 2), 9, 0).empty());
   // Tensors off 16-byte alignment leave the kernel nothing to run, and say so.
   const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 64, 1, 1);
   quantized_buffers buf(p, 1.5, s.get());

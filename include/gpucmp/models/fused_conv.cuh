@@ -64,11 +64,11 @@ inline std::string conv_layer_name(const conv_problem& p, const conv_epilogue& e
 
 /// How a fused layer runs.
 enum class fusion_path {
-  fused_graph,       ///< a cuDNN graph conv -> pointwise ops (one engine)
-  legacy_fused,      ///< cudnnConvolutionBiasActivationForward
-  conv_then_kernel,  ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
-  cublaslt_matmul,   ///< a 1x1 layer as one cuBLASLt matmul with its epilogue (INT8: models/matmul_conv.cuh)
-  gpucmp_1x1_kernel, ///< a 1x1 quantized layer as gpucmp's tensor-core kernel (models/quantized_1x1_kernel.cuh)
+  fused_graph,           ///< a cuDNN graph conv -> pointwise ops (one engine)
+  legacy_fused,          ///< cudnnConvolutionBiasActivationForward
+  conv_then_kernel,      ///< a plain cuDNN convolution, then gpucmp's epilogue kernel
+  cublaslt_matmul,       ///< a 1x1 layer as one cuBLASLt matmul with its epilogue (INT8: models/matmul_conv.cuh)
+  gpucmp_implicit_gemm,  ///< a quantized layer as gpucmp's tensor-core kernel (models/quantized_conv_kernel.cuh)
 };
 
 /// "fused graph", "legacy fused", "conv + epilogue kernel".
@@ -78,21 +78,21 @@ inline const char* to_string(fusion_path p) noexcept {
     case fusion_path::legacy_fused: return "legacy fused";
     case fusion_path::conv_then_kernel: return "conv + epilogue kernel";
     case fusion_path::cublaslt_matmul: return "cuBLASLt matmul";
-    case fusion_path::gpucmp_1x1_kernel: return "gpucmp 1x1 kernel";
+    case fusion_path::gpucmp_implicit_gemm: return "gpucmp implicit GEMM";
   }
   return "unknown";
 }
 
 /// The fusion_path named "fused_graph", "legacy_fused", "conv_then_kernel", "cublaslt_matmul"
-/// or "gpucmp_1x1_kernel"; throws invalid_argument otherwise.
+/// or "gpucmp_implicit_gemm"; throws invalid_argument otherwise.
 inline fusion_path parse_fusion_path(const std::string& text) {
   if (text == "fused_graph") return fusion_path::fused_graph;
   if (text == "legacy_fused") return fusion_path::legacy_fused;
   if (text == "conv_then_kernel") return fusion_path::conv_then_kernel;
   if (text == "cublaslt_matmul") return fusion_path::cublaslt_matmul;
-  if (text == "gpucmp_1x1_kernel") return fusion_path::gpucmp_1x1_kernel;
+  if (text == "gpucmp_implicit_gemm") return fusion_path::gpucmp_implicit_gemm;
   throw invalid_argument("unknown fusion path '" + text +
-                         "' (fused_graph, legacy_fused, conv_then_kernel, cublaslt_matmul, gpucmp_1x1_kernel)");
+                         "' (fused_graph, legacy_fused, conv_then_kernel, cublaslt_matmul, gpucmp_implicit_gemm)");
 }
 
 /// Every fusion path an FP16, BF16 or FP32 layer takes (fused_conv), in the order candidates
@@ -204,9 +204,9 @@ struct fused_conv_algorithm {
 
   /// "fused graph: cuDNN engine 7 [TENSOR_CORE] ws 0 B (search: heuristic rank 0)"; a matmul
   /// names its cuBLASLt configuration: "cuBLASLt matmul: algo 66 tile 18 ... ws 0 B (search: ...)",
-  /// gpucmp's kernel its tile: "gpucmp 1x1 kernel: 128x128x64 tile, 2x4 warps, ... (search)".
+  /// gpucmp's kernel its tile: "gpucmp implicit GEMM: 128x128x64 tile, 2x4 warps, ... (search)".
   std::string describe() const {
-    if (path == fusion_path::gpucmp_1x1_kernel) {
+    if (path == fusion_path::gpucmp_implicit_gemm) {
       return std::string(to_string(path)) + ": " + conv.name + " (" + to_string(conv.chosen_by) + ")";
     }
     if (path == fusion_path::cublaslt_matmul) {
@@ -244,7 +244,7 @@ class fused_conv_candidates {
       : m_handle(handle), m_problem(problem), m_epilogue(epilogue), m_workspace_limit(workspace_limit),
         m_allow_transform(allow_transform) {
     m_problem.validate();
-    for (fusion_path quantized_only : {fusion_path::cublaslt_matmul, fusion_path::gpucmp_1x1_kernel}) {
+    for (fusion_path quantized_only : {fusion_path::cublaslt_matmul, fusion_path::gpucmp_implicit_gemm}) {
       if (std::find(paths.begin(), paths.end(), quantized_only) != paths.end()) {
         throw invalid_argument("fused conv " + name() + ": the " + to_string(quantized_only) + " path runs quantized layers only");
       }
@@ -321,7 +321,7 @@ class fused_conv_candidates {
         return;
       }
       case fusion_path::cublaslt_matmul:  // never listed here (quantized_conv_candidates runs them)
-      case fusion_path::gpucmp_1x1_kernel:
+      case fusion_path::gpucmp_implicit_gemm:
         throw invalid_argument("fused conv " + name() + ": a " + to_string(c.info.path) + " candidate");
       case fusion_path::conv_then_kernel:
         if (c.info.conv.api == conv_api::backend) {

@@ -19,8 +19,8 @@
 //    epilogue kernel (only where the layer is given that scratch);
 //  - a 1x1 INT8 layer as one cuBLASLt matmul with the whole epilogue in its kernel
 //    (models/matmul_conv.cuh; only given a cuBLASLt handle and the pre-multiplied scales);
-//  - a 1x1 layer (any stride) as gpucmp's own tensor-core kernel, epilogue included
-//    (models/quantized_1x1_kernel.cuh), in each of its tiles.
+//  - gpucmp's own tensor-core kernel, an implicit GEMM with the epilogue in it
+//    (models/quantized_conv_kernel.cuh), in each of its tiles.
 // A layer run none of these ways is unsupported here; a network runs it in FP16 instead.
 #pragma once
 
@@ -29,7 +29,7 @@
 #include <gpucmp/models/fused_conv.cuh>
 #include <gpucmp/models/guard_band.cuh>
 #include <gpucmp/models/matmul_conv.cuh>
-#include <gpucmp/models/quantized_1x1_kernel.cuh>
+#include <gpucmp/models/quantized_conv_kernel.cuh>
 #include <gpucmp/ops/algorithm_search.hpp>
 #include <gpucmp/ops/conv.cuh>
 #include <gpucmp/ops/conv_graph.hpp>
@@ -217,7 +217,7 @@ struct quantized_conv_libraries {
 
 /// Every way a quantized layer runs, in the order candidates are listed.
 inline std::vector<fusion_path> quantized_fusion_paths() {
-  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul, fusion_path::gpucmp_1x1_kernel};
+  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul, fusion_path::gpucmp_implicit_gemm};
 }
 
 /// One layer's tensors as each path takes them: the cuDNN graphs' variant pack, the matmul's
@@ -230,7 +230,7 @@ struct quantized_conv_binding {
 
 /// Every way to run one quantized (shape, epilogue): the fused graph's plans, the plain
 /// convolution's (each followed by gpucmp's epilogue kernel), for 1x1 INT8 layers cuBLASLt's
-/// matmuls, and for 1x1 layers the tiles of gpucmp's own kernel. Shared by the layers of that shape; the algorithms are described as a
+/// matmuls, and the tiles of gpucmp's own kernel. Shared by the layers of that shape; the algorithms are described as a
 /// fused layer's (fused_conv_algorithm).
 class quantized_conv_candidates {
  public:
@@ -253,13 +253,13 @@ class quantized_conv_candidates {
     for (fusion_path path : paths) {
       if (path == fusion_path::legacy_fused) {
         throw invalid_argument("quantized conv: the legacy fused call takes no per-channel scales; paths are fused_graph, "
-                               "conv_then_kernel, cublaslt_matmul and gpucmp_1x1_kernel");
+                               "conv_then_kernel, cublaslt_matmul and gpucmp_implicit_gemm");
       }
       if (path == fusion_path::cublaslt_matmul) {
         add_matmul_candidates(libraries.cublaslt, cap, workspace_limit, refused);
         continue;
       }
-      if (path == fusion_path::gpucmp_1x1_kernel) {
+      if (path == fusion_path::gpucmp_implicit_gemm) {
         add_kernel_candidates(refused);
         continue;
       }
@@ -308,7 +308,7 @@ class quantized_conv_candidates {
     quantized_conv_binding b;
     b.pack = make_pack(t);
     if (m_matmul && t.matmul_alpha != nullptr && t.matmul_bias != nullptr) b.matmul = m_matmul->bind(t.matmul_bias);
-    b.kernel_aligned = quantized_1x1_kernels::aligned(kernel_operands(t));
+    b.kernel_aligned = quantized_conv_kernels::aligned(kernel_operands(t));
     return b;
   }
 
@@ -316,7 +316,7 @@ class quantized_conv_candidates {
   /// cuBLASLt's check of the layer's descriptor; gpucmp's kernel 16-byte aligned tensors.
   bool runs_with(std::size_t i, const quantized_conv_binding& b) const {
     const candidate& c = m_all.at(i);
-    if (c.info.path == fusion_path::gpucmp_1x1_kernel) return b.kernel_aligned;
+    if (c.info.path == fusion_path::gpucmp_implicit_gemm) return b.kernel_aligned;
     if (c.info.path != fusion_path::cublaslt_matmul) return true;
     return b.matmul && b.matmul->accepted.at(c.plan);
   }
@@ -345,7 +345,7 @@ class quantized_conv_candidates {
                        c.info.conv.workspace, stream);
       return;
     }
-    if (c.info.path == fusion_path::gpucmp_1x1_kernel) {
+    if (c.info.path == fusion_path::gpucmp_implicit_gemm) {
       m_kernels->launch(c.plan, kernel_operands(t), stream);
       return;
     }
@@ -409,17 +409,17 @@ class quantized_conv_candidates {
     }
   }
 
-  // gpucmp's kernel's tiles for a 1x1 layer, or the reason there are none (in `refused`).
+  // gpucmp's kernel's tiles, or the reason there are none (in `refused`).
   void add_kernel_candidates(std::string& refused) {
     try {
-      m_kernels = std::make_shared<const quantized_1x1_kernels>(m_problem, m_epilogue.relu);
+      m_kernels = std::make_shared<const quantized_conv_kernels>(m_problem, m_epilogue.relu);
     } catch (const unsupported& e) {
       refused += std::string(refused.empty() ? "" : "; ") + "gpucmp kernel: " + e.what();
       return;
     }
     for (std::size_t j = 0; j < m_kernels->size(); ++j) {
       candidate c;
-      c.info.path = fusion_path::gpucmp_1x1_kernel;
+      c.info.path = fusion_path::gpucmp_implicit_gemm;
       c.info.conv.name = m_kernels->describe(j);
       c.info.conv.math = m_problem.dtype == numerics::int8 ? "IMMA" : "FP8 MMA";
       c.info.conv.heuristic_rank = int(j);
@@ -429,8 +429,8 @@ class quantized_conv_candidates {
   }
 
   // The kernel's view of a layer's tensors (z only where the epilogue adds it).
-  quantized_1x1_operands kernel_operands(const quantized_conv_tensors& t) const {
-    quantized_1x1_operands o;
+  quantized_kernel_operands kernel_operands(const quantized_conv_tensors& t) const {
+    quantized_kernel_operands o;
     o.x = t.x;
     o.w = t.w;
     o.z = m_epilogue.residual ? t.residual : nullptr;
@@ -451,7 +451,7 @@ class quantized_conv_candidates {
   conv_epilogue m_epilogue;
   std::shared_ptr<const cudnn_graph> m_fused_graph, m_plain_graph;  // null where cuDNN refused it
   std::shared_ptr<const matmul_conv_candidates> m_matmul;             // null without the matmul path
-  std::shared_ptr<const quantized_1x1_kernels> m_kernels;             // null without gpucmp's kernel
+  std::shared_ptr<const quantized_conv_kernels> m_kernels;             // null without gpucmp's kernel
   std::vector<candidate> m_all;
 };
 

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// gpucmp's own tensor-core kernel for a 1x1 quantized convolution (INT8, and FP8 E4M3 from
-// compute capability 8.9): one of the ways models/quantized_conv.cuh runs a layer. In NHWC a
-// 1x1 unpadded convolution is a GEMM, y (pixels x K) = x (pixels x C) w^T with w K x C, both
-// operands C-contiguous, which is mma.sync's "row.col" layout; a stride only changes which
-// input pixel a row reads. The whole epilogue runs before anything is written:
+// gpucmp's own tensor-core kernel for a quantized convolution (INT8, and FP8 E4M3 from compute
+// capability 8.9): one of the ways models/quantized_conv.cuh runs a layer. In NHWC with KRSC
+// filters a convolution is an implicit GEMM, y (pixels x K) = x' (pixels x R S C) w^T, whose
+// operands are C-contiguous, which is mma.sync's "row.col" layout: each block of 64 reduced
+// channels is one filter tap's 64 channels, read straight from x at the pixel the tap, stride
+// and padding point to (zeros outside). The whole epilogue runs before anything is written:
 //   y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale)) * output_scale)
 // Why a kernel of our own: ResNet-50's first stage is memory-bound (C or K 64, 56x56 pixels),
 // and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
@@ -34,7 +35,7 @@ namespace gpucmp {
 
 /// The pointers one launch reads and writes (NHWC; w K x C), and the layer's scales as
 /// quantized_conv_tensors holds them. `z` and `z_scale` are null without a residual.
-struct quantized_1x1_operands {
+struct quantized_kernel_operands {
   const void* x = nullptr;
   const void* w = nullptr;
   const void* z = nullptr;
@@ -45,19 +46,19 @@ struct quantized_1x1_operands {
   const float* output_scale = nullptr;  ///< 1
 };
 
-/// A block's tile: BM pixels x BN output channels, reduced 64 input channels at a time through
-/// `stages` shared-memory buffers, by warps_m x warps_n warps.
-struct quantized_1x1_tile {
+/// A block's tile: BM pixels x BN output channels, reduced 64 channels of one filter tap at a
+/// time through `stages` shared-memory buffers, by warps_m x warps_n warps.
+struct quantized_kernel_tile {
   int bm, bn, warps_m, warps_n, stages;
 };
 
 /// The tiles a layer's search tries, widest output first. 64 x 256 reads each input row once
 /// for K = 256; 128 x 64 keeps K = 64 layers' tiles full.
-inline constexpr quantized_1x1_tile quantized_1x1_tiles[] = {{128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};
+inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {{128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};
 
 namespace detail {
 
-struct quantized_1x1_args {
+struct quantized_kernel_args {
   const unsigned char* x;
   const unsigned char* w;
   const unsigned char* z;  // null: no residual
@@ -66,15 +67,16 @@ struct quantized_1x1_args {
   const float* bias;
   const float* z_scale;
   const float* output_scale;
-  std::int64_t pixels;  // N x P x Q: the GEMM's rows
-  int c, k;             // input channels (the reduction), output channels
+  std::int64_t pixels;      // N x P x Q: the GEMM's rows
+  int c, k;                 // input channels, output channels
   int height, width, p, q;  // input and output planes
-  int stride_h, stride_w;
-  int stages_used;  // min(stages, C / 64 rounded up): the buffers the shared memory holds
+  int r, s;                 // filter taps
+  int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int stages_used;  // min(stages, the blocks of 64 reduced channels): the buffers the shared memory holds
   bool relu;
 };
 
-inline constexpr int quantized_1x1_row_bytes = 80;  // 64 bytes of C, padded: ldmatrix's 8 rows hit 8 bank groups
+inline constexpr int quantized_kernel_row_bytes = 80;  // 64 bytes of C, padded: ldmatrix's 8 rows hit 8 bank groups
 
 __device__ inline unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
@@ -130,10 +132,10 @@ __device__ inline unsigned char stored_bits(Stored v) {
 }
 
 template <class Stored, int BM, int BN, int WM, int WN, int Stages>
-__global__ void __launch_bounds__(WM* WN * 32, 2) quantized_1x1_kernel(quantized_1x1_args a) {
+__global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantized_kernel_args a) {
 #if __CUDA_ARCH__ >= 800
   using Sum = std::conditional_t<std::is_same_v<Stored, std::int8_t>, int, float>;
-  constexpr int threads = WM * WN * 32, row_bytes = quantized_1x1_row_bytes;
+  constexpr int threads = WM * WN * 32, row_bytes = quantized_kernel_row_bytes;
   constexpr int warp_rows = BM / WM, warp_cols = BN / WN, MT = warp_rows / 16, NT = warp_cols / 8;
   constexpr int a_loads = BM * 4 / threads, b_loads = BN * 4 / threads;  // 16-byte pieces, 4 per row
   constexpr int out_stride = BN + 16, out_pieces = BN / 16;
@@ -147,25 +149,30 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_1x1_kernel(quantized
   const int warp_m = (warp / WN) * warp_rows, warp_n = (warp % WN) * warp_cols;
   const std::int64_t m0 = std::int64_t(blockIdx.y) * BM;
   const int n0 = blockIdx.x * BN;
-  const int k_tiles = (a.c + 63) / 64;
+  const int c_blocks = (a.c + 63) / 64, k_tiles = a.r * a.s * c_blocks;
 
-  // Where this thread's rows of x and w start (-1: past the tensor, loaded as zeros).
+  // Where this thread's rows of x start before a tap moves them (row -1: past the tensor),
+  // and its rows of w (-1: past K); their pieces outside x or C are loaded as zeros.
   const int piece = tid % 4;
-  std::int64_t x_row[a_loads], w_row[b_loads];
+  int x_image[a_loads], x_top[a_loads], x_left[a_loads];
+  std::int64_t w_row[b_loads];
   const std::int64_t plane = std::int64_t(a.p) * a.q;
 #pragma unroll
   for (int i = 0; i < a_loads; ++i) {
     const std::int64_t m = m0 + tid / 4 + i * (threads / 4);
-    x_row[i] = -1;
+    x_image[i] = -1;
+    x_top[i] = x_left[i] = 0;
     if (m < a.pixels) {
       const std::int64_t n = m / plane, in_plane = m - n * plane, pp = in_plane / a.q, qq = in_plane - pp * a.q;
-      x_row[i] = ((n * a.height + pp * a.stride_h) * a.width + qq * a.stride_w) * a.c;
+      x_image[i] = int(n);
+      x_top[i] = int(pp) * a.stride_h - a.pad_h;
+      x_left[i] = int(qq) * a.stride_w - a.pad_w;
     }
   }
 #pragma unroll
   for (int j = 0; j < b_loads; ++j) {
     const int channel = n0 + tid / 4 + j * (threads / 4);
-    w_row[j] = channel < a.k ? std::int64_t(channel) * a.c : -1;
+    w_row[j] = channel < a.k ? std::int64_t(channel) * a.r * a.s * a.c : -1;
   }
 
   // z's tile first, into the tile y leaves from: it arrives while the sums are made.
@@ -179,22 +186,25 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_1x1_kernel(quantized
   }
   commit_async();
 
+  // Reduction block kt: filter tap kt / c_blocks, its channels from 64 (kt % c_blocks).
   auto load_tile = [&](int kt, int stage) {
     unsigned char* xs = shared + stage * stage_bytes;
     unsigned char* ws = xs + BM * row_bytes;
-    const int at = kt * 64 + piece * 16;
+    const int tap = kt / c_blocks, dy = (tap / a.s) * a.dilation_h, dx = (tap % a.s) * a.dilation_w;
+    const int at = (kt - tap * c_blocks) * 64 + piece * 16;
     const bool in_c = at < a.c;  // C is a multiple of 16: a piece is all in or all out
 #pragma unroll
     for (int i = 0; i < a_loads; ++i) {
-      const bool valid = in_c && x_row[i] >= 0;
-      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16), valid ? a.x + x_row[i] + at : a.x,
-                    valid);
+      const int y = x_top[i] + dy, x = x_left[i] + dx;
+      const bool valid = in_c && x_image[i] >= 0 && y >= 0 && y < a.height && x >= 0 && x < a.width;
+      const unsigned char* from = valid ? a.x + ((std::int64_t(x_image[i]) * a.height + y) * a.width + x) * a.c + at : a.x;
+      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16), from, valid);
     }
 #pragma unroll
     for (int j = 0; j < b_loads; ++j) {
       const bool valid = in_c && w_row[j] >= 0;
-      copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16), valid ? a.w + w_row[j] + at : a.w,
-                    valid);
+      copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16),
+                    valid ? a.w + w_row[j] + std::int64_t(tap) * a.c + at : a.w, valid);
     }
   };
 #pragma unroll
@@ -292,75 +302,74 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_1x1_kernel(quantized
 
 // One tile's kernel: its shared memory and launch.
 template <class Stored, int BM, int BN, int WM, int WN, int Stages>
-struct quantized_1x1_launcher {
+struct quantized_kernel_launcher {
   static constexpr int threads = WM * WN * 32;
   static std::size_t shared_bytes(int stages) {
-    return std::size_t(stages) * (BM + BN) * quantized_1x1_row_bytes + std::size_t(BM) * (BN + 16);
+    return std::size_t(stages) * (BM + BN) * quantized_kernel_row_bytes + std::size_t(BM) * (BN + 16);
   }
   static void prepare() {
-    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_1x1_kernel<Stored, BM, BN, WM, WN, Stages>,
+    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
   }
-  static void launch(quantized_1x1_args a, cudaStream_t stream) {
-    a.stages_used = std::min(Stages, (a.c + 63) / 64);
+  static void launch(quantized_kernel_args a, cudaStream_t stream) {
+    a.stages_used = std::min(Stages, a.r * a.s * ((a.c + 63) / 64));
     const dim3 grid(unsigned((a.k + BN - 1) / BN), unsigned((a.pixels + BM - 1) / BM));
-    quantized_1x1_kernel<Stored, BM, BN, WM, WN, Stages><<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
-    GPUCMP_CUDA_CHECK_LAST("quantized_1x1_kernel");
+    quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages><<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
+    GPUCMP_CUDA_CHECK_LAST("quantized_conv_kernel");
   }
 };
 
-// Calls f with tile i's launcher (quantized_1x1_tiles' order).
+// Calls f with tile i's launcher (quantized_kernel_tiles' order).
 template <class Stored, class F>
-void with_quantized_1x1_tile(std::size_t i, F&& f) {
+void with_quantized_kernel_tile(std::size_t i, F&& f) {
   switch (i) {
-    case 0: f(quantized_1x1_launcher<Stored, 128, 128, 2, 4, 3>{}); return;
-    case 1: f(quantized_1x1_launcher<Stored, 64, 256, 2, 4, 3>{}); return;
-    case 2: f(quantized_1x1_launcher<Stored, 128, 64, 4, 2, 3>{}); return;
-    default: throw invalid_argument("quantized 1x1 kernel: no tile " + std::to_string(i));
+    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3>{}); return;
+    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3>{}); return;
+    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3>{}); return;
+    default: throw invalid_argument("gpucmp's quantized conv kernel: no tile " + std::to_string(i));
   }
 }
 
 }  // namespace detail
 
-/// Why gpucmp's 1x1 kernel does not run `p` on a GPU of compute capability `major`.`minor`
-/// ("" when it does): INT8 from 8.0 or FP8 E4M3 from 8.9, NHWC, a 1x1 unpadded, undilated,
-/// ungrouped filter (any stride), C and K multiples of 16 (16-byte rows), sizes within 32 bits.
-inline std::string quantized_1x1_refusal(const conv_problem& p, int major, int minor) {
+/// Why gpucmp's kernel does not run `p` on a GPU of compute capability `major`.`minor` ("" when
+/// it does): INT8 from 8.0 or FP8 E4M3 from 8.9, NHWC, one group, C and K multiples of 16
+/// (16-byte rows), sizes within 32 bits.
+inline std::string quantized_kernel_refusal(const conv_problem& p, int major, int minor) {
   const int capability = major * 10 + minor;
   if (p.dtype == numerics::int8) {
-    if (capability < 80) return "gpucmp's 1x1 kernel needs compute capability 8.0 for INT8 mma.sync";
+    if (capability < 80) return "gpucmp's kernel needs compute capability 8.0 for INT8 mma.sync";
   } else if (p.dtype == numerics::fp8_e4m3) {
-    if (capability < 89) return "gpucmp's 1x1 kernel needs compute capability 8.9 for FP8 mma.sync";
+    if (capability < 89) return "gpucmp's kernel needs compute capability 8.9 for FP8 mma.sync";
   } else {
-    return std::string("gpucmp's 1x1 kernel runs INT8 and FP8 E4M3 layers, not ") + to_string(p.dtype);
+    return std::string("gpucmp's kernel runs INT8 and FP8 E4M3 layers, not ") + to_string(p.dtype);
   }
-  if (p.layout != conv_layout::nhwc) return "gpucmp's 1x1 kernel needs NHWC";
-  if (p.r != 1 || p.s != 1 || p.pad_h != 0 || p.pad_w != 0 || p.dilation_h != 1 || p.dilation_w != 1 || p.groups != 1) {
-    return "gpucmp's 1x1 kernel runs 1x1, unpadded, undilated, ungrouped convolutions only";
-  }
-  if (p.c % 16 != 0 || p.k % 16 != 0) return "gpucmp's 1x1 kernel needs C and K multiples of 16";
-  if (p.c > (1 << 20) || p.k > (1 << 20) || double(p.n) * double(p.p()) * double(p.q()) > 2e9) {
-    return "gpucmp's 1x1 kernel needs C, K and the output's pixels within 32 bits";
+  if (p.layout != conv_layout::nhwc) return "gpucmp's kernel needs NHWC";
+  if (p.groups != 1) return "gpucmp's kernel runs ungrouped convolutions only";
+  if (p.c % 16 != 0 || p.k % 16 != 0) return "gpucmp's kernel needs C and K multiples of 16";
+  if (double(p.n) * double(p.h) * double(p.w) * double(p.c) > 2e9 || double(p.k) * double(p.r * p.s * p.c) > 2e9 ||
+      double(p.n) * double(p.p()) * double(p.q()) > 2e9) {
+    return "gpucmp's kernel needs x, w and the output's pixels within 32 bits";
   }
   return "";
 }
 
-/// The tiles gpucmp's 1x1 kernel runs one (shape, epilogue) with: the candidates of its path.
-class quantized_1x1_kernels {
+/// The tiles gpucmp's kernel runs one (shape, epilogue) with: the candidates of its path.
+class quantized_conv_kernels {
  public:
   /// Throws unsupported naming why when the current device cannot run `p` this way
-  /// (quantized_1x1_refusal). Tiles more than twice as wide as K are left out, all but the
+  /// (quantized_kernel_refusal). Tiles more than twice as wide as K are left out, all but the
   /// narrowest.
-  quantized_1x1_kernels(const conv_problem& p, bool relu) : m_problem(p), m_relu(relu) {
+  quantized_conv_kernels(const conv_problem& p, bool relu) : m_problem(p), m_relu(relu) {
     int device = 0, major = 0, minor = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    if (const std::string why = quantized_1x1_refusal(p, major, minor); !why.empty()) throw unsupported(why);
-    int narrowest = quantized_1x1_tiles[0].bn;
-    for (const quantized_1x1_tile& t : quantized_1x1_tiles) narrowest = std::min(narrowest, t.bn);
-    for (std::size_t i = 0; i < std::size(quantized_1x1_tiles); ++i) {
-      const quantized_1x1_tile& t = quantized_1x1_tiles[i];
+    if (const std::string why = quantized_kernel_refusal(p, major, minor); !why.empty()) throw unsupported(why);
+    int narrowest = quantized_kernel_tiles[0].bn;
+    for (const quantized_kernel_tile& t : quantized_kernel_tiles) narrowest = std::min(narrowest, t.bn);
+    for (std::size_t i = 0; i < std::size(quantized_kernel_tiles); ++i) {
+      const quantized_kernel_tile& t = quantized_kernel_tiles[i];
       if (t.bn > 2 * p.k && t.bn != narrowest) continue;
       on_tile(i, [](auto launcher) { decltype(launcher)::prepare(); });
       m_tiles.push_back(i);
@@ -371,22 +380,22 @@ class quantized_1x1_kernels {
   std::size_t size() const noexcept { return m_tiles.size(); }
   /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, mma.sync m16n8k32 s8".
   std::string describe(std::size_t i) const {
-    const quantized_1x1_tile& t = quantized_1x1_tiles[m_tiles.at(i)];
+    const quantized_kernel_tile& t = quantized_kernel_tiles[m_tiles.at(i)];
     return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64 tile, " + std::to_string(t.warps_m) + "x" +
            std::to_string(t.warps_n) + " warps, " + std::to_string(t.stages) + " stages, mma.sync m16n8k32 " +
            (m_problem.dtype == numerics::int8 ? "s8" : "e4m3");
   }
   /// Whether `o`'s tensors suit the kernel's 16-byte loads and stores.
-  static bool aligned(const quantized_1x1_operands& o) noexcept {
+  static bool aligned(const quantized_kernel_operands& o) noexcept {
     auto at16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     return at16(o.x) && at16(o.w) && at16(o.y) && (o.z == nullptr || at16(o.z));
   }
 
   /// Enqueues candidate `i` on `stream`.
-  void launch(std::size_t i, const quantized_1x1_operands& o, cudaStream_t stream) const {
-    if (!aligned(o)) throw invalid_argument("quantized 1x1 kernel: x, w, y and z must be 16-byte aligned");
+  void launch(std::size_t i, const quantized_kernel_operands& o, cudaStream_t stream) const {
+    if (!aligned(o)) throw invalid_argument("gpucmp's quantized conv kernel: x, w, y and z must be 16-byte aligned");
     const conv_problem& p = m_problem;
-    detail::quantized_1x1_args a{};
+    detail::quantized_kernel_args a{};
     a.x = static_cast<const unsigned char*>(o.x);
     a.w = static_cast<const unsigned char*>(o.w);
     a.z = static_cast<const unsigned char*>(o.z);
@@ -402,8 +411,14 @@ class quantized_1x1_kernels {
     a.width = int(p.w);
     a.p = int(p.p());
     a.q = int(p.q());
+    a.r = int(p.r);
+    a.s = int(p.s);
     a.stride_h = int(p.stride_h);
     a.stride_w = int(p.stride_w);
+    a.pad_h = int(p.pad_h);
+    a.pad_w = int(p.pad_w);
+    a.dilation_h = int(p.dilation_h);
+    a.dilation_w = int(p.dilation_w);
     a.relu = m_relu;
     on_tile(m_tiles.at(i), [&](auto launcher) { decltype(launcher)::launch(a, stream); });
   }
@@ -412,15 +427,15 @@ class quantized_1x1_kernels {
   template <class F>
   void on_tile(std::size_t tile, F&& f) const {
     if (m_problem.dtype == numerics::int8) {
-      detail::with_quantized_1x1_tile<std::int8_t>(tile, f);
+      detail::with_quantized_kernel_tile<std::int8_t>(tile, f);
     } else {
-      detail::with_quantized_1x1_tile<__nv_fp8_e4m3>(tile, f);
+      detail::with_quantized_kernel_tile<__nv_fp8_e4m3>(tile, f);
     }
   }
 
   conv_problem m_problem;
   bool m_relu;
-  std::vector<std::size_t> m_tiles;  // indices into quantized_1x1_tiles
+  std::vector<std::size_t> m_tiles;  // indices into quantized_kernel_tiles
 };
 
 }  // namespace gpucmp
