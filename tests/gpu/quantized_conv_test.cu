@@ -269,10 +269,11 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
     gpucmp::conv_problem dilated = layer(t, 32, 48, 3, 1);  // taps 2 apart, padding 2 (edges read zeros)
     dilated.dilation_h = dilated.dilation_w = 2;
     dilated.pad_h = dilated.pad_w = 2;
-    gpucmp::conv_problem stem_like = layer(t, 16, 64, 7, 2);  // 7x7, stride 2, padding 3
+    gpucmp::conv_problem stem_like = layer(t, 16, 64, 7, 2);  // 7x7, stride 2, padding 3: four taps a block
     stem_like.h = stem_like.w = 20;
+    gpucmp::conv_problem straddling = layer(t, 48, 32, 3, 1);  // blocks of 64 across taps of 48 channels
     for (const gpucmp::conv_problem& p : {widening, layer(t, 256, 64, 1, 1), deep, odd, layer(t, 64, 64, 3, 1),
-                                          layer(t, 128, 128, 3, 2), dilated, stem_like}) {
+                                          layer(t, 128, 128, 3, 2), dilated, stem_like, straddling}) {
       for (double headroom : {1.5, 0.25}) {  // 0.25: real values past the format's top saturate
         quantized_buffers buf(p, headroom, s.get());
         for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{false, true}, gpucmp::conv_epilogue{true, true},

@@ -4,9 +4,10 @@
 // gpucmp's own tensor-core kernel for a quantized convolution (INT8, and FP8 E4M3 from compute
 // capability 8.9): one of the ways models/quantized_conv.cuh runs a layer. In NHWC with KRSC
 // filters a convolution is an implicit GEMM, y (pixels x K) = x' (pixels x R S C) w^T, whose
-// operands are C-contiguous, which is mma.sync's "row.col" layout: each block of 64 reduced
-// channels is one filter tap's 64 channels, read straight from x at the pixel the tap, stride
-// and padding point to (zeros outside). The whole epilogue runs before anything is written:
+// operands are contiguous along the reduction (tap, channel), which is mma.sync's "row.col"
+// layout: each 16-byte piece of a block of 64 reduced elements is 16 channels of one filter
+// tap, read straight from x at the pixel the tap, stride and padding point to (zeros outside),
+// so a 3x3 layer over 64 channels reduces one tap per block and a stem over 16 four. The whole epilogue runs before anything is written:
 //   y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale)) * output_scale)
 // Why a kernel of our own: ResNet-50's first stage is memory-bound (C or K 64, 56x56 pixels),
 // and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
@@ -46,7 +47,7 @@ struct quantized_kernel_operands {
   const float* output_scale = nullptr;  ///< 1
 };
 
-/// A block's tile: BM pixels x BN output channels, reduced 64 channels of one filter tap at a
+/// A block's tile: BM pixels x BN output channels, reduced 64 elements (filter tap, channel) at a
 /// time through `stages` shared-memory buffers, by warps_m x warps_n warps.
 struct quantized_kernel_tile {
   int bm, bn, warps_m, warps_n, stages;
@@ -69,10 +70,11 @@ struct quantized_kernel_args {
   const float* output_scale;
   std::int64_t pixels;      // N x P x Q: the GEMM's rows
   int c, k;                 // input channels, output channels
+  int reduction;            // R x S x C: the GEMM's inner dimension, w's row
   int height, width, p, q;  // input and output planes
   int r, s;                 // filter taps
   int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  int stages_used;  // min(stages, the blocks of 64 reduced channels): the buffers the shared memory holds
+  int stages_used;  // min(stages, the blocks of 64 reduced elements): the buffers the shared memory holds
   bool relu;
 };
 
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
   const int warp_m = (warp / WN) * warp_rows, warp_n = (warp % WN) * warp_cols;
   const std::int64_t m0 = std::int64_t(blockIdx.y) * BM;
   const int n0 = blockIdx.x * BN;
-  const int c_blocks = (a.c + 63) / 64, k_tiles = a.r * a.s * c_blocks;
+  const int k_tiles = (a.reduction + 63) / 64;
 
   // Where this thread's rows of x start before a tap moves them (row -1: past the tensor),
   // and its rows of w (-1: past K); their pieces outside x or C are loaded as zeros.
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
 #pragma unroll
   for (int j = 0; j < b_loads; ++j) {
     const int channel = n0 + tid / 4 + j * (threads / 4);
-    w_row[j] = channel < a.k ? std::int64_t(channel) * a.r * a.s * a.c : -1;
+    w_row[j] = channel < a.k ? std::int64_t(channel) * a.reduction : -1;
   }
 
   // z's tile first, into the tile y leaves from: it arrives while the sums are made.
@@ -186,25 +188,26 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
   }
   commit_async();
 
-  // Reduction block kt: filter tap kt / c_blocks, its channels from 64 (kt % c_blocks).
+  // Reduction block kt: this thread's piece is 16 channels from `at` of filter tap `tap` (C is a
+  // multiple of 16: a piece never straddles two taps).
   auto load_tile = [&](int kt, int stage) {
     unsigned char* xs = shared + stage * stage_bytes;
     unsigned char* ws = xs + BM * row_bytes;
-    const int tap = kt / c_blocks, dy = (tap / a.s) * a.dilation_h, dx = (tap % a.s) * a.dilation_w;
-    const int at = (kt - tap * c_blocks) * 64 + piece * 16;
-    const bool in_c = at < a.c;  // C is a multiple of 16: a piece is all in or all out
+    const int flat = kt * 64 + piece * 16, tap = flat / a.c, at = flat - tap * a.c;
+    const int dy = (tap / a.s) * a.dilation_h, dx = (tap % a.s) * a.dilation_w;
+    const bool in_reduction = flat < a.reduction;
 #pragma unroll
     for (int i = 0; i < a_loads; ++i) {
       const int y = x_top[i] + dy, x = x_left[i] + dx;
-      const bool valid = in_c && x_image[i] >= 0 && y >= 0 && y < a.height && x >= 0 && x < a.width;
+      const bool valid = in_reduction && x_image[i] >= 0 && y >= 0 && y < a.height && x >= 0 && x < a.width;
       const unsigned char* from = valid ? a.x + ((std::int64_t(x_image[i]) * a.height + y) * a.width + x) * a.c + at : a.x;
       copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16), from, valid);
     }
 #pragma unroll
     for (int j = 0; j < b_loads; ++j) {
-      const bool valid = in_c && w_row[j] >= 0;
+      const bool valid = in_reduction && w_row[j] >= 0;
       copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16),
-                    valid ? a.w + w_row[j] + std::int64_t(tap) * a.c + at : a.w, valid);
+                    valid ? a.w + w_row[j] + flat : a.w, valid);
     }
   };
 #pragma unroll
@@ -312,7 +315,7 @@ struct quantized_kernel_launcher {
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
   }
   static void launch(quantized_kernel_args a, cudaStream_t stream) {
-    a.stages_used = std::min(Stages, a.r * a.s * ((a.c + 63) / 64));
+    a.stages_used = std::min(Stages, (a.reduction + 63) / 64);
     const dim3 grid(unsigned((a.k + BN - 1) / BN), unsigned((a.pixels + BM - 1) / BM));
     quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages><<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
     GPUCMP_CUDA_CHECK_LAST("quantized_conv_kernel");
@@ -407,6 +410,7 @@ class quantized_conv_kernels {
     a.pixels = p.n * p.p() * p.q();
     a.c = int(p.c);
     a.k = int(p.k);
+    a.reduction = int(p.r * p.s * p.c);
     a.height = int(p.h);
     a.width = int(p.w);
     a.p = int(p.p());
