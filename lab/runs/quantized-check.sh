@@ -19,6 +19,12 @@
 #   modes     lab/probes/matmul_1x1_modes: which cuBLASLt matmuls run a 1x1 INT8 or FP8 layer
 #             whole, verified and timed beside FP16, at GPUCMP_MODES_BATCHES (default 32 256), in modes.md
 #             and as a table in modes_table.md
+#   tiles     lab/probes/quantized_kernel_tiles: each tile of gpucmp's implicit GEMM beside cuDNN's
+#             fused graph on ResNet-50's distinct layers at GPUCMP_TILES_BATCHES (default 32 256) in
+#             GPUCMP_TILES_FORMATS (default int8 fp8), in tiles.md
+#   ncu       Nsight Compute's sections (speed of light, memory, warp states, occupancy) on the
+#             first GPUCMP_NCU_LAUNCHES (default 12) launches of gpucmp's kernel in the layers
+#             GPUCMP_NCU_LAYERS names (default layer1.x.conv3), batch 32 INT8, in ncu.txt
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -37,7 +43,7 @@ printf '{"commit": "%s", "date": "%s", "gpu": "%s"}\n' "$commit" "$(date -u +%F)
   "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
   { GPUCMP_EXTRA_CMAKE_ARGS="${GPUCMP_EXTRA_CMAKE_ARGS:-} -DGPUCMP_BUILD_TESTS=ON -DGPUCMP_BUILD_BENCHMARKS=ON -DGPUCMP_BUILD_LAB=ON" \
-      gpucmp_configure && gpucmp_build --target ${GPUCMP_BUILD_TARGETS:-gpucmp_models_tests conv_layers resnet50 int8_conv_sums matmul_1x1_modes}; } > "$work/build.log" 2>&1 ||
+      gpucmp_configure && gpucmp_build --target ${GPUCMP_BUILD_TARGETS:-gpucmp_models_tests conv_layers resnet50 int8_conv_sums matmul_1x1_modes quantized_kernel_tiles}; } > "$work/build.log" 2>&1 ||
     { status=1; tail -30 "$work/build.log"; stamp build; exit 1; }
   stamp build
 fi
@@ -88,5 +94,26 @@ if part modes; then
   python3 "$repo_root/lab/runs/quantized-tables.py" modes "$work/modes.md" > "$work/modes_table.md" || status=1
   cat "$work/modes_table.md"
   stamp modes
+fi
+if part tiles; then
+  for format in ${GPUCMP_TILES_FORMATS:-int8 fp8}; do
+    for batch in ${GPUCMP_TILES_BATCHES:-32 256}; do
+      timeout "${GPUCMP_TILES_TIMEOUT:-150}" "$build_dir/lab/quantized_kernel_tiles" "$batch" "$format" >> "$work/tiles.md" \
+        2>> "$work/tiles.log" || status=1
+      echo >> "$work/tiles.md"
+    done
+  done
+  cat "$work/tiles.md"
+  stamp tiles
+fi
+if part ncu; then
+  # --clock-control none: the clocks stay as they are (the device tool's rule).
+  timeout "${GPUCMP_NCU_TIMEOUT:-240}" ncu --clock-control none --kernel-name regex:quantized_conv_kernel \
+    --launch-count "${GPUCMP_NCU_LAUNCHES:-12}" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+    "$build_dir/lab/quantized_kernel_tiles" 32 int8 "${GPUCMP_NCU_LAYERS:-layer1.x.conv3}" > "$work/ncu.txt" 2>&1 || status=1
+  grep -E "quantized_conv_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall" \
+    "$work/ncu.txt" | head -80
+  stamp ncu
 fi
 exit $status

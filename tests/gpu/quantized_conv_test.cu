@@ -314,7 +314,7 @@ TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][m
   const cudnn_handle dnn = make_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 40, 64, 1, 1), {}, 2, 0, kernel_only),
-                    GPUCMP_CONTAINS("gpucmp kernel: gpucmp's kernel needs C and K multiples of 16"));
+                    GPUCMP_CONTAINS("gpucmp's kernel needs C and K multiples of 16"));
   gpucmp::conv_problem grouped = layer(gpucmp::numerics::int8, 64, 64, 3, 1);
   grouped.groups = 2;
   CHECK(gpucmp::quantized_kernel_refusal(grouped, 9, 0).find("ungrouped") != std::string::npos);
