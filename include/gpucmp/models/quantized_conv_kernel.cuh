@@ -7,7 +7,8 @@
 // operands are contiguous along the reduction (tap, channel), which is mma.sync's "row.col"
 // layout: each 16-byte piece of a block of 64 reduced elements is 16 channels of one filter
 // tap, read straight from x at the pixel the tap, stride and padding point to (zeros outside),
-// so a 3x3 layer over 64 channels reduces one tap per block and a stem over 16 four. The whole epilogue runs before anything is written:
+// so a 3x3 layer over 64 channels reduces one tap per block and a stem over 16 four. The whole
+// epilogue runs before anything is written:
 //   y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale)) * output_scale)
 // Why a kernel of our own: ResNet-50's first stage is memory-bound (C or K 64, 56x56 pixels),
 // and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
@@ -153,22 +154,25 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
   const int n0 = blockIdx.x * BN;
   const int k_tiles = (a.reduction + 63) / 64;
 
-  // Where this thread's rows of x start before a tap moves them (row -1: past the tensor),
-  // and its rows of w (-1: past K); their pieces outside x or C are loaded as zeros.
+  // Where this thread's rows of x start before a tap moves them (the offset of the pixel at
+  // tap (0, 0), which may lie in the padding; image -1: past the tensor), and its rows of w
+  // (-1: past K); their pieces outside x or the reduction are loaded as zeros.
   const int piece = tid % 4;
   int x_image[a_loads], x_top[a_loads], x_left[a_loads];
-  std::int64_t w_row[b_loads];
+  std::int64_t x_row[a_loads], w_row[b_loads];
   const std::int64_t plane = std::int64_t(a.p) * a.q;
 #pragma unroll
   for (int i = 0; i < a_loads; ++i) {
     const std::int64_t m = m0 + tid / 4 + i * (threads / 4);
     x_image[i] = -1;
     x_top[i] = x_left[i] = 0;
+    x_row[i] = 0;
     if (m < a.pixels) {
       const std::int64_t n = m / plane, in_plane = m - n * plane, pp = in_plane / a.q, qq = in_plane - pp * a.q;
       x_image[i] = int(n);
       x_top[i] = int(pp) * a.stride_h - a.pad_h;
       x_left[i] = int(qq) * a.stride_w - a.pad_w;
+      x_row[i] = ((n * a.height + x_top[i]) * a.width + x_left[i]) * a.c;
     }
   }
 #pragma unroll
@@ -188,20 +192,22 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
   }
   commit_async();
 
-  // Reduction block kt: this thread's piece is 16 channels from `at` of filter tap `tap` (C is a
-  // multiple of 16: a piece never straddles two taps).
-  auto load_tile = [&](int kt, int stage) {
+  // The blocks load in order, so this thread's piece walks the reduction with a cursor: 16
+  // channels from `at` of filter tap (tap_r, tap_s), `flat` elements in (C is a multiple of 16:
+  // a piece never straddles two taps). No division per block.
+  int flat = piece * 16, tap = flat / a.c, at = flat - tap * a.c, tap_r = tap / a.s, tap_s = tap - tap_r * a.s;
+  auto load_tile = [&](int stage) {
     unsigned char* xs = shared + stage * stage_bytes;
     unsigned char* ws = xs + BM * row_bytes;
-    const int flat = kt * 64 + piece * 16, tap = flat / a.c, at = flat - tap * a.c;
-    const int dy = (tap / a.s) * a.dilation_h, dx = (tap % a.s) * a.dilation_w;
+    const int dy = tap_r * a.dilation_h, dx = tap_s * a.dilation_w;
+    const std::int64_t moved = (std::int64_t(dy) * a.width + dx) * a.c + at;  // the tap's offset, the same for every row
     const bool in_reduction = flat < a.reduction;
 #pragma unroll
     for (int i = 0; i < a_loads; ++i) {
       const int y = x_top[i] + dy, x = x_left[i] + dx;
       const bool valid = in_reduction && x_image[i] >= 0 && y >= 0 && y < a.height && x >= 0 && x < a.width;
-      const unsigned char* from = valid ? a.x + ((std::int64_t(x_image[i]) * a.height + y) * a.width + x) * a.c + at : a.x;
-      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16), from, valid);
+      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16),
+                    valid ? a.x + x_row[i] + moved : a.x, valid);
     }
 #pragma unroll
     for (int j = 0; j < b_loads; ++j) {
@@ -209,10 +215,17 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
       copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16),
                     valid ? a.w + w_row[j] + flat : a.w, valid);
     }
+    flat += 64;
+    for (at += 64; at >= a.c; at -= a.c) {
+      if (++tap_s == a.s) {
+        tap_s = 0;
+        ++tap_r;
+      }
+    }
   };
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
-    if (s < k_tiles) load_tile(s, s);
+    if (s < k_tiles) load_tile(s);
     commit_async();
   }
 
@@ -227,7 +240,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
   for (int kt = 0; kt < k_tiles; ++kt) {
     wait_async<Stages - 2>();  // z and tiles 0..kt have landed
     __syncthreads();           // and every warp is done with the buffer the next load refills
-    if (kt + Stages - 1 < k_tiles) load_tile(kt + Stages - 1, (kt + Stages - 1) % Stages);
+    if (kt + Stages - 1 < k_tiles) load_tile((kt + Stages - 1) % Stages);  // block kt + Stages - 1, in order
     commit_async();
     const unsigned char* xs = shared + (kt % Stages) * stage_bytes;
     const unsigned char* ws = xs + BM * row_bytes;
