@@ -100,7 +100,8 @@ timed run_path(cudnnHandle_t handle, const gpucmp::conv_problem& p, const gpucmp
   timed t;
   std::shared_ptr<gpucmp::quantized_conv_candidates> set;
   try {
-    set = std::make_shared<gpucmp::quantized_conv_candidates>(handle, p, e, 8, ws.bytes(), std::vector<gpucmp::fusion_path>{path});
+    set = std::make_shared<gpucmp::quantized_conv_candidates>(handle, p, e, 8, ws.bytes(),
+                                                              std::vector<gpucmp::fusion_path>{path});
   } catch (const gpucmp::unsupported& u) {
     t.failures = u.what();
     return t;
@@ -181,8 +182,8 @@ int main(int argc, char** argv) {
         std::snprintf(tops, sizeof tops, "%.0f", ops_count / (g * 1e6));
       }
       if (d > 0 && g > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", d / g);
-      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", l.name, p.shape_name().c_str(), dnn_cell, g_cell, ratio, rate, tops,
-                  tiles.c_str());
+      std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", l.name, p.shape_name().c_str(), dnn_cell, g_cell, ratio, rate,
+                  tops, tiles.c_str());
       if (!dnn.failures.empty() || !own.failures.empty()) {
         std::fprintf(stderr, "%s: cuDNN: %s; gpucmp: %s\n", l.name, dnn.failures.c_str(), own.failures.c_str());
       }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -65,6 +66,21 @@ gpucmp::conv_problem layer(gpucmp::numerics t, std::int64_t c, std::int64_t k, s
   p.stride_h = p.stride_w = stride;
   p.dtype = t;
   return p;
+}
+
+// A search over every candidate of `set`, a layer with a residual and ReLU on `buf`'s operands:
+// some candidates but not all are of the path whose descriptions start with `path`, and the
+// choice verifies at every output.
+void check_search_among_all(std::shared_ptr<gpucmp::quantized_conv_candidates> set, quantized_buffers& buf, const char* path,
+                            cudaStream_t s) {
+  gpucmp::quantized_conv q(std::move(set), buf.tensors(true), buf.ws.data(), buf.ws.bytes());
+  std::size_t on_path = 0;
+  for (std::size_t i = 0; i < q.candidate_count(); ++i) on_path += q.describe_candidate(i).rfind(path, 0) == 0;
+  CHECK(on_path >= 1);
+  CHECK(on_path < q.candidate_count());
+  gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
+  INFO(q.algorithm().describe());
+  CHECK(q.verify(s, true).passed());
 }
 
 }  // namespace
@@ -210,14 +226,7 @@ TEST_CASE("a 1x1 INT8 layer runs as one cuBLASLt matmul: every candidate verifie
   quantized_buffers buf(p, 1.5, s.get());
   auto all = std::make_shared<gpucmp::quantized_conv_candidates>(libraries, p, gpucmp::conv_epilogue{true, true}, 4,
                                                                   buf.ws.bytes());
-  gpucmp::quantized_conv q(all, buf.tensors(true), buf.ws.data(), buf.ws.bytes());
-  std::size_t matmuls = 0;
-  for (std::size_t i = 0; i < q.candidate_count(); ++i) matmuls += q.describe_candidate(i).rfind("cuBLASLt", 0) == 0;
-  CHECK(matmuls >= 1);
-  CHECK(matmuls < q.candidate_count());
-  gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
-  INFO(q.algorithm().describe());
-  CHECK(q.verify(s.get(), true).passed());
+  check_search_among_all(all, buf, "cuBLASLt", s.get());
 }
 
 TEST_CASE("the matmul path refuses what it cannot run, by name", "[gpu][models][quantized]") {
@@ -294,18 +303,12 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
     }
   }
   // Beside cuDNN's paths the search picks by time, and its choice verifies.
-  for (const gpucmp::conv_problem& p : {layer(gpucmp::numerics::int8, 64, 256, 1, 1), layer(gpucmp::numerics::int8, 64, 64, 3, 1)}) {
+  for (const gpucmp::conv_problem& p :
+       {layer(gpucmp::numerics::int8, 64, 256, 1, 1), layer(gpucmp::numerics::int8, 64, 64, 3, 1)}) {
     quantized_buffers buf(p, 1.5, s.get());
     auto all = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), p, gpucmp::conv_epilogue{true, true}, 4,
                                                                     buf.ws.bytes(), gpucmp::quantized_fusion_paths());
-    gpucmp::quantized_conv q(all, buf.tensors(true), buf.ws.data(), buf.ws.bytes());
-    std::size_t kernels = 0;
-    for (std::size_t i = 0; i < q.candidate_count(); ++i) kernels += q.describe_candidate(i).rfind("gpucmp implicit", 0) == 0;
-    CHECK(kernels >= 1);
-    CHECK(kernels < q.candidate_count());
-    gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
-    INFO(q.algorithm().describe());
-    CHECK(q.verify(s.get(), true).passed());
+    check_search_among_all(all, buf, "gpucmp implicit GEMM", s.get());
   }
 }
 
@@ -313,13 +316,15 @@ TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][m
   gpucmp::stream s;
   const cudnn_handle dnn = make_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
-  CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 40, 64, 1, 1), {}, 2, 0, kernel_only),
-                    GPUCMP_CONTAINS("gpucmp's kernel needs C and K multiples of 16"));
+  CHECK_THROWS_WITH(
+      gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 40, 64, 1, 1), {}, 2, 0, kernel_only),
+      GPUCMP_CONTAINS("gpucmp's kernel needs C and K multiples of 16"));
   gpucmp::conv_problem grouped = layer(gpucmp::numerics::int8, 64, 64, 3, 1);
   grouped.groups = 2;
   CHECK(gpucmp::quantized_kernel_refusal(grouped, 9, 0).find("ungrouped") != std::string::npos);
   CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp8_e4m3, 64, 64, 1, 1), 8, 6).find("8.9") != std::string::npos);
-  CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp16, 64, 64, 1, 1), 9, 0).find("not fp16") != std::string::npos);
+  CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp16, 64, 64, 1, 1), 9, 0).find("not fp16") !=
+        std::string::npos);
   CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::int8, 64, 64, 3, 2), 9, 0).empty());
   // Tensors off 16-byte alignment leave the kernel nothing to run, and say so.
   const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 64, 1, 1);

@@ -246,7 +246,8 @@ class fused_conv_candidates {
     m_problem.validate();
     for (fusion_path quantized_only : {fusion_path::cublaslt_matmul, fusion_path::gpucmp_implicit_gemm}) {
       if (std::find(paths.begin(), paths.end(), quantized_only) != paths.end()) {
-        throw invalid_argument("fused conv " + name() + ": the " + to_string(quantized_only) + " path runs quantized layers only");
+        throw invalid_argument("fused conv " + name() + ": the " + to_string(quantized_only) +
+                               " path runs quantized layers only");
       }
     }
     create_legacy_descriptors();

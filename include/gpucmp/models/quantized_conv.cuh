@@ -217,7 +217,8 @@ struct quantized_conv_libraries {
 
 /// Every way a quantized layer runs, in the order candidates are listed.
 inline std::vector<fusion_path> quantized_fusion_paths() {
-  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul, fusion_path::gpucmp_implicit_gemm};
+  return {fusion_path::fused_graph, fusion_path::conv_then_kernel, fusion_path::cublaslt_matmul,
+          fusion_path::gpucmp_implicit_gemm};
 }
 
 /// One layer's tensors as each path takes them: the cuDNN graphs' variant pack, the matmul's
@@ -230,8 +231,8 @@ struct quantized_conv_binding {
 
 /// Every way to run one quantized (shape, epilogue): the fused graph's plans, the plain
 /// convolution's (each followed by gpucmp's epilogue kernel), for 1x1 INT8 layers cuBLASLt's
-/// matmuls, and the tiles of gpucmp's own kernel. Shared by the layers of that shape; the algorithms are described as a
-/// fused layer's (fused_conv_algorithm).
+/// matmuls, and the tiles of gpucmp's own kernel. Shared by the layers of that shape; the
+/// algorithms are described as a fused layer's (fused_conv_algorithm).
 class quantized_conv_candidates {
  public:
   /// Checks the problem (one of quantized_conv_numerics, NHWC; invalid_argument or unsupported
@@ -451,7 +452,7 @@ class quantized_conv_candidates {
   conv_epilogue m_epilogue;
   std::shared_ptr<const cudnn_graph> m_fused_graph, m_plain_graph;  // null where cuDNN refused it
   std::shared_ptr<const matmul_conv_candidates> m_matmul;             // null without the matmul path
-  std::shared_ptr<const quantized_conv_kernels> m_kernels;             // null without gpucmp's kernel
+  std::shared_ptr<const quantized_conv_kernels> m_kernels;            // null without gpucmp's kernel
   std::vector<candidate> m_all;
 };
 
