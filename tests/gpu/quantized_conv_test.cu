@@ -68,6 +68,20 @@ gpucmp::conv_problem layer(gpucmp::numerics t, std::int64_t c, std::int64_t k, s
   return p;
 }
 
+// Each candidate of `q` (all of the path whose descriptions start with `path`) verified at every
+// output, on operands made with `headroom` (named in the messages).
+void check_every_candidate(gpucmp::quantized_conv& q, double headroom, const char* path, cudaStream_t s) {
+  const gpucmp::conv_problem& p = q.candidates().problem();
+  for (std::size_t i = 0; i < q.candidate_count(); ++i) {
+    q.select(i, s);
+    const gpucmp::verification v = q.verify(s, true);
+    INFO(q.name() << " headroom " << headroom << ": " << q.describe_candidate(i) << ": " << v.summary());
+    CHECK(v.passed());
+    CHECK(v.checked == std::size_t(p.y_elements()));
+    CHECK(q.describe_candidate(i).rfind(path, 0) == 0);
+  }
+}
+
 // A search over every candidate of `set`, a layer with a residual and ReLU on `buf`'s operands:
 // some candidates but not all are of the path whose descriptions start with `path`, and the
 // choice verifies at every output.
@@ -207,14 +221,7 @@ TEST_CASE("a 1x1 INT8 layer runs as one cuBLASLt matmul: every candidate verifie
         auto set = std::make_shared<gpucmp::quantized_conv_candidates>(libraries, p, e, 4, buf.ws.bytes(), matmul_only);
         REQUIRE(set->size() >= 1);
         gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
-        for (std::size_t i = 0; i < q.candidate_count(); ++i) {
-          q.select(i, s.get());
-          const gpucmp::verification v = q.verify(s.get(), true);
-          INFO(set->name() << " headroom " << headroom << ": " << q.describe_candidate(i) << ": " << v.summary());
-          CHECK(v.passed());
-          CHECK(v.checked == std::size_t(p.y_elements()));
-          CHECK(q.describe_candidate(i).rfind("cuBLASLt matmul: algo ", 0) == 0);
-        }
+        check_every_candidate(q, headroom, "cuBLASLt matmul: algo ", s.get());
         gpucmp::search(q, gpucmp::shared_engine(), gpucmp_test::paced(gpucmp::network_options::fast_search()));
         CHECK(q.algorithm().path == gpucmp::fusion_path::cublaslt_matmul);
         CHECK(q.verify(s.get(), true).passed());
@@ -290,14 +297,7 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
           auto set = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), p, e, 4, buf.ws.bytes(), kernel_only);
           REQUIRE(set->size() >= 1);
           gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
-          for (std::size_t i = 0; i < q.candidate_count(); ++i) {
-            q.select(i, s.get());
-            const gpucmp::verification v = q.verify(s.get(), true);
-            INFO(set->name() << " headroom " << headroom << ": " << q.describe_candidate(i) << ": " << v.summary());
-            CHECK(v.passed());
-            CHECK(v.checked == std::size_t(p.y_elements()));
-            CHECK(q.describe_candidate(i).rfind("gpucmp implicit GEMM: ", 0) == 0);
-          }
+          check_every_candidate(q, headroom, "gpucmp implicit GEMM: ", s.get());
         }
       }
     }
