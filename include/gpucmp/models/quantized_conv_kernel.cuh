@@ -12,7 +12,7 @@
 //   y = quantize(act(sum * dequantize[k] + bias[k] (+ z * z_scale)) * output_scale)
 // Why a kernel of our own: ResNet-50's first stage is memory-bound (C or K 64, 56x56 pixels),
 // and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
-// than FP16 (docs/results/h100-quantized.md). Here each block streams x and w through a
+// than FP16 (docs/results/h100-quantized.md; this kernel's first run there was no faster yet). Here each block streams x and w through a
 // multi-stage cp.async pipeline while it prefetches its tile of z, then adds, rounds and
 // stores y in 16-byte rows from shared memory. Its tile shapes are the candidates; the
 // layer's search times them beside cuDNN's plans and keeps the fastest that verifies.
@@ -35,16 +35,16 @@
 
 namespace gpucmp {
 
-/// The pointers one launch reads and writes (NHWC; w K x C), and the layer's scales as
+/// The pointers one launch reads and writes (NHWC; w K x R x S x C), and the layer's scales as
 /// quantized_conv_tensors holds them. `z` and `z_scale` are null without a residual.
 struct quantized_kernel_operands {
   const void* x = nullptr;
   const void* w = nullptr;
   const void* z = nullptr;
   void* y = nullptr;
-  const float* dequantize = nullptr;  ///< K
-  const float* bias = nullptr;        ///< K
-  const float* z_scale = nullptr;     ///< 1
+  const float* dequantize = nullptr;    ///< K
+  const float* bias = nullptr;          ///< K
+  const float* z_scale = nullptr;       ///< 1
   const float* output_scale = nullptr;  ///< 1
 };
 
@@ -56,7 +56,8 @@ struct quantized_kernel_tile {
 
 /// The tiles a layer's search tries, widest output first. 64 x 256 reads each input row once
 /// for K = 256; 128 x 64 keeps K = 64 layers' tiles full.
-inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {{128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};
+inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {
+    {128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};  // as with_quantized_kernel_tile instantiates them
 
 namespace detail {
 
