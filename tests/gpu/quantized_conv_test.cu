@@ -326,6 +326,9 @@ TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][m
   CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::fp16, 64, 64, 1, 1), 9, 0).find("not fp16") !=
         std::string::npos);
   CHECK(gpucmp::quantized_kernel_refusal(layer(gpucmp::numerics::int8, 64, 64, 3, 2), 9, 0).empty());
+  gpucmp::conv_problem far = layer(gpucmp::numerics::int8, 64, 64, 3, 1);
+  far.dilation_w = 1 << 19;
+  CHECK(gpucmp::quantized_kernel_refusal(far, 9, 0).find("2^20 pixels") != std::string::npos);
   // Tensors off 16-byte alignment leave the kernel nothing to run, and say so.
   const gpucmp::conv_problem p = layer(gpucmp::numerics::int8, 64, 64, 1, 1);
   quantized_buffers buf(p, 1.5, s.get());

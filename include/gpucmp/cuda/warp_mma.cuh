@@ -2,8 +2,10 @@
 // SPDX-FileCopyrightText: gpucmp contributors
 //
 // A warp's tensor-core matrix multiply (mma.sync m16n8k16, FP16 or BF16 in, FP32 out, sm_80
-// on) and the shared-memory loads that fill its fragments (ldmatrix). A kernel that needs a few
-// small products a warp (attention for one query token) uses these instead of a GEMM library.
+// on; m16n8k32, INT8 in, INT32 out, or FP8 E4M3 in, FP32 out, sm_89 on) and the shared-memory
+// loads that fill its fragments (ldmatrix). A kernel that needs a few small products a warp
+// (attention for one query token) or a tile of its own (a quantized convolution) uses these
+// instead of a GEMM library.
 // Fragment layouts are PTX's: in a warp, lane l's group is l / 4 and its place in the group l % 4.
 #pragma once
 
@@ -77,6 +79,38 @@ __device__ inline void mma_16x8x16(float (&c)[4], const unsigned (&a)[4], unsign
   (void)b0;
   (void)b1;
   __trap();  // tensor-core fragments need sm_80
+#endif
+}
+
+/// c += a b for a 16x32 A of 8-bit elements (row-major fragment: 4 registers of 4), a 32x8 B
+/// (column-major fragment, b0 and b1) and a 16x8 accumulator laid out as mma_16x8x16's: INT32
+/// sums of INT8, or FP32 sums of FP8 E4M3 (compute capability 8.9 on).
+__device__ inline void mma_16x8x32(int (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)c;
+  (void)a;
+  (void)b0;
+  (void)b1;
+  __trap();  // tensor-core fragments need sm_80
+#endif
+}
+__device__ inline void mma_16x8x32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {  ///< see above
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)c;
+  (void)a;
+  (void)b0;
+  (void)b1;
+  __trap();  // FP8 fragments need sm_89; callers refuse FP8 below it
 #endif
 }
 

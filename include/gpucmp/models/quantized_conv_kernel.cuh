@@ -18,7 +18,10 @@
 // layer's search times them beside cuDNN's plans and keeps the fastest that verifies.
 #pragma once
 
+#include <gpucmp/cuda/async_copy.cuh>
 #include <gpucmp/cuda/error.hpp>
+#include <gpucmp/cuda/fast_divisor.cuh>
+#include <gpucmp/cuda/warp_mma.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/elements.cuh>
 
@@ -49,15 +52,18 @@ struct quantized_kernel_operands {
 };
 
 /// A block's tile: BM pixels x BN output channels, reduced 64 elements (filter tap, channel) at a
-/// time through `stages` shared-memory buffers, by warps_m x warps_n warps.
+/// time through `stages` shared-memory buffers, by warps_m x warps_n warps, built for
+/// `blocks_per_sm` blocks on each multiprocessor at once (the registers a thread may use).
 struct quantized_kernel_tile {
-  int bm, bn, warps_m, warps_n, stages;
+  int bm, bn, warps_m, warps_n, stages, blocks_per_sm;
 };
 
 /// The tiles a layer's search tries, widest output first. 64 x 256 reads each input row once
-/// for K = 256; 128 x 64 keeps K = 64 layers' tiles full.
+/// for K = 256; 128 x 64 keeps K = 64 layers' tiles full, four blocks a multiprocessor keeping
+/// more loads in flight where a layer streams its input; 64 x 64 gives layers of few pixels
+/// (a late stage at a small batch) enough blocks to fill the GPU.
 inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {
-    {128, 128, 2, 4, 3}, {64, 256, 2, 4, 3}, {128, 64, 4, 2, 3}};  // as with_quantized_kernel_tile instantiates them
+    {128, 128, 2, 4, 3, 2}, {64, 256, 2, 4, 3, 2}, {128, 64, 4, 2, 3, 3}, {64, 64, 2, 2, 4, 4}};  // as with_quantized_kernel_tile instantiates them
 
 namespace detail {
 
@@ -70,10 +76,11 @@ struct quantized_kernel_args {
   const float* bias;
   const float* z_scale;
   const float* output_scale;
-  std::int64_t pixels;      // N x P x Q: the GEMM's rows
+  int pixels;               // N x P x Q: the GEMM's rows (x, w and the pixels lie within 32 bits)
   int c, k;                 // input channels, output channels
   int reduction;            // R x S x C: the GEMM's inner dimension, w's row
-  int height, width, p, q;  // input and output planes
+  int height, width, q;     // input plane, output row
+  fast_divisor plane, row;  // P x Q and Q: a pixel's image and output row
   int r, s;                 // filter taps
   int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   int stages_used;  // min(stages, the blocks of 64 reduced elements): the buffers the shared memory holds
@@ -82,61 +89,31 @@ struct quantized_kernel_args {
 
 inline constexpr int quantized_kernel_row_bytes = 80;  // 64 bytes of C, padded: ldmatrix's 8 rows hit 8 bank groups
 
-__device__ inline unsigned shared_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-
-// 16 bytes global -> shared, bypassing L1; zeros where !valid (nothing is read).
-__device__ inline void copy_16_async(unsigned to, const void* from, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from), "r"(valid ? 16 : 0));
-}
-__device__ inline void commit_async() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int Pending>
-__device__ inline void wait_async() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
-}
-
-__device__ inline void load_matrix_x4(unsigned address, unsigned (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// c += a b for a 16 x 32 tile of x and a 32 x 8 tile of w^T: INT32 sums of INT8, FP32 sums of FP8.
-__device__ inline void mma_16x8x32(const unsigned (&a)[4], unsigned b0, unsigned b1, int (&c)[4]) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ inline void mma_16x8x32(const unsigned (&a)[4], unsigned b0, unsigned b1, float (&c)[4]) {
-#if __CUDA_ARCH__ >= 890
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();  // the host refuses FP8 below compute capability 8.9
-#endif
-}
-
+// Two stored 8-bit values (the lower address in the low byte) as floats, exactly.
 template <class Stored>
-__device__ inline float stored_value(unsigned char bits) {
+__device__ inline float2 stored_pair_values(unsigned short bits) {
   if constexpr (std::is_same_v<Stored, std::int8_t>) {
-    return float(static_cast<std::int8_t>(bits));
+    return make_float2(float(static_cast<std::int8_t>(bits & 0xff)), float(static_cast<std::int8_t>(bits >> 8)));
   } else {
-    Stored v;
-    v.__x = bits;
-    return float(v);
+    return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(bits, __NV_E4M3)));
   }
 }
+// Two floats rounded to the nearest stored value, saturated to its finite range (INT8: ties to
+// even, as rintf; FP8: cuda_fp8.h's conversion), packed as stored_pair_values reads them.
 template <class Stored>
-__device__ inline unsigned char stored_bits(Stored v) {
+__device__ inline unsigned short stored_pair_bits(float low, float high) {
   if constexpr (std::is_same_v<Stored, std::int8_t>) {
-    return static_cast<unsigned char>(v);
+    int lo, hi;  // cvt to s8 clamps to -128..127 in one instruction
+    asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(lo) : "f"(low));
+    asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(hi) : "f"(high));
+    return static_cast<unsigned short>(__byte_perm(lo, hi, 0x0040));
   } else {
-    return v.__x;
+    return __nv_cvt_float2_to_fp8x2(make_float2(low, high), __NV_SATFINITE, __NV_E4M3);
   }
 }
 
-template <class Stored, int BM, int BN, int WM, int WN, int Stages>
-__global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantized_kernel_args a) {
+template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM>
+__global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kernel(quantized_kernel_args a) {
 #if __CUDA_ARCH__ >= 800
   using Sum = std::conditional_t<std::is_same_v<Stored, std::int8_t>, int, float>;
   constexpr int threads = WM * WN * 32, row_bytes = quantized_kernel_row_bytes;
@@ -151,47 +128,42 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = (warp / WN) * warp_rows, warp_n = (warp % WN) * warp_cols;
-  const std::int64_t m0 = std::int64_t(blockIdx.y) * BM;
-  const int n0 = blockIdx.x * BN;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int k_tiles = (a.reduction + 63) / 64;
 
   // Where this thread's rows of x start before a tap moves them (the offset of the pixel at
-  // tap (0, 0), which may lie in the padding; image -1: past the tensor), and its rows of w
-  // (-1: past K); their pieces outside x or the reduction are loaded as zeros.
+  // tap (0, 0), which may lie in the padding; a top far above any tap's reach: past the
+  // tensor), and its rows of w (-1: past K); their pieces outside x or the reduction are loaded
+  // as zeros.
   const int piece = tid % 4;
-  int x_image[a_loads], x_top[a_loads], x_left[a_loads];
-  std::int64_t x_row[a_loads], w_row[b_loads];
-  const std::int64_t plane = std::int64_t(a.p) * a.q;
+  int x_top[a_loads], x_left[a_loads], x_row[a_loads], w_row[b_loads];
 #pragma unroll
   for (int i = 0; i < a_loads; ++i) {
-    const std::int64_t m = m0 + tid / 4 + i * (threads / 4);
-    x_image[i] = -1;
-    x_top[i] = x_left[i] = 0;
-    x_row[i] = 0;
+    const int m = m0 + tid / 4 + i * (threads / 4);
+    x_top[i] = -(1 << 30);  // no tap reaches 2^20 rows down (quantized_kernel_refusal)
+    x_left[i] = x_row[i] = 0;
     if (m < a.pixels) {
-      const std::int64_t n = m / plane, in_plane = m - n * plane, pp = in_plane / a.q, qq = in_plane - pp * a.q;
-      x_image[i] = int(n);
-      x_top[i] = int(pp) * a.stride_h - a.pad_h;
-      x_left[i] = int(qq) * a.stride_w - a.pad_w;
+      const int n = a.plane.divide(m), in_plane = m - n * a.plane.divisor(), pp = a.row.divide(in_plane);
+      x_top[i] = pp * a.stride_h - a.pad_h;
+      x_left[i] = (in_plane - pp * a.q) * a.stride_w - a.pad_w;
       x_row[i] = ((n * a.height + x_top[i]) * a.width + x_left[i]) * a.c;
     }
   }
 #pragma unroll
   for (int j = 0; j < b_loads; ++j) {
     const int channel = n0 + tid / 4 + j * (threads / 4);
-    w_row[j] = channel < a.k ? std::int64_t(channel) * a.reduction : -1;
+    w_row[j] = channel < a.k ? channel * a.reduction : -1;
   }
 
   // z's tile first, into the tile y leaves from: it arrives while the sums are made.
   if (a.z != nullptr) {
     for (int i = tid; i < BM * out_pieces; i += threads) {
-      const int row = i / out_pieces, col = (i % out_pieces) * 16;
-      const std::int64_t m = m0 + row;
+      const int row = i / out_pieces, col = (i % out_pieces) * 16, m = m0 + row;
       const bool valid = m < a.pixels && n0 + col < a.k;
-      copy_16_async(shared_address(out_tile + row * out_stride + col), valid ? a.z + m * a.k + n0 + col : a.z, valid);
+      copy_16_async(out_tile + row * out_stride + col, valid ? a.z + std::int64_t(m) * a.k + n0 + col : a.z, valid);
     }
   }
-  commit_async();
+  commit_async_copies();
 
   // The blocks load in order, so this thread's piece walks the reduction with a cursor: 16
   // channels from `at` of filter tap (tap_r, tap_s), `flat` elements in (C is a multiple of 16:
@@ -201,20 +173,20 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
     unsigned char* xs = shared + stage * stage_bytes;
     unsigned char* ws = xs + BM * row_bytes;
     const int dy = tap_r * a.dilation_h, dx = tap_s * a.dilation_w;
-    const std::int64_t moved = (std::int64_t(dy) * a.width + dx) * a.c + at;  // the tap's offset, the same for every row
+    const int moved = (dy * a.width + dx) * a.c + at;  // the tap's offset, the same for every row
     const bool in_reduction = flat < a.reduction;
 #pragma unroll
     for (int i = 0; i < a_loads; ++i) {
       const int y = x_top[i] + dy, x = x_left[i] + dx;
-      const bool valid = in_reduction && x_image[i] >= 0 && y >= 0 && y < a.height && x >= 0 && x < a.width;
-      copy_16_async(shared_address(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16),
-                    valid ? a.x + x_row[i] + moved : a.x, valid);
+      const bool valid = in_reduction && unsigned(y) < unsigned(a.height) && unsigned(x) < unsigned(a.width);
+      copy_16_async(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16, valid ? a.x + x_row[i] + moved : a.x,
+                    valid);
     }
 #pragma unroll
     for (int j = 0; j < b_loads; ++j) {
       const bool valid = in_reduction && w_row[j] >= 0;
-      copy_16_async(shared_address(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16),
-                    valid ? a.w + w_row[j] + flat : a.w, valid);
+      copy_16_async(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16, valid ? a.w + w_row[j] + flat : a.w,
+                    valid);
     }
     flat += 64;
     for (at += 64; at >= a.c; at -= a.c) {
@@ -227,7 +199,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
 #pragma unroll
   for (int s = 0; s < Stages - 1; ++s) {
     if (s < k_tiles) load_tile(s);
-    commit_async();
+    commit_async_copies();
   }
 
   Sum acc[MT][NT][4];
@@ -239,10 +211,10 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = Sum(0);
 
   for (int kt = 0; kt < k_tiles; ++kt) {
-    wait_async<Stages - 2>();  // z and tiles 0..kt have landed
-    __syncthreads();           // and every warp is done with the buffer the next load refills
+    wait_async_copies<Stages - 2>();  // z and tiles 0..kt have landed
+    __syncthreads();                  // and every warp is done with the buffer the next load refills
     if (kt + Stages - 1 < k_tiles) load_tile((kt + Stages - 1) % Stages);  // block kt + Stages - 1, in order
-    commit_async();
+    commit_async_copies();
     const unsigned char* xs = shared + (kt % Stages) * stage_bytes;
     const unsigned char* ws = xs + BM * row_bytes;
 #pragma unroll
@@ -252,14 +224,14 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
       for (int mt = 0; mt < MT; ++mt) {
         // Matrices: rows 0-7 and 8-15 at channels 0-15, then both at 16-31.
         const int row = warp_m + mt * 16 + lane % 8 + (lane / 8) % 2 * 8;
-        load_matrix_x4(shared_address(xs + row * row_bytes + half * 32 + lane / 16 * 16), af[mt]);
+        load_matrices_x4<false>(af[mt], xs + row * row_bytes + half * 32 + lane / 16 * 16);
       }
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         // Matrices: channels 0-7 at 0-15 and 16-31, then channels 8-15 at both.
         const int row = warp_n + np * 16 + lane % 8 + lane / 16 * 8;
         unsigned r[4];
-        load_matrix_x4(shared_address(ws + row * row_bytes + half * 32 + (lane / 8) % 2 * 16), r);
+        load_matrices_x4<false>(r, ws + row * row_bytes + half * 32 + (lane / 8) % 2 * 16);
         bf[2 * np][0] = r[0];
         bf[2 * np][1] = r[1];
         bf[2 * np + 1][0] = r[2];
@@ -268,48 +240,63 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma_16x8x32(af[mt], bf[nt][0], bf[nt][1], acc[mt][nt]);
+        for (int nt = 0; nt < NT; ++nt) mma_16x8x32(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
     }
   }
-  wait_async<0>();
+  wait_async_copies<0>();
   __syncthreads();
 
-  // Each thread holds rows g and g + 8, channels 2t and 2t + 1 of every 16 x 8 piece.
+  // Each thread holds rows g and g + 8, channels 2t and 2t + 1 of every 16 x 8 piece. The
+  // output's scale is folded into the per-channel constants and z's (it is positive, so it
+  // commutes with ReLU): per output a convert, a multiply-add, z's convert and multiply-add,
+  // a max and the rounding convert.
   const int g = lane / 4, t = lane % 4;
-  const float out_scale = *a.output_scale, zs = a.z != nullptr ? *a.z_scale : 0.0f;
+  const float out_scale = *a.output_scale;
   float dq[NT][2], b[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int channel = n0 + warp_n + nt * 8 + 2 * t + e;
-      dq[nt][e] = channel < a.k ? a.dequantize[channel] : 0.0f;
-      b[nt][e] = channel < a.k ? a.bias[channel] : 0.0f;
+      dq[nt][e] = channel < a.k ? a.dequantize[channel] * out_scale : 0.0f;
+      b[nt][e] = channel < a.k ? a.bias[channel] * out_scale : 0.0f;
     }
+  auto finish = [&](auto with_z, auto with_relu) {
+    constexpr bool has_z = decltype(with_z)::value, relu = decltype(with_relu)::value;
+    const float zs = has_z ? *a.z_scale * out_scale : 0.0f;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        unsigned char* cell = out_tile + (warp_m + mt * 16 + g + h * 8) * out_stride + warp_n + nt * 8 + 2 * t;
-        const unsigned short z_pair = a.z != nullptr ? *reinterpret_cast<const unsigned short*>(cell) : 0;
-        unsigned short y_pair = 0;
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float v = float(acc[mt][nt][2 * h + e]) * dq[nt][e] + b[nt][e];
-          if (a.z != nullptr) v += stored_value<Stored>(static_cast<unsigned char>(z_pair >> (8 * e))) * zs;
-          if (a.relu) v = fmaxf(v, 0.0f);
-          y_pair |= static_cast<unsigned short>(stored_bits(quantize_saturated<Stored>(v * out_scale))) << (8 * e);
+        for (int nt = 0; nt < NT; ++nt) {
+          auto* cell = reinterpret_cast<unsigned short*>(out_tile + (warp_m + mt * 16 + g + h * 8) * out_stride + warp_n +
+                                                         nt * 8 + 2 * t);
+          float v0 = float(acc[mt][nt][2 * h]) * dq[nt][0] + b[nt][0];
+          float v1 = float(acc[mt][nt][2 * h + 1]) * dq[nt][1] + b[nt][1];
+          if constexpr (has_z) {
+            const float2 z = stored_pair_values<Stored>(*cell);
+            v0 += z.x * zs;
+            v1 += z.y * zs;
+          }
+          if constexpr (relu) {
+            v0 = fmaxf(v0, 0.0f);
+            v1 = fmaxf(v1, 0.0f);
+          }
+          *cell = stored_pair_bits<Stored>(v0, v1);
         }
-        *reinterpret_cast<unsigned short*>(cell) = y_pair;
-      }
+  };
+  if (a.z != nullptr) {
+    a.relu ? finish(std::true_type{}, std::true_type{}) : finish(std::true_type{}, std::false_type{});
+  } else {
+    a.relu ? finish(std::false_type{}, std::true_type{}) : finish(std::false_type{}, std::false_type{});
+  }
   __syncthreads();
   for (int i = tid; i < BM * out_pieces; i += threads) {
-    const int row = i / out_pieces, col = (i % out_pieces) * 16;
-    const std::int64_t m = m0 + row;
+    const int row = i / out_pieces, col = (i % out_pieces) * 16, m = m0 + row;
     if (m < a.pixels && n0 + col < a.k) {
-      *reinterpret_cast<uint4*>(a.y + m * a.k + n0 + col) = *reinterpret_cast<const uint4*>(out_tile + row * out_stride + col);
+      *reinterpret_cast<uint4*>(a.y + std::int64_t(m) * a.k + n0 + col) =
+          *reinterpret_cast<const uint4*>(out_tile + row * out_stride + col);
     }
   }
 #else
@@ -318,20 +305,21 @@ __global__ void __launch_bounds__(WM* WN * 32, 2) quantized_conv_kernel(quantize
 }
 
 // One tile's kernel: its shared memory and launch.
-template <class Stored, int BM, int BN, int WM, int WN, int Stages>
+template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM>
 struct quantized_kernel_launcher {
   static constexpr int threads = WM * WN * 32;
   static std::size_t shared_bytes(int stages) {
     return std::size_t(stages) * (BM + BN) * quantized_kernel_row_bytes + std::size_t(BM) * (BN + 16);
   }
   static void prepare() {
-    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages>,
+    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages, BlocksPerSM>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
   }
   static void launch(quantized_kernel_args a, cudaStream_t stream) {
     a.stages_used = std::min(Stages, (a.reduction + 63) / 64);
     const dim3 grid(unsigned((a.k + BN - 1) / BN), unsigned((a.pixels + BM - 1) / BM));
-    quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages><<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
+    quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages, BlocksPerSM>
+        <<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
     GPUCMP_CUDA_CHECK_LAST("quantized_conv_kernel");
   }
 };
@@ -340,9 +328,10 @@ struct quantized_kernel_launcher {
 template <class Stored, class F>
 void with_quantized_kernel_tile(std::size_t i, F&& f) {
   switch (i) {
-    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3>{}); return;
-    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3>{}); return;
-    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3>{}); return;
+    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3, 2>{}); return;
+    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3, 2>{}); return;
+    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3, 3>{}); return;
+    case 3: f(quantized_kernel_launcher<Stored, 64, 64, 2, 2, 4, 4>{}); return;
     default: throw invalid_argument("gpucmp's quantized conv kernel: no tile " + std::to_string(i));
   }
 }
@@ -351,7 +340,7 @@ void with_quantized_kernel_tile(std::size_t i, F&& f) {
 
 /// Why gpucmp's kernel does not run `p` on a GPU of compute capability `major`.`minor` ("" when
 /// it does): INT8 from 8.0 or FP8 E4M3 from 8.9, NHWC, one group, C and K multiples of 16
-/// (16-byte rows), sizes within 32 bits.
+/// (16-byte rows), sizes within 32 bits, filters reaching fewer than 2^20 pixels.
 inline std::string quantized_kernel_refusal(const conv_problem& p, int major, int minor) {
   const int capability = major * 10 + minor;
   if (p.dtype == numerics::int8) {
@@ -367,6 +356,9 @@ inline std::string quantized_kernel_refusal(const conv_problem& p, int major, in
   if (double(p.n) * double(p.h) * double(p.w) * double(p.c) > 2e9 || double(p.k) * double(p.r * p.s * p.c) > 2e9 ||
       double(p.n) * double(p.p()) * double(p.q()) > 2e9) {
     return "gpucmp's kernel needs x, w and the output's pixels within 32 bits";
+  }
+  if (p.r * p.dilation_h >= (1 << 20) || p.s * p.dilation_w >= (1 << 20)) {
+    return "gpucmp's kernel needs filters reaching fewer than 2^20 pixels (R x dilation, S x dilation)";
   }
   return "";
 }
@@ -395,11 +387,12 @@ class quantized_conv_kernels {
 
   /// How many candidates there are.
   std::size_t size() const noexcept { return m_tiles.size(); }
-  /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, mma.sync m16n8k32 s8".
+  /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, 2 blocks/SM, mma.sync m16n8k32 s8".
   std::string describe(std::size_t i) const {
     const quantized_kernel_tile& t = quantized_kernel_tiles[m_tiles.at(i)];
     return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64 tile, " + std::to_string(t.warps_m) + "x" +
-           std::to_string(t.warps_n) + " warps, " + std::to_string(t.stages) + " stages, mma.sync m16n8k32 " +
+           std::to_string(t.warps_n) + " warps, " + std::to_string(t.stages) + " stages, " +
+           std::to_string(t.blocks_per_sm) + " blocks/SM, mma.sync m16n8k32 " +
            (m_problem.dtype == numerics::int8 ? "s8" : "e4m3");
   }
   /// Whether `o`'s tensors suit the kernel's 16-byte loads and stores.
@@ -421,14 +414,15 @@ class quantized_conv_kernels {
     a.bias = o.bias;
     a.z_scale = o.z_scale;
     a.output_scale = o.output_scale;
-    a.pixels = p.n * p.p() * p.q();
+    a.pixels = int(p.n * p.p() * p.q());
     a.c = int(p.c);
     a.k = int(p.k);
     a.reduction = int(p.r * p.s * p.c);
     a.height = int(p.h);
     a.width = int(p.w);
-    a.p = int(p.p());
     a.q = int(p.q());
+    a.plane = fast_divisor(p.p() * p.q());
+    a.row = fast_divisor(p.q());
     a.r = int(p.r);
     a.s = int(p.s);
     a.stride_h = int(p.stride_h);
