@@ -22,9 +22,11 @@
 #   tiles     lab/probes/quantized_kernel_tiles: each tile of gpucmp's implicit GEMM beside cuDNN's
 #             fused graph on ResNet-50's distinct layers at GPUCMP_TILES_BATCHES (default 32 256) in
 #             GPUCMP_TILES_FORMATS (default int8 fp8), in tiles.md
-#   ncu       Nsight Compute's sections (speed of light, memory, warp states, occupancy) on the
-#             first GPUCMP_NCU_LAUNCHES (default 12) launches of gpucmp's kernel in the layers
-#             GPUCMP_NCU_LAYERS names (default layer1.x.conv3), batch 32 INT8, in ncu.txt
+#   ncu       Nsight Compute's sections (speed of light, memory, warp states, occupancy, scheduler,
+#             instructions) and each stall reason's cycles per issued instruction on the first
+#             GPUCMP_NCU_LAUNCHES (default 4) launches of gpucmp's kernel in each layer
+#             GPUCMP_NCU_LAYERS names (substrings; default the stem, stage 1's 3x3 and its 1x1
+#             into 256 channels), batch 32 INT8, in ncu.txt
 #   lab/runs/quantized-check.sh OUT_DIR [PARTS, comma-separated; default build,tests,layers]
 # CUDNN_FRONTEND_ROOT names cudnn-frontend's headers where the machine has no network;
 # GPUCMP_COMMIT the commit of the tree sent (recorded in run.json).
@@ -107,13 +109,20 @@ if part tiles; then
   stamp tiles
 fi
 if part ncu; then
-  # --clock-control none: the clocks stay as they are (the device tool's rule).
-  timeout "${GPUCMP_NCU_TIMEOUT:-240}" ncu --clock-control none --kernel-name regex:quantized_conv_kernel \
-    --launch-count "${GPUCMP_NCU_LAUNCHES:-12}" --section SpeedOfLight --section MemoryWorkloadAnalysis \
-    --section WarpStateStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
-    "$build_dir/lab/quantized_kernel_tiles" 32 int8 "${GPUCMP_NCU_LAYERS:-layer1.x.conv3}" > "$work/ncu.txt" 2>&1 || status=1
-  grep -E "quantized_conv_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Stall" \
-    "$work/ncu.txt" | head -80
+  # --clock-control none: the clocks stay as they are (the device tool's rule). Each layer's
+  # first launches are its tiles' verification runs, one a tile; beside the sections, why the
+  # warps wait (hardware counters: this machine has no PC sampling), per issued instruction.
+  for layer in ${GPUCMP_NCU_LAYERS:-space-to-depth layer1.x.conv2 layer1.x.conv3}; do
+    echo "### $layer" >> "$work/ncu.txt"
+    timeout "${GPUCMP_NCU_TIMEOUT:-240}" ncu --clock-control none --kernel-name regex:quantized_conv_kernel \
+      --launch-count "${GPUCMP_NCU_LAUNCHES:-4}" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+      --section SchedulerStats --section InstructionStats \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+      "$build_dir/lab/quantized_kernel_tiles" 32 int8 "$layer" >> "$work/ncu.txt" 2>&1 || status=1
+  done
+  grep -E "^### |quantized_conv_kernel|Duration|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|issue_stalled" \
+    "$work/ncu.txt" | awk '$NF+0 >= 0.05 || !/issue_stalled/' | head -150
   stamp ncu
 fi
 exit $status
