@@ -83,34 +83,34 @@ __device__ inline void mma_16x8x16(float (&c)[4], const unsigned (&a)[4], unsign
 }
 
 /// c += a b for a 16x32 A of 8-bit elements (row-major fragment: 4 registers of 4), a 32x8 B
-/// (column-major fragment, b0 and b1) and a 16x8 accumulator laid out as mma_16x8x16's: INT32
-/// sums of INT8, or FP32 sums of FP8 E4M3 (compute capability 8.9 on).
-__device__ inline void mma_16x8x32(int (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+/// (column-major fragment, b0 and b1) and a 16x8 accumulator laid out as mma_16x8x16's: with
+/// Sum int, INT32 sums of INT8; with Sum float, FP32 sums of FP8 E4M3 (compute capability 8.9
+/// on; callers refuse FP8 below it).
+template <class Sum>
+__device__ inline void mma_16x8x32(Sum (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  static_assert(std::is_same_v<Sum, int> || std::is_same_v<Sum, float>, "mma_16x8x32: INT32 (INT8 in) or FP32 (FP8 in)");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  if constexpr (std::is_same_v<Sum, int>) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+#if __CUDA_ARCH__ >= 890
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    __trap();  // FP8 fragments need sm_89
+#endif
+  }
 #else
   (void)c;
   (void)a;
   (void)b0;
   (void)b1;
   __trap();  // tensor-core fragments need sm_80
-#endif
-}
-__device__ inline void mma_16x8x32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {  ///< see above
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  (void)c;
-  (void)a;
-  (void)b0;
-  (void)b1;
-  __trap();  // FP8 fragments need sm_89; callers refuse FP8 below it
 #endif
 }
 
