@@ -20,7 +20,10 @@
 // calibration's) beside the FP32 network's, as counters top1_agreement_pct (images whose top-1
 // class is FP32's), max_rel_logit_error (max |logit - FP32's| / max |FP32 logit|),
 // accuracy_images and fp32_top1_classes (distinct classes FP32 gives those images: an
-// agreement means little where most images get the same class).
+// agreement means little where most images get the same class), and the same on centred
+// logits (centred_top1_agreement_pct, centred_max_rel_logit_error, fp32_centred_top1_classes:
+// each class's mean FP32 logit over the images taken out of both, as compare_logits does; on
+// random weights the top-1 only varies from image to image there).
 // Rows are resnet50/<dtype>/bs<N>/<eager|graph> in NHWC (the default layout) and
 // resnet50/<dtype>_nchw/bs<N>/... in NCHW (resnet18/... with --model=resnet18).
 // --weights loads ResNet-50's torchvision weights; other models run on random weights.
@@ -299,6 +302,9 @@ void add_accuracy(gpucmp::state& st) {
   c["max_rel_logit_error"] = a.max_relative_error;
   c["accuracy_images"] = double(a.images);
   c["fp32_top1_classes"] = double(a.reference_classes);
+  c["centred_top1_agreement_pct"] = 100.0 * a.centred_top1_agreement();
+  c["centred_max_rel_logit_error"] = a.centred_max_relative_error;
+  c["fp32_centred_top1_classes"] = double(a.centred_reference_classes);
 }
 
 // Fusion paths the search chose, e.g. "fused graph 49, legacy fused 1, conv + epilogue kernel 3".

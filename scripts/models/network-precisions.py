@@ -4,15 +4,18 @@
 """A network's precisions side by side: benchmarks/resnet50's result files (--benchmark_out)
 as one table per model and timing mode, each precision's images/s beside the FP16 row of the
 same batch in the same run, with its accuracy against FP32 (top-1 agreement and the largest
-relative logit error, the counters every row carries) and what its convolutions ran in (the
-row's algorithm). A row that did not run shows its status and message. Facts come from the
+relative logit error, the counters every row carries, as they are and on centred logits: each
+class's mean FP32 logit taken out, where random weights' top-1 varies from image to image) and
+what its convolutions ran in (the row's algorithm). A row that did not run shows its status and message. Facts come from the
 typed rows (python/gpucmp_results): the axes model, dtype, layout and batch, the mode, the
 declared images and the time.
 
 Usage: network-precisions.py RESULTS.json [RESULTS.json ...] [--out-md T.md] [--out-json R.json]
 --out-json writes {"rows": [{"key": "<dtype>[_<layout>]/bs<N>/<mode>", "images_per_s",
-"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes"} or
-{"key", "error"}]} for the acceptance rows (lab/acceptance/quantized.json).
+"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes",
+"centred_top1_agreement_pct", "centred_max_rel_logit_error", "fp32_centred_top1_classes"} or {"key", "error"}]}
+for the acceptance rows (lab/acceptance/quantized.json); a counter a row lacks (files from before
+the centred counters) is null.
 """
 import argparse
 import json
@@ -23,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gpucmp_results  # noqa: E402  (python/gpucmp_results: the one reader of gpucmp's files)
 
 ORDER = ["fp32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8"]
-ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes")
+ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes",
+            "centred_top1_agreement_pct", "centred_max_rel_logit_error", "fp32_centred_top1_classes")
 
 
 def load(paths):
@@ -60,24 +64,29 @@ def tables(rows):
     for model, mode in sorted({(k[0], k[1]) for k in rows}):
         md += [f"### {model}, {mode}", "",
                "| batch | precision | images/s | over FP16 | top-1 agreement with FP32 | max relative logit error | "
-               "images compared (FP32's top-1 classes) | convolutions |", "|---|---|---|---|---|---|---|---|"]
+               "images compared (FP32's top-1 classes) | centred: top-1 agreement, max relative error (FP32's classes) | "
+               "convolutions |", "|---|---|---|---|---|---|---|---|---|"]
         for batch in sorted({k[2] for k in rows if k[:2] == (model, mode)}):
             base = rows.get((model, mode, batch, "fp16"), {})
             for precision in sorted({k[3] for k in rows if k[:3] == (model, mode, batch)}, key=order):
                 r = rows[(model, mode, batch, precision)]
                 key = f"{precision}/bs{batch}/{mode}"
                 if "error" in r:
-                    md.append(f"| {batch} | {precision} | {r['error'][:90]} | | | | | |")
+                    md.append(f"| {batch} | {precision} | {r['error'][:90]} | | | | | | |")
                     out.append({"key": key, "error": r["error"]})
                     continue
                 speedup = None
                 if r["images_per_s"] and base.get("images_per_s"):
                     speedup = r["images_per_s"] / base["images_per_s"]
-                top1 = r["top1_agreement_pct"]
+                top1, centred = r["top1_agreement_pct"], r["centred_top1_agreement_pct"]
+                centred_cell = "–" if centred is None else (
+                    f"{centred:.1f} %, {number(r['centred_max_rel_logit_error'], '.4f')} "
+                    f"({number(r['fp32_centred_top1_classes'], '.0f')})")
                 md.append(f"| {batch} | {precision} | {number(r['images_per_s'], ',.0f')} | "
                           f"{'–' if speedup is None else f'{speedup:.2f}x'} | "
                           f"{number(top1, '.1f')}{'' if top1 is None else ' %'} | {number(r['max_rel_logit_error'], '.4f')} | "
-                          f"{number(r['accuracy_images'], '.0f')} ({number(r['fp32_top1_classes'], '.0f')}) | {r['convs']} |")
+                          f"{number(r['accuracy_images'], '.0f')} ({number(r['fp32_top1_classes'], '.0f')}) | {centred_cell} | "
+                          f"{r['convs']} |")
                 out.append({"key": key, "images_per_s": r["images_per_s"], "speedup_over_fp16": speedup,
                             **{k: r[k] for k in ACCURACY}})
         md.append("")

@@ -15,7 +15,8 @@ import tempfile
 script = sys.argv[1]
 
 
-def run(dtype, batch, seconds, top1=100.0, status="ok", message="", algorithm="convs: fused graph 53", layout="nhwc"):
+def run(dtype, batch, seconds, top1=100.0, status="ok", message="", algorithm="convs: fused graph 53", layout="nhwc",
+        centred=True):
     name = f"resnet50/{dtype}{'' if layout == 'nhwc' else '_' + layout}/bs{batch}/graph"
     row = {"name": name + "/iterations:1/manual_time", "benchmark": name, "status": status, "message": message,
            "precision": dtype, "mode": "graph",
@@ -24,6 +25,9 @@ def run(dtype, batch, seconds, top1=100.0, status="ok", message="", algorithm="c
         row.update({"seconds": seconds, "items": batch, "algorithm": algorithm})
     counters = {"name": row["name"], "top1_agreement_pct": top1, "max_rel_logit_error": 0.01, "accuracy_images": 512,
                 "fp32_top1_classes": 300}
+    if centred:  # files from before the centred counters lack them
+        counters.update({"centred_top1_agreement_pct": top1 - 2, "centred_max_rel_logit_error": 0.05,
+                         "fp32_centred_top1_classes": 410})
     return row, counters
 
 
@@ -32,7 +36,7 @@ with tempfile.TemporaryDirectory() as d:
     mixed = "convs: fp16 1, int8 52 (in FP16: conv1); every layer verified"
     runs = [run("fp16", 32, 32 / 30000.0), run("int8", 32, 32 / 45000.0, 99.4, algorithm=mixed),
             run("fp8_e4m3", 32, 0, status="failed", message="layer 'conv1' failed its check"),
-            run("int8", 256, 256 / 90000.0), run("fp16", 32, 32 / 15000.0, layout="nchw")]
+            run("int8", 256, 256 / 90000.0, centred=False), run("fp16", 32, 32 / 15000.0, layout="nchw")]
     with open(path, "w") as f:
         json.dump({"context": {}, "benchmarks": [c for _, c in runs],
                    "gpucmp": {"schema_version": 2, "results": [r for r, _ in runs]}}, f)
@@ -42,16 +46,19 @@ with tempfile.TemporaryDirectory() as d:
     md = open(out_md).read()
     assert "### resnet50, graph" in md, md
     line = next(l for l in md.splitlines() if l.startswith("| 32 | int8 |"))
-    assert "| 45,000 | 1.50x | 99.4 % | 0.0100 | 512 (300) | convs: fp16 1, int8 52 (in FP16: conv1)" in line, line
+    assert "| 45,000 | 1.50x | 99.4 % | 0.0100 | 512 (300) | 97.4 %, 0.0500 (410) | convs: fp16 1, int8 52 (in FP16: conv1)" in line, line
     line = next(l for l in md.splitlines() if l.startswith("| 32 | fp8_e4m3 |"))
     assert "failed: layer 'conv1' failed its check" in line, line
     line = next(l for l in md.splitlines() if l.startswith("| 256 | int8 |"))
     assert "| 90,000 | – |" in line, line  # no FP16 row at batch 256: no ratio
+    assert "| 512 (300) | – |" in line, line  # no centred counters: a dash
     line = next(l for l in md.splitlines() if l.startswith("| 32 | fp16_nchw |"))
     assert "| 15,000 | 0.50x |" in line, line  # beside FP16 NHWC, the default layout
     rows = {r["key"]: r for r in json.load(open(out_json))["rows"]}
     assert abs(rows["int8/bs32/graph"]["speedup_over_fp16"] - 1.5) < 1e-9, rows
     assert rows["int8/bs32/graph"]["top1_agreement_pct"] == 99.4, rows
+    assert rows["int8/bs32/graph"]["centred_top1_agreement_pct"] == 97.4, rows
+    assert rows["int8/bs256/graph"]["centred_top1_agreement_pct"] is None, rows
     assert "error" in rows["fp8_e4m3/bs32/graph"] and rows["int8/bs256/graph"]["speedup_over_fp16"] is None, rows
     other = os.path.join(d, "other.json")
     with open(other, "w") as f:

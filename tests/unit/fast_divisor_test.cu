@@ -49,7 +49,9 @@ TEST_CASE("fast_divisor divides every 31-bit numerator exactly", "[unit][fast_di
     for (std::int64_t d : {p - 1, p, p + 1}) check_divisor(d, std::uint64_t(bit) * 7);
   }
   check_divisor(largest, 3);
-  for (std::uint64_t i = 0; i < 2000; ++i) check_divisor(1 + std::int64_t(gpucmp::random_bits(11, i) % std::uint64_t(largest)), i);
+  for (std::uint64_t i = 0; i < 2000; ++i) {
+    check_divisor(1 + std::int64_t(gpucmp::random_bits(11, i) % std::uint64_t(largest)), i);
+  }
 }
 
 TEST_CASE("fast_divisor refuses a divisor outside 1..2^31-1, by value", "[unit][fast_divisor]") {

@@ -129,3 +129,23 @@ TEST_CASE("logits agree by top-1 and by the largest error over the largest logit
   broken[4] = NAN;
   CHECK_THROWS_WITH(gpucmp::compare_logits(reference, broken, 3), GPUCMP_CONTAINS("image 1, class 1 is not finite"));
 }
+
+TEST_CASE("centred logits agree where a common part gives every image one class", "[models][quantization]") {
+  // Class 0 leads every image by a common 10; the images differ in what is left. Centred on
+  // each class's mean reference logit (10.1667, 0.3333, 0.3333), the top-1 classes are 1, 2
+  // and 0, and the second image's error moves its top-1 from 2 to 1.
+  const std::vector<float> reference{10.0f, 1.0f, 0.0f, 10.0f, 0.0f, 1.0f, 10.5f, 0.0f, 0.0f};
+  const std::vector<float> got{10.0f, 1.0f, 0.0f, 10.0f, 0.9f, 0.2f, 10.5f, 0.0f, 0.0f};
+  const gpucmp::logits_agreement a = gpucmp::compare_logits(reference, got, 3);
+  CHECK(a.reference_classes == 1);
+  CHECK(a.same_top1 == 3);
+  CHECK(a.max_relative_error == Approx(0.9 / 10.5));
+  CHECK(a.centred_reference_classes == 3);
+  CHECK(a.centred_same_top1 == 2);
+  CHECK(a.centred_top1_agreement() == Approx(2.0 / 3.0));
+  CHECK(a.centred_max_relative_error == Approx(0.9 / (2.0 / 3.0)));
+  // Identical logits agree everywhere, centred too, with no error.
+  const gpucmp::logits_agreement same = gpucmp::compare_logits(reference, reference, 3);
+  CHECK(same.centred_same_top1 == 3);
+  CHECK(same.centred_max_relative_error == 0.0);
+}

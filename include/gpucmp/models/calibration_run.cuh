@@ -12,6 +12,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/random.hpp>
 #include <gpucmp/models/activation_counts.cuh>
+#include <gpucmp/models/calibration_images.hpp>
 #include <gpucmp/models/calibration.hpp>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/quantization_plan.hpp>
@@ -27,21 +28,6 @@
 #include <vector>
 
 namespace gpucmp {
-
-/// Images `first` .. `first + count - 1` of a calibration set: count x C x H x W FP32 in
-/// torch's NCHW order.
-using calibration_images = std::function<std::vector<float>(std::int64_t first, std::int64_t count)>;
-
-/// The calibration set calibration_settings describes: image i's values drawn from random
-/// stream `seed` at its own offset (so a batch split draws the same images), uniform in
-/// [-2, 2] (about the spread of ImageNet pixels once normalized).
-inline calibration_images random_calibration_images(const image_shape& shape, std::uint64_t seed) {
-  return [shape, seed](std::int64_t first, std::int64_t count) {
-    std::vector<float> out(std::size_t(count * shape.elements()));
-    generate_random<float>(out.data(), out.size(), seed, std::uint64_t(first * shape.elements()), value_range<float>{-2.0, 2.0});
-    return out;
-  };
-}
 
 /// A fingerprint of the definition's parameters (every layer's weight and bias, in order),
 /// as a calibration names the weights it was made with.
