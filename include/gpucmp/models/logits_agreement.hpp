@@ -13,6 +13,8 @@
 // top-1 agreement says nothing. Taking each class's mean reference logit over the images out
 // of both sides (the classifier's bias calibrated to the images) leaves the image-specific
 // part, which is what a network's errors distort: the top-1 then varies from image to image.
+// (compare-logits.py centres each side on its own mean; here both lose the reference's, so a
+// network's own per-class offset still counts against it.)
 #pragma once
 
 #include <gpucmp/cuda/error.hpp>
