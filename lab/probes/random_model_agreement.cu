@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +110,7 @@ std::vector<double> forward(const gpucmp::network_definition& def, ref::tensor x
 template <class F>
 void on_every_core(int count, F f) {
   std::atomic<int> next{0};
+  std::mutex failing;
   std::exception_ptr failure;
   std::vector<std::thread> threads;
   for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) {
@@ -116,7 +118,8 @@ void on_every_core(int count, F f) {
       try {
         for (int j = next++; j < count; j = next++) f(j);
       } catch (...) {
-        failure = std::current_exception();
+        const std::lock_guard<std::mutex> lock(failing);
+        if (!failure) failure = std::current_exception();
       }
     });
   }
