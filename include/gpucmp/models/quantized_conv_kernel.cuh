@@ -82,9 +82,9 @@ struct quantized_kernel_args {
   int pixels;               // N x P x Q: the GEMM's rows (x, w and the pixels lie within 32 bits)
   int c, k;                 // input channels, output channels
   int reduction;            // R x S x C: the GEMM's inner dimension, w's row
-  int height, width, q;     // input plane, output row
+  int height, width;        // input plane
   fast_divisor plane, row;  // P x Q and Q: a pixel's image and output row
-  int r, s;                 // filter taps
+  int s;                    // filter taps along a row
   int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   int stages_used;  // min(stages, the blocks of 64 reduced elements): the buffers the shared memory holds
   bool relu;
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
     if (m < a.pixels) {
       const int n = a.plane.divide(m), in_plane = m - n * a.plane.divisor(), pp = a.row.divide(in_plane);
       x_top[i] = pp * a.stride_h - a.pad_h;
-      x_left[i] = (in_plane - pp * a.q) * a.stride_w - a.pad_w;
+      x_left[i] = (in_plane - pp * a.row.divisor()) * a.stride_w - a.pad_w;
       x_row[i] = ((n * a.height + x_top[i]) * a.width + x_left[i]) * a.c;
     }
   }
@@ -372,7 +372,7 @@ class quantized_conv_kernels {
   /// Throws unsupported naming why when the current device cannot run `p` this way
   /// (quantized_kernel_refusal). Tiles more than twice as wide as K are left out, all but the
   /// narrowest.
-  quantized_conv_kernels(const conv_problem& p, bool relu) : m_problem(p), m_relu(relu) {
+  quantized_conv_kernels(const conv_problem& p, bool relu) : m_problem(p) {
     int device = 0, major = 0, minor = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -386,6 +386,24 @@ class quantized_conv_kernels {
       on_tile(i, [](auto launcher) { decltype(launcher)::prepare(); });
       m_tiles.push_back(i);
     }
+    // What every launch passes but the pointers, prepared once.
+    detail::quantized_kernel_args& a = m_shape;
+    a.pixels = int(p.n * p.p() * p.q());
+    a.c = int(p.c);
+    a.k = int(p.k);
+    a.reduction = int(p.r * p.s * p.c);
+    a.height = int(p.h);
+    a.width = int(p.w);
+    a.plane = fast_divisor(p.p() * p.q());
+    a.row = fast_divisor(p.q());
+    a.s = int(p.s);
+    a.stride_h = int(p.stride_h);
+    a.stride_w = int(p.stride_w);
+    a.pad_h = int(p.pad_h);
+    a.pad_w = int(p.pad_w);
+    a.dilation_h = int(p.dilation_h);
+    a.dilation_w = int(p.dilation_w);
+    a.relu = relu;
   }
 
   /// How many candidates there are.
@@ -407,8 +425,7 @@ class quantized_conv_kernels {
   /// Enqueues candidate `i` on `stream`.
   void launch(std::size_t i, const quantized_kernel_operands& o, cudaStream_t stream) const {
     if (!aligned(o)) throw invalid_argument("gpucmp's quantized conv kernel: x, w, y and z must be 16-byte aligned");
-    const conv_problem& p = m_problem;
-    detail::quantized_kernel_args a{};
+    detail::quantized_kernel_args a = m_shape;
     a.x = static_cast<const unsigned char*>(o.x);
     a.w = static_cast<const unsigned char*>(o.w);
     a.z = static_cast<const unsigned char*>(o.z);
@@ -417,24 +434,6 @@ class quantized_conv_kernels {
     a.bias = o.bias;
     a.z_scale = o.z_scale;
     a.output_scale = o.output_scale;
-    a.pixels = int(p.n * p.p() * p.q());
-    a.c = int(p.c);
-    a.k = int(p.k);
-    a.reduction = int(p.r * p.s * p.c);
-    a.height = int(p.h);
-    a.width = int(p.w);
-    a.q = int(p.q());
-    a.plane = fast_divisor(p.p() * p.q());
-    a.row = fast_divisor(p.q());
-    a.r = int(p.r);
-    a.s = int(p.s);
-    a.stride_h = int(p.stride_h);
-    a.stride_w = int(p.stride_w);
-    a.pad_h = int(p.pad_h);
-    a.pad_w = int(p.pad_w);
-    a.dilation_h = int(p.dilation_h);
-    a.dilation_w = int(p.dilation_w);
-    a.relu = m_relu;
     on_tile(m_tiles.at(i), [&](auto launcher) { decltype(launcher)::launch(a, stream); });
   }
 
@@ -449,8 +448,8 @@ class quantized_conv_kernels {
   }
 
   conv_problem m_problem;
-  bool m_relu;
-  std::vector<std::size_t> m_tiles;  // indices into quantized_kernel_tiles
+  detail::quantized_kernel_args m_shape{};  // the problem's part of every launch's arguments
+  std::vector<std::size_t> m_tiles;         // indices into quantized_kernel_tiles
 };
 
 }  // namespace gpucmp
