@@ -22,11 +22,13 @@ gpu_present() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
 }
 
-# CMAKE_CUDA_ARCHITECTURES for the local GPU (compute capability 9.0 -> 90) unless it is set: a
-# GPU machine's runs build its own machine code only.
+# CMAKE_CUDA_ARCHITECTURES for the local GPU (compute capability 8.9 -> 89; 9.0 -> 90a, Hopper's
+# arch-specific code, which has wgmma) unless it is set: a GPU machine's runs build its own
+# machine code only.
 gpucmp_local_architecture() {
   if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
     CMAKE_CUDA_ARCHITECTURES=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+    [ "$CMAKE_CUDA_ARCHITECTURES" = 90 ] && CMAKE_CUDA_ARCHITECTURES=90a
     export CMAKE_CUDA_ARCHITECTURES
   fi
 }

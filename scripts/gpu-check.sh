@@ -12,10 +12,7 @@ if ! gpu_present; then
   exit 1
 fi
 # Build for this GPU only: faster, and the same code the tests then run.
-if [ -z "${CMAKE_CUDA_ARCHITECTURES:-}" ]; then
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
-  export CMAKE_CUDA_ARCHITECTURES=$cc
-fi
+gpucmp_local_architecture
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv > "$out_dir/gpu.csv"
 status=0
 "$repo_root/scripts/install-deps.sh" || status=1

@@ -10,6 +10,7 @@
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/stream.hpp>
+#include <gpucmp/cuda/warpgroup_mma.cuh>
 #include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/quantized_conv.cuh>
@@ -269,8 +270,14 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
   gpucmp::stream s;
   const cudnn_handle dnn = make_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
-  int major = 0;
+  int major = 0, minor = 0;
   REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) == cudaSuccess);
+  // On Hopper built as sm_90a (the build's default there) the wgmma tiles are candidates too.
+  const bool warpgroup = gpucmp::warpgroup_mma_compiled();
+  if (major == 9 && minor == 0 && !warpgroup) {
+    WARN("wgmma tiles left out: this program's compute capability 9.0 code is not sm_90a (CMAKE_CUDA_ARCHITECTURES 90a)");
+  }
   for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
     if (t == gpucmp::numerics::fp8_e4m3 && major < 9) {
       WARN("FP8 left out: compute capability " << major << ".x (the kernel's FP8 needs 8.9; Hopper checks it)");
@@ -298,6 +305,9 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
           REQUIRE(set->size() >= 1);
           gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
           check_every_candidate(q, headroom, "gpucmp implicit GEMM: ", s.get());
+          std::size_t wgmma = 0;
+          for (std::size_t i = 0; i < q.candidate_count(); ++i) wgmma += q.describe_candidate(i).find("wgmma") != std::string::npos;
+          CHECK((wgmma > 0) == warpgroup);
         }
       }
     }

@@ -23,6 +23,7 @@
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/fast_divisor.cuh>
 #include <gpucmp/cuda/warp_mma.cuh>
+#include <gpucmp/cuda/warpgroup_mma.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/elements.cuh>
 
@@ -54,19 +55,26 @@ struct quantized_kernel_operands {
 
 /// A block's tile: BM pixels x BN output channels, reduced 64 elements (filter tap, channel) at a
 /// time through `stages` shared-memory buffers, by warps_m x warps_n warps, built for
-/// `blocks_per_sm` blocks on each multiprocessor at once (the registers a thread may use).
+/// `blocks_per_sm` blocks on each multiprocessor at once (the registers a thread may use). With
+/// `warpgroup` the warps multiply with wgmma, four at a time (warps_m / 4 warpgroups over the
+/// rows, warps_n 1), where the GPU has it (warpgroup_mma_compiled); else each warp with mma.sync.
 struct quantized_kernel_tile {
   int bm, bn, warps_m, warps_n, stages, blocks_per_sm;
+  bool warpgroup;
 };
 
-/// The tiles a layer's search tries, widest output first (as with_quantized_kernel_tile
-/// instantiates them). 64 x 256 reads each input row once for K = 256; 128 x 64 keeps K = 64
-/// layers' tiles full, three blocks a multiprocessor keeping more loads in flight where a layer
-/// streams its input; 64 x 64 gives layers of few pixels (a late stage at a small batch) enough
-/// blocks to fill the GPU. (A fourth stage for 128 x 128 and 128 x 64 measured no faster on an
-/// H100: the compute-bound layers do not wait on the loads.)
+/// The tiles a layer's search tries (as with_quantized_kernel_tile instantiates them).
+/// mma.sync, widest output first: 64 x 256 reads each input row once for K = 256; 128 x 64
+/// keeps K = 64 layers' tiles full, three blocks a multiprocessor keeping more loads in flight
+/// where a layer streams its input; 64 x 64 gives layers of few pixels (a late stage at a small
+/// batch) enough blocks to fill the GPU. (A fourth stage for 128 x 128 and 128 x 64 measured no
+/// faster on an H100: the compute-bound layers do not wait on the loads.) wgmma (Hopper): the
+/// same shapes for K of 128 and more and 64, and 256 x 64, which reads a K = 64 layer's filters
+/// half as often; a fourth stage, as one block's products run while the next block is issued.
 inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {
-    {128, 128, 2, 4, 3, 2}, {64, 256, 2, 4, 3, 2}, {128, 64, 4, 2, 3, 3}, {64, 64, 2, 2, 4, 4}};
+    {128, 128, 2, 4, 3, 2, false}, {64, 256, 2, 4, 3, 2, false}, {128, 64, 4, 2, 3, 3, false},
+    {64, 64, 2, 2, 4, 4, false},   {128, 128, 8, 1, 4, 2, true},  {128, 256, 8, 1, 4, 1, true},
+    {128, 64, 4, 1, 4, 3, true},   {256, 64, 8, 1, 4, 2, true}};
 
 namespace detail {
 
@@ -90,7 +98,15 @@ struct quantized_kernel_args {
   bool relu;
 };
 
-inline constexpr int quantized_kernel_row_bytes = 80;  // 64 bytes of C, padded: ldmatrix's 8 rows hit 8 bank groups
+// A stage's row of x or w: 64 bytes of the reduction in four 16-byte pieces. For mma.sync rows
+// are padded to 80 bytes (ldmatrix's 8 rows then hit 8 bank groups); for wgmma they lie as its
+// 8 x 16-byte core matrices, each group of 8 rows 512 bytes with a row's pieces 128 apart.
+template <bool Warpgroup>
+inline constexpr int quantized_kernel_row_bytes = Warpgroup ? 64 : 80;
+template <bool Warpgroup>
+__device__ constexpr int quantized_tile_offset(int row, int piece) {
+  return Warpgroup ? (row / 8) * 512 + piece * 128 + (row % 8) * 16 : row * 80 + piece * 16;
+}
 
 // Two stored 8-bit values (the lower address in the low byte) as floats, exactly.
 template <class Stored>
@@ -115,22 +131,33 @@ __device__ inline unsigned short stored_pair_bits(float low, float high) {
   }
 }
 
-template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM>
+// WM x WN warps, each multiplying a (BM / WM) x (BN / WN) tile with mma.sync; or with
+// `Warpgroup` WM / 4 warpgroups (WN 1), each multiplying BM / (WM / 4) rows by all BN columns
+// with wgmma, 64 rows an instruction.
+template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM, bool Warpgroup>
 __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kernel(quantized_kernel_args a) {
 #if __CUDA_ARCH__ >= 800
   using Sum = std::conditional_t<std::is_same_v<Stored, std::int8_t>, int, float>;
-  constexpr int threads = WM * WN * 32, row_bytes = quantized_kernel_row_bytes;
-  constexpr int warp_rows = BM / WM, warp_cols = BN / WN, MT = warp_rows / 16, NT = warp_cols / 8;
+  constexpr int threads = WM * WN * 32, row_bytes = quantized_kernel_row_bytes<Warpgroup>;
+  constexpr int warp_rows = BM / WM, warp_cols = BN / WN, group_rows = Warpgroup ? BM / (WM / 4) : 0;
+  // Each thread's sums: MT x NT pieces of 16 x 8 (mma.sync's), or MT slices of 64 rows by BN / 8
+  // pieces of 8 columns (wgmma's), 4 values each.
+  constexpr int MT = Warpgroup ? group_rows / 64 : warp_rows / 16, NT = Warpgroup ? BN / 8 : warp_cols / 8;
   constexpr int a_loads = BM * 4 / threads, b_loads = BN * 4 / threads;  // 16-byte pieces, 4 per row
   constexpr int out_stride = BN + 16, out_pieces = BN / 16;
-  static_assert(warp_rows % 16 == 0 && warp_cols % 16 == 0 && a_loads * threads == BM * 4 && b_loads * threads == BN * 4,
-                "a tile the warps divide evenly");
+  // Blocks of the reduction loaded ahead: wgmma keeps one block's products running while the
+  // next is issued, so the buffer it reads is refilled a block later.
+  constexpr int ahead = Warpgroup ? Stages - 2 : Stages - 1;
+  static_assert(!Warpgroup || (WN == 1 && WM % 4 == 0 && group_rows % 64 == 0 && (BN == 64 || BN == 128 || BN == 256)),
+                "wgmma: warpgroups of 4 warps, 64 rows a slice, N 64, 128 or 256");
+  static_assert(Warpgroup || (warp_rows % 16 == 0 && warp_cols % 16 == 0), "mma.sync: a tile the warps divide evenly");
+  static_assert(a_loads * threads == BM * 4 && b_loads * threads == BN * 4 && threads % 32 == 0 && ahead >= 1,
+                "loads the threads divide evenly");
   extern __shared__ __align__(128) unsigned char shared[];
   constexpr int stage_bytes = (BM + BN) * row_bytes;
   unsigned char* out_tile = shared + a.stages_used * stage_bytes;
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int warp_m = (warp / WN) * warp_rows, warp_n = (warp % WN) * warp_cols;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const int k_tiles = (a.reduction + 63) / 64;
 
@@ -182,14 +209,14 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
     for (int i = 0; i < a_loads; ++i) {
       const int y = x_top[i] + dy, x = x_left[i] + dx;
       const bool valid = in_reduction && unsigned(y) < unsigned(a.height) && unsigned(x) < unsigned(a.width);
-      copy_16_async(xs + (tid / 4 + i * (threads / 4)) * row_bytes + piece * 16, valid ? a.x + x_row[i] + moved : a.x,
-                    valid);
+      copy_16_async(xs + quantized_tile_offset<Warpgroup>(tid / 4 + i * (threads / 4), piece),
+                    valid ? a.x + x_row[i] + moved : a.x, valid);
     }
 #pragma unroll
     for (int j = 0; j < b_loads; ++j) {
       const bool valid = in_reduction && w_row[j] >= 0;
-      copy_16_async(ws + (tid / 4 + j * (threads / 4)) * row_bytes + piece * 16, valid ? a.w + w_row[j] + flat : a.w,
-                    valid);
+      copy_16_async(ws + quantized_tile_offset<Warpgroup>(tid / 4 + j * (threads / 4), piece),
+                    valid ? a.w + w_row[j] + flat : a.w, valid);
     }
     flat += 64;
     for (at += 64; at >= a.c; at -= a.c) {
@@ -200,7 +227,7 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
     }
   };
 #pragma unroll
-  for (int s = 0; s < Stages - 1; ++s) {
+  for (int s = 0; s < ahead; ++s) {
     if (s < k_tiles) load_tile(s);
     commit_async_copies();
   }
@@ -213,70 +240,101 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = Sum(0);
 
+  // mma.sync: warp (warp / WN, warp % WN) of the grid; wgmma: warpgroup warp / 4, whose warp
+  // warp % 4 holds 16 rows of each 64.
+  const int warp_m = Warpgroup ? (warp / 4) * group_rows : (warp / WN) * warp_rows;
+  const int warp_n = Warpgroup ? 0 : (warp % WN) * warp_cols;
   for (int kt = 0; kt < k_tiles; ++kt) {
-    wait_async_copies<Stages - 2>();  // z and tiles 0..kt have landed
-    __syncthreads();                  // and every warp is done with the buffer the next load refills
-    if (kt + Stages - 1 < k_tiles) load_tile((kt + Stages - 1) % Stages);  // block kt + Stages - 1, in order
-    commit_async_copies();
+    wait_async_copies<ahead - 1>();  // z and blocks 0..kt have landed
+    if constexpr (Warpgroup) fence_shared_for_async_proxy();  // where wgmma reads them
+    __syncthreads();  // every thread's copies are in, and every warp is done with the buffer refilled next
     const unsigned char* xs = shared + (kt % Stages) * stage_bytes;
     const unsigned char* ws = xs + BM * row_bytes;
+    if constexpr (Warpgroup) {
+      auto& sums = reinterpret_cast<Sum(&)[MT * NT * 4]>(acc);
+      warpgroup_hold(sums);
+      warpgroup_mma_fence();
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {  // two steps of 32 channels
-      unsigned af[MT][4], bf[NT][2];
+      for (int step = 0; step < 2; ++step) {  // two steps of 32 channels: core matrices 2 step, 2 step + 1
+        const std::uint64_t b = shared_matrix_descriptor(ws + step * 256, 128, 512);
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        // Matrices: rows 0-7 and 8-15 at channels 0-15, then both at 16-31.
-        const int row = warp_m + mt * 16 + lane % 8 + (lane / 8) % 2 * 8;
-        load_matrices_x4<false>(af[mt], xs + row * row_bytes + half * 32 + lane / 16 * 16);
+        for (int mt = 0; mt < MT; ++mt) {
+          const std::uint64_t x_slice = shared_matrix_descriptor(xs + (warp_m + mt * 64) * 64 + step * 256, 128, 512);
+          warpgroup_mma_64xNx32<BN>(reinterpret_cast<Sum(&)[NT * 4]>(acc[mt]), x_slice, b);
+        }
       }
+      warpgroup_mma_commit();
+      warpgroup_hold(sums);
+      // Block kt + ahead goes where block kt - 2 was: every warpgroup waited for its products
+      // (below, one iteration back) before this iteration's barrier.
+      if (kt + ahead < k_tiles) load_tile((kt + ahead) % Stages);
+      commit_async_copies();
+      warpgroup_mma_wait<1>();  // block kt - 1's products are done; kt's may run on
+      warpgroup_hold(sums);
+    } else {
+      if (kt + ahead < k_tiles) load_tile((kt + ahead) % Stages);  // into block kt - 1's buffer, in order
+      commit_async_copies();
 #pragma unroll
-      for (int np = 0; np < NT / 2; ++np) {
-        // Matrices: channels 0-7 at 0-15 and 16-31, then channels 8-15 at both.
-        const int row = warp_n + np * 16 + lane % 8 + lane / 16 * 8;
-        unsigned r[4];
-        load_matrices_x4<false>(r, ws + row * row_bytes + half * 32 + (lane / 8) % 2 * 16);
-        bf[2 * np][0] = r[0];
-        bf[2 * np][1] = r[1];
-        bf[2 * np + 1][0] = r[2];
-        bf[2 * np + 1][1] = r[3];
+      for (int half = 0; half < 2; ++half) {  // two steps of 32 channels
+        unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          // Matrices: rows 0-7 and 8-15 at channels 0-15, then both at 16-31.
+          const int row = warp_m + mt * 16 + lane % 8 + (lane / 8) % 2 * 8;
+          load_matrices_x4<false>(af[mt], xs + row * row_bytes + half * 32 + lane / 16 * 16);
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          // Matrices: channels 0-7 at 0-15 and 16-31, then channels 8-15 at both.
+          const int row = warp_n + np * 16 + lane % 8 + lane / 16 * 8;
+          unsigned r[4];
+          load_matrices_x4<false>(r, ws + row * row_bytes + half * 32 + (lane / 8) % 2 * 16);
+          bf[2 * np][0] = r[0];
+          bf[2 * np][1] = r[1];
+          bf[2 * np + 1][0] = r[2];
+          bf[2 * np + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) mma_16x8x32(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
       }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma_16x8x32(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
     }
+  }
+  if constexpr (Warpgroup) {
+    warpgroup_mma_wait<0>();
+    warpgroup_hold(reinterpret_cast<Sum(&)[MT * NT * 4]>(acc));
   }
   wait_async_copies<0>();
   __syncthreads();
 
-  // Each thread holds rows g and g + 8, channels 2t and 2t + 1 of every 16 x 8 piece. The
-  // output's scale is folded into the per-channel constants and z's (it is positive, so it
-  // commutes with ReLU): per output a convert, a multiply-add, z's convert and multiply-add,
-  // a max and the rounding convert.
-  const int g = lane / 4, t = lane % 4;
+  // Each thread holds rows g and g + 8, channels 2t and 2t + 1 of every 8 columns, in each
+  // slice of 16 rows (mma.sync) or 64 (wgmma, the warp's 16 of them). The output's scale is
+  // folded into the per-channel constants and z's (it is positive, so it commutes with ReLU):
+  // per output a convert, a multiply-add, z's convert and multiply-add, a max and the rounding
+  // convert. Channels outer: a channel's constants are read once, not held for every column.
+  const int g = lane / 4, t = lane % 4, row0 = warp_m + (Warpgroup ? (warp % 4) * 16 : 0) + g;
+  constexpr int slice_rows = Warpgroup ? 64 : 16;
   const float out_scale = *a.output_scale;
-  float dq[NT][2], b[NT][2];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int channel = n0 + warp_n + nt * 8 + 2 * t + e;
-      dq[nt][e] = channel < a.k ? a.dequantize[channel] * out_scale : 0.0f;
-      b[nt][e] = channel < a.k ? a.bias[channel] * out_scale : 0.0f;
-    }
   auto finish = [&](auto with_z, auto with_relu) {
     constexpr bool has_z = decltype(with_z)::value, relu = decltype(with_relu)::value;
     const float zs = has_z ? *a.z_scale * out_scale : 0.0f;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int nt = 0; nt < NT; ++nt) {
+      const int col = warp_n + nt * 8 + 2 * t, channel = n0 + col;
+      float dq[2], b[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < 2; ++e) {
+        dq[e] = channel + e < a.k ? a.dequantize[channel + e] * out_scale : 0.0f;
+        b[e] = channel + e < a.k ? a.bias[channel + e] * out_scale : 0.0f;
+      }
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          auto* cell = reinterpret_cast<unsigned short*>(out_tile + (warp_m + mt * 16 + g + h * 8) * out_stride + warp_n +
-                                                         nt * 8 + 2 * t);
-          float v0 = float(acc[mt][nt][2 * h]) * dq[nt][0] + b[nt][0];
-          float v1 = float(acc[mt][nt][2 * h + 1]) * dq[nt][1] + b[nt][1];
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          auto* cell = reinterpret_cast<unsigned short*>(out_tile + (row0 + mt * slice_rows + h * 8) * out_stride + col);
+          float v0 = float(acc[mt][nt][2 * h]) * dq[0] + b[0];
+          float v1 = float(acc[mt][nt][2 * h + 1]) * dq[1] + b[1];
           if constexpr (has_z) {
             const float2 z = stored_pair_values<Stored>(*cell);
             v0 += z.x * zs;
@@ -288,6 +346,7 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
           }
           *cell = stored_pair_bits<Stored>(v0, v1);
         }
+    }
   };
   if (a.z != nullptr) {
     a.relu ? finish(std::true_type{}, std::true_type{}) : finish(std::true_type{}, std::false_type{});
@@ -308,21 +367,20 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
 }
 
 // One tile's kernel: its shared memory and launch.
-template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM>
+template <class Stored, int BM, int BN, int WM, int WN, int Stages, int BlocksPerSM, bool Warpgroup>
 struct quantized_kernel_launcher {
   static constexpr int threads = WM * WN * 32;
+  static constexpr auto kernel = quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages, BlocksPerSM, Warpgroup>;
   static std::size_t shared_bytes(int stages) {
-    return std::size_t(stages) * (BM + BN) * quantized_kernel_row_bytes + std::size_t(BM) * (BN + 16);
+    return std::size_t(stages) * (BM + BN) * quantized_kernel_row_bytes<Warpgroup> + std::size_t(BM) * (BN + 16);
   }
   static void prepare() {
-    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages, BlocksPerSM>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
+    GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
   }
   static void launch(quantized_kernel_args a, cudaStream_t stream) {
     a.stages_used = std::min(Stages, (a.reduction + 63) / 64);
     const dim3 grid(unsigned((a.k + BN - 1) / BN), unsigned((a.pixels + BM - 1) / BM));
-    quantized_conv_kernel<Stored, BM, BN, WM, WN, Stages, BlocksPerSM>
-        <<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
+    kernel<<<grid, threads, shared_bytes(a.stages_used), stream>>>(a);
     GPUCMP_CUDA_CHECK_LAST("quantized_conv_kernel");
   }
 };
@@ -331,10 +389,14 @@ struct quantized_kernel_launcher {
 template <class Stored, class F>
 void with_quantized_kernel_tile(std::size_t i, F&& f) {
   switch (i) {
-    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3, 2>{}); return;
-    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3, 2>{}); return;
-    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3, 3>{}); return;
-    case 3: f(quantized_kernel_launcher<Stored, 64, 64, 2, 2, 4, 4>{}); return;
+    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3, 2, false>{}); return;
+    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3, 2, false>{}); return;
+    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3, 3, false>{}); return;
+    case 3: f(quantized_kernel_launcher<Stored, 64, 64, 2, 2, 4, 4, false>{}); return;
+    case 4: f(quantized_kernel_launcher<Stored, 128, 128, 8, 1, 4, 2, true>{}); return;
+    case 5: f(quantized_kernel_launcher<Stored, 128, 256, 8, 1, 4, 1, true>{}); return;
+    case 6: f(quantized_kernel_launcher<Stored, 128, 64, 4, 1, 4, 3, true>{}); return;
+    case 7: f(quantized_kernel_launcher<Stored, 256, 64, 8, 1, 4, 2, true>{}); return;
     default: throw invalid_argument("gpucmp's quantized conv kernel: no tile " + std::to_string(i));
   }
 }
@@ -371,17 +433,21 @@ class quantized_conv_kernels {
  public:
   /// Throws unsupported naming why when the current device cannot run `p` this way
   /// (quantized_kernel_refusal). Tiles more than twice as wide as K are left out, all but the
-  /// narrowest.
+  /// narrowest of each kind, and wgmma's where the program's code for this GPU lacks it.
   quantized_conv_kernels(const conv_problem& p, bool relu) : m_problem(p) {
     int device = 0, major = 0, minor = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     if (const std::string why = quantized_kernel_refusal(p, major, minor); !why.empty()) throw unsupported(why);
-    int narrowest = quantized_kernel_tiles[0].bn;
-    for (const quantized_kernel_tile& t : quantized_kernel_tiles) narrowest = std::min(narrowest, t.bn);
+    const bool warpgroup = warpgroup_mma_compiled();
     for (std::size_t i = 0; i < std::size(quantized_kernel_tiles); ++i) {
       const quantized_kernel_tile& t = quantized_kernel_tiles[i];
+      if (t.warpgroup && !warpgroup) continue;
+      int narrowest = t.bn;
+      for (const quantized_kernel_tile& u : quantized_kernel_tiles) {
+        if (u.warpgroup == t.warpgroup) narrowest = std::min(narrowest, u.bn);
+      }
       if (t.bn > 2 * p.k && t.bn != narrowest) continue;
       on_tile(i, [](auto launcher) { decltype(launcher)::prepare(); });
       m_tiles.push_back(i);
@@ -408,13 +474,16 @@ class quantized_conv_kernels {
 
   /// How many candidates there are.
   std::size_t size() const noexcept { return m_tiles.size(); }
-  /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, 2 blocks/SM, mma.sync m16n8k32 s8".
+  /// Candidate `i`: "128x128x64 tile, 2x4 warps, 3 stages, 2 blocks/SM, mma.sync m16n8k32 s8" or
+  /// "128x64x64 tile, 1 warpgroup, 4 stages, 3 blocks/SM, wgmma m64n64k32 s8".
   std::string describe(std::size_t i) const {
     const quantized_kernel_tile& t = quantized_kernel_tiles[m_tiles.at(i)];
-    return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64 tile, " + std::to_string(t.warps_m) + "x" +
-           std::to_string(t.warps_n) + " warps, " + std::to_string(t.stages) + " stages, " +
-           std::to_string(t.blocks_per_sm) + " blocks/SM, mma.sync m16n8k32 " +
-           (m_problem.dtype == numerics::int8 ? "s8" : "e4m3");
+    const std::string format = m_problem.dtype == numerics::int8 ? "s8" : "e4m3";
+    const std::string warps = t.warpgroup ? std::to_string(t.warps_m / 4) + (t.warps_m == 4 ? " warpgroup" : " warpgroups")
+                                          : std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + " warps";
+    const std::string mma = t.warpgroup ? "wgmma m64n" + std::to_string(t.bn) + "k32 " : "mma.sync m16n8k32 ";
+    return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x64 tile, " + warps + ", " + std::to_string(t.stages) +
+           " stages, " + std::to_string(t.blocks_per_sm) + " blocks/SM, " + mma + format;
   }
   /// Whether `o`'s tensors suit the kernel's 16-byte loads and stores.
   static bool aligned(const quantized_kernel_operands& o) noexcept {
