@@ -124,43 +124,28 @@ __device__ inline void warpgroup_mma_64xNx32(Sum (&d)[N / 2], std::uint64_t a, s
   static_assert(N == 64 || N == 128 || N == 256, "warpgroup_mma_64xNx32: N is 64, 128 or 256");
   static_assert(std::is_same_v<Sum, int> || std::is_same_v<Sum, float>, "warpgroup_mma_64xNx32: INT8 (int) or FP8 (float)");
 #if defined(GPUCMP_WARPGROUP_MMA)
-  if constexpr (N == 64 && std::is_same_v<Sum, int>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 "
-                 GPUCMP_WGMMA_D64
-                 ", %32, %33, p; }"
-                 : GPUCMP_WGMMA_ACC64("+r", d)
-                 : "l"(a), "l"(b), "r"(1));
-  } else if constexpr (N == 64 && std::is_same_v<Sum, float>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-                 GPUCMP_WGMMA_D64
-                 ", %32, %33, p, 1, 1; }"
-                 : GPUCMP_WGMMA_ACC64("+f", d)
-                 : "l"(a), "l"(b), "r"(1));
-  } else if constexpr (N == 128 && std::is_same_v<Sum, int>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 "
-                 GPUCMP_WGMMA_D128
-                 ", %64, %65, p; }"
-                 : GPUCMP_WGMMA_ACC128("+r", d)
-                 : "l"(a), "l"(b), "r"(1));
-  } else if constexpr (N == 128 && std::is_same_v<Sum, float>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-                 GPUCMP_WGMMA_D128
-                 ", %64, %65, p, 1, 1; }"
-                 : GPUCMP_WGMMA_ACC128("+f", d)
-                 : "l"(a), "l"(b), "r"(1));
-  } else if constexpr (N == 256 && std::is_same_v<Sum, int>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 "
-                 GPUCMP_WGMMA_D256
-                 ", %128, %129, p; }"
-                 : GPUCMP_WGMMA_ACC256("+r", d)
-                 : "l"(a), "l"(b), "r"(1));
-  } else if constexpr (N == 256 && std::is_same_v<Sum, float>) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
-                 GPUCMP_WGMMA_D256
-                 ", %128, %129, p, 1, 1; }"
-                 : GPUCMP_WGMMA_ACC256("+f", d)
-                 : "l"(a), "l"(b), "r"(1));
+  // One wgmma: the accumulators %0.. in D, then the descriptors at operands A and B, then
+  // scale-d (1: d += A B) at S; FP8 also takes A's and B's signs (1, 1).
+#define GPUCMP_WGMMA_ISSUE(N, TYPES, C, SIGNS, A, B, S)                                                          \
+  asm volatile("{ .reg .pred p; setp.ne.b32 p, %" #S ", 0; wgmma.mma_async.sync.aligned.m64n" #N "k32." TYPES " " \
+               GPUCMP_WGMMA_D##N ", %" #A ", %" #B ", p" SIGNS "; }"                                             \
+               : GPUCMP_WGMMA_ACC##N(C, d)                                                                      \
+               : "l"(a), "l"(b), "r"(1))
+  constexpr bool int8 = std::is_same_v<Sum, int>;
+  if constexpr (N == 64 && int8) {
+    GPUCMP_WGMMA_ISSUE(64, "s32.s8.s8", "+r", "", 32, 33, 34);
+  } else if constexpr (N == 64) {
+    GPUCMP_WGMMA_ISSUE(64, "f32.e4m3.e4m3", "+f", ", 1, 1", 32, 33, 34);
+  } else if constexpr (N == 128 && int8) {
+    GPUCMP_WGMMA_ISSUE(128, "s32.s8.s8", "+r", "", 64, 65, 66);
+  } else if constexpr (N == 128) {
+    GPUCMP_WGMMA_ISSUE(128, "f32.e4m3.e4m3", "+f", ", 1, 1", 64, 65, 66);
+  } else if constexpr (int8) {
+    GPUCMP_WGMMA_ISSUE(256, "s32.s8.s8", "+r", "", 128, 129, 130);
+  } else {
+    GPUCMP_WGMMA_ISSUE(256, "f32.e4m3.e4m3", "+f", ", 1, 1", 128, 129, 130);
   }
+#undef GPUCMP_WGMMA_ISSUE
 #else
   (void)d;
   (void)a;
