@@ -3,10 +3,11 @@
 //
 // A warpgroup's tensor-core matrix multiply (wgmma.mma_async, Hopper: compute capability 9.0
 // compiled as sm_90a): four warps multiply a 64 x 32 tile of A by a 32 x N tile of B, both read
-// from shared memory through descriptors, INT8 into INT32 or FP8 E4M3 into FP32. It runs at
-// twice mma.sync's rate on an H100 and issues one instruction where mma.sync needs 4 N / 8
-// (with their ldmatrix loads), which leaves a kernel's warps the issue slots for its own loads;
-// mma.sync on sm_90 has no FP8 at all (ptxas emulates it through FP16). The operands here are
+// from shared memory through descriptors, INT8 into INT32 or FP8 E4M3 into FP32. Hopper's
+// tensor cores reach their full rate only through it (NVIDIA's Hopper tuning guide), and one
+// instruction does what takes mma.sync N / 2 instructions and their ldmatrix loads, which leaves
+// a kernel's warps the issue slots for its own loads; mma.sync on sm_90 has no FP8 at all
+// (ptxas emulates it through FP16). The operands here are
 // K-major (each row contiguous along the reduction, as an NHWC convolution's x and KRSC w are)
 // without a swizzle: 8 x 16-byte core matrices, 128 contiguous bytes each.
 // Accumulator layout (PTX's): thread l of warp w of the group holds, for each 8 columns j,
