@@ -499,6 +499,19 @@ class conv_layer_search {
     m_chosen.conv.searched_seconds = chosen.seconds;
     m_search_log = std::move(log);
   }
+  /// Runs candidate `index` of the shared set without searching (a layer of a shape already
+  /// searched, `searched_seconds` its search's time): the caller verifies.
+  void use(std::size_t index, double searched_seconds) {
+    if (index >= m_set->size()) throw invalid_argument(std::string(m_kind) + "::use: no candidate " + std::to_string(index));
+    run_candidate(index);
+    m_chosen.conv.chosen_by = algorithm_choice::search;
+    m_chosen.conv.searched_seconds = searched_seconds;
+  }
+  /// Whether candidate `index` of the shared set is one this layer's search would consider (its
+  /// workspace fits; a quantized layer's tensors suit it): what use() should be given.
+  bool can_run(std::size_t index) const noexcept {
+    return std::find(m_usable.begin(), m_usable.end(), index) != m_usable.end();
+  }
   /// Every timing of its search (empty until a search ran; a layer that reused another's
   /// choice has none).
   const std::vector<candidate_time>& search_log() const noexcept { return m_search_log; }
@@ -602,15 +615,6 @@ class fused_conv : public conv_layer_search<fused_conv_candidates> {
   /// Search candidate `i`'s cuDNN API: the search re-times the fastest of each
   /// (search_options::refine_group_margin).
   int candidate_group(std::size_t i) const { return int(m_set->info(m_usable.at(i)).conv.api); }
-
-  /// Runs candidate `index` of the shared set without searching (a layer of a shape already
-  /// searched): the caller verifies.
-  void use(std::size_t index, double searched_seconds) {
-    if (index >= m_set->size()) throw invalid_argument("fused_conv::use: no candidate " + std::to_string(index));
-    run_candidate(index);
-    m_chosen.conv.chosen_by = algorithm_choice::search;
-    m_chosen.conv.searched_seconds = searched_seconds;
-  }
 
   /// Poisons y, runs the layer and compares y with a double reference at 16,384 random
   /// outputs (first and last included), or at every output of a small layer.

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -245,6 +246,19 @@ class quantized_network {
     device_buffer<float> matmul_alpha, matmul_bias;  // the matmul path's scales (quantized_conv_tensors)
     std::unique_ptr<quantized_conv> quantized;
     std::unique_ptr<fused_conv> half;
+  };
+  // What the layers of one (shape, epilogue) share, as the FP16 network's do: the candidate
+  // sets, built once, and each way's search verdict (the candidate's index in its set, its
+  // time), which a later layer of that shape runs without a search where its tensors allow
+  // (each layer is still verified on its own). ResNet-50 has 53 convolutions of 24 such pairs,
+  // and each quantized search times gpucmp's tiles beside cuDNN's and cuBLASLt's plans.
+  using search_verdict = std::optional<std::pair<std::size_t, double>>;
+  struct shape_search {
+    std::shared_ptr<const quantized_conv_candidates> quantized;  // null: not built yet, or none (why_none)
+    std::string why_none;
+    search_verdict quantized_verdict;
+    std::shared_ptr<const fused_conv_candidates> half;
+    search_verdict half_verdict;
   };
 
   bool int8() const noexcept { return m_plan.format() == numerics::int8; }
@@ -451,12 +465,21 @@ class quantized_network {
     // The stored input, for a quantized stem (an FP16 stem reads the FP16 input).
     if (first) add_input_quantization(s2d ? &*s2d : nullptr);
     // The quantized layer.
+    const conv_problem& quantized_shape = s2d ? s2d->transformed : shape;
+    shape_search& seen = m_shape_searches[conv_layer_name(quantized_shape, e)];
     std::string why_not;
     double quantized_seconds = INFINITY;
     try {
-      auto set = std::make_shared<const quantized_conv_candidates>(quantized_conv_libraries{m_cudnn.get(), m_cublas.get()},
-                                                                   s2d ? s2d->transformed : shape, e,
-                                                                   m_options.candidates_per_path, m_options.workspace_limit);
+      if (!seen.quantized && seen.why_none.empty()) {
+        try {
+          seen.quantized = std::make_shared<const quantized_conv_candidates>(
+              quantized_conv_libraries{m_cudnn.get(), m_cublas.get()}, quantized_shape, e, m_options.candidates_per_path,
+              m_options.workspace_limit);
+        } catch (const unsupported& u) {
+          seen.why_none = u.what();
+        }
+      }
+      if (!seen.quantized) throw unsupported(seen.why_none);
       quantized_conv_tensors t;
       t.x = s2d ? static_cast<const void*>(m_input_s2d.data()) : data(l.input);
       t.w = c.weight_q.data();
@@ -473,8 +496,8 @@ class quantized_network {
         t.matmul_beta = float(q.residual_scale / q.output_scale);
       }
       if (first) m_steps.back()(stream);  // the stored input the search reads
-      c.quantized = std::make_unique<quantized_conv>(set, t, m_workspace.data(), m_workspace.bytes());
-      quantized_seconds = gpucmp::search(*c.quantized, shared_engine(), m_options.search).seconds;
+      c.quantized = std::make_unique<quantized_conv>(seen.quantized, t, m_workspace.data(), m_workspace.bytes());
+      quantized_seconds = choose(*c.quantized, seen.quantized_verdict);
     } catch (const unsupported& u) {
       why_not = u.what();
       c.quantized.reset();
@@ -492,14 +515,16 @@ class quantized_network {
       GPUCMP_CUDA_CHECK(cudaMemcpy(c.weight_half.data(), w16.data(), c.weight_half.bytes(), cudaMemcpyHostToDevice));
       c.bias_half = device_buffer<unsigned char>(b16.size() * sizeof(__half));
       GPUCMP_CUDA_CHECK(cudaMemcpy(c.bias_half.data(), b16.data(), c.bias_half.bytes(), cudaMemcpyHostToDevice));
-      auto set = std::make_shared<const fused_conv_candidates>(m_cudnn.get(), p16, e, m_options.candidates_per_path,
-                                                               m_options.workspace_limit);
+      if (!seen.half) {
+        seen.half = std::make_shared<const fused_conv_candidates>(m_cudnn.get(), p16, e, m_options.candidates_per_path,
+                                                                  m_options.workspace_limit);
+      }
       // Its FP16 inputs: the FP16 image for the stem, else the stored input dequantized.
       for (const std::function<void(cudaStream_t)>& step : dequantize_steps(l, first)) step(stream);
       const fused_conv_tensors t{first ? static_cast<const void*>(m_input_half.data()) : m_scratch_x.data(), c.weight_half.data(),
                                  c.bias_half.data(), e.residual ? m_scratch_z.data() : nullptr, m_scratch_y.data()};
-      c.half = std::make_unique<fused_conv>(set, t, m_workspace.data(), m_workspace.bytes());
-      half_seconds = gpucmp::search(*c.half, shared_engine(), m_options.search).seconds;
+      c.half = std::make_unique<fused_conv>(seen.half, t, m_workspace.data(), m_workspace.bytes());
+      half_seconds = choose(*c.half, seen.half_verdict);
     }
     // Each way's cost is all it adds to the pass: FP16 also dequantizes its inputs and
     // quantizes its output (as much memory traffic as a stage-1 layer's convolution: the
@@ -568,6 +593,19 @@ class quantized_network {
     m_workspace = device_buffer<unsigned char>();
   }
 
+  // Runs the verdict an earlier layer of this shape's search gave, where `layer` can run it,
+  // else searches and keeps its verdict for the next; returns the chosen candidate's time.
+  template <class Layer>
+  double choose(Layer& layer, search_verdict& verdict) {
+    if (verdict && layer.can_run(verdict->first)) {
+      layer.use(verdict->first, verdict->second);
+      return verdict->second;
+    }
+    const double seconds = gpucmp::search(layer, shared_engine(), m_options.search).seconds;
+    verdict = std::make_pair(layer.chosen_index(), seconds);
+    return seconds;
+  }
+
   // Median seconds of `steps` run back to back, timed as a search times a candidate.
   double time_steps(const std::vector<std::function<void(cudaStream_t)>>& steps) const {
     GPUCMP_CUDA_CHECK(cudaDeviceSynchronize());
@@ -626,6 +664,7 @@ class quantized_network {
   device_buffer<unsigned char> m_workspace, m_accumulator, m_linear_workspace;
   private_workspaces m_layer_workspaces;  // each convolution's own, after the build
   std::vector<std::unique_ptr<conv_state>> m_convs;
+  std::map<std::string, shape_search> m_shape_searches;  // by conv_layer_name, during the build
   std::vector<device_buffer<__half>> m_linear_weights;
   std::vector<device_buffer<float>> m_linear_biases;
   std::vector<std::unique_ptr<linear_layer>> m_linears;
