@@ -15,6 +15,7 @@
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/quantized_network.cuh>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ gpucmp::network_definition small_resnet() {
   auto shortcut = def.conv(x, {64, 1, 2, 0, false}, "block2.down");
   y = def.conv(x, {64, 3, 2, 1, true}, "block2.conv1");
   x = def.conv(y, {64, 3, 1, 1, true}, "block2.conv2", shortcut);
+  y = def.conv(x, {64, 3, 1, 1, true}, "block3.conv1");
+  x = def.conv(y, {64, 3, 1, 1, true}, "block3.conv2", x);  // block2.conv2's shape and epilogue
   x = def.global_average_pool(x, "gap");
   def.linear(x, 100, "fc");
   def.init_random(11);
@@ -69,6 +72,19 @@ TEST_CASE("a quantized network verifies every layer and keeps the FP32 network's
       for (const gpucmp::layer_report& r : net.layers()) {
         if (r.kind == "conv" || r.kind == "linear") CHECK(r.check.passed());
       }
+      // A layer of a shape and epilogue searched before runs that search's verdict.
+      std::map<std::string, const gpucmp::layer_report*> first_of_shape;
+      std::size_t repeated = 0;
+      for (const gpucmp::layer_report& r : net.layers()) {
+        if (r.kind != "conv") continue;
+        const auto [at, fresh] = first_of_shape.emplace(r.shape, &r);
+        if (fresh) continue;
+        ++repeated;
+        INFO(r.name << " repeats " << at->second->name << "'s " << r.shape);
+        CHECK(r.algorithm == at->second->algorithm);
+        CHECK(r.searched_seconds == at->second->searched_seconds);
+      }
+      if (!by_time) CHECK(repeated == 1);
       std::size_t quantized = 0;
       for (const gpucmp::quantized_layer& q : net.plan().layers()) {
         quantized += q.precision == format;
