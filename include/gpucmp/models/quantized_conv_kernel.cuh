@@ -14,9 +14,11 @@
 // and cuDNN's INT8 engines ran those layers at about a third of an H100's bandwidth, no faster
 // than FP16; this kernel runs the widening 1x1 layers with a residual 1.3x (batch 32) to 1.4x
 // (256) faster than cuDNN there (docs/results/h100-quantized.md). Each block streams x and w
-// through a multi-stage cp.async pipeline while it prefetches its tile of z, then adds, rounds
-// and stores y in 16-byte rows from shared memory. Its tile shapes are the candidates; the
-// layer's search times them beside cuDNN's plans and keeps the fastest that verifies.
+// through a multi-stage cp.async pipeline while it prefetches its tile of z, multiplies with
+// mma.sync (sm_80 on) or, built as sm_90a, with Hopper's wgmma (cuda/warpgroup_mma.cuh), then
+// adds, rounds and stores y in 16-byte rows from shared memory. Its tile shapes are the
+// candidates; the layer's search times them beside cuDNN's plans and keeps the fastest that
+// verifies.
 #pragma once
 
 #include <gpucmp/cuda/async_copy.cuh>
@@ -68,9 +70,10 @@ struct quantized_kernel_tile {
 /// keeps K = 64 layers' tiles full, three blocks a multiprocessor keeping more loads in flight
 /// where a layer streams its input; 64 x 64 gives layers of few pixels (a late stage at a small
 /// batch) enough blocks to fill the GPU. (A fourth stage for 128 x 128 and 128 x 64 measured no
-/// faster on an H100: the compute-bound layers do not wait on the loads.) wgmma (Hopper): the
-/// same shapes for K of 128 and more and 64, and 256 x 64, which reads a K = 64 layer's filters
-/// half as often; a fourth stage, as one block's products run while the next block is issued.
+/// faster on an H100: the compute-bound layers do not wait on the loads.) wgmma (Hopper):
+/// 128 x 128 and 128 x 256 for wide layers, 128 x 64 for K = 64, and 256 x 64, which reads a
+/// K = 64 layer's filters half as often; four stages, as one block's products still run while
+/// the next block's loads are issued.
 inline constexpr quantized_kernel_tile quantized_kernel_tiles[] = {
     {128, 128, 2, 4, 3, 2, false}, {64, 256, 2, 4, 3, 2, false}, {128, 64, 4, 2, 3, 3, false},
     {64, 64, 2, 2, 4, 4, false},   {128, 128, 8, 1, 4, 2, true},  {128, 256, 8, 1, 4, 1, true},
