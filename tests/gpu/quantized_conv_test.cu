@@ -306,7 +306,9 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
           gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
           check_every_candidate(q, headroom, "gpucmp implicit GEMM: ", s.get());
           std::size_t wgmma = 0;
-          for (std::size_t i = 0; i < q.candidate_count(); ++i) wgmma += q.describe_candidate(i).find("wgmma") != std::string::npos;
+          for (std::size_t i = 0; i < q.candidate_count(); ++i) {
+            wgmma += q.describe_candidate(i).find("wgmma") != std::string::npos;
+          }
           CHECK((wgmma > 0) == warpgroup);
         }
       }
