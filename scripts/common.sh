@@ -18,6 +18,19 @@ gpucmp_build() {
   cmake --build "$build_dir" --parallel "$(nproc)" "$@"
 }
 
+# The code a run measures, for its records: GPUCMP_COMMIT when set, else HEAD's short hash, with
+# "+changes" when the tracked files differ from it (a copied working tree can carry an older
+# HEAD than its files: a GPU machine's copy once reported the session's first commit).
+gpucmp_tree_commit() {
+  if [ -n "${GPUCMP_COMMIT:-}" ]; then
+    echo "$GPUCMP_COMMIT"
+    return
+  fi
+  local head
+  head=$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+  if git -C "$repo_root" diff --quiet HEAD -- 2>/dev/null; then echo "$head"; else echo "$head+changes"; fi
+}
+
 gpu_present() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1
 }

@@ -93,5 +93,5 @@ if part sanitize; then
   tail -20 "$out_dir/sanitize.log"
 fi
 python3 "$repo_root/lab/acceptance/reliability_measures.py" "$repo_root" "$out_dir"
-printf '{"commit": "%s", "date": "%s", "parts": "%s"}\n' "${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}" \
+printf '{"commit": "%s", "date": "%s", "parts": "%s"}\n' "$(gpucmp_tree_commit)" \
   "$(date -u +%F)" "$(echo $parts)" > "$out_dir/run.json"

@@ -21,7 +21,7 @@ mkdir -p "$work"
 stamp() { echo "$1: $SECONDS s"; [ "$compare_only" = --compare-only ] || tar -C "$out_dir" -czf "$out_dir/before-after.tgz" before-after; }
 if [ "$compare_only" != --compare-only ]; then
 gpucmp_local_architecture
-commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+commit=$(gpucmp_tree_commit)
 printf '{"commit": "%s", "date": "%s", "gpu_uuid": "%s"}\n' "$commit" "$(date -u +%F)" \
   "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" > "$work/run.json"
 

@@ -32,7 +32,7 @@ gpucmp_local_architecture
 status=0
 started=$(date +%s)
 stamp() { echo "$1: $(( $(date +%s) - started )) s (status $status)"; tar -C "$out_dir" -czf "$out_dir/check.tgz" check; }
-commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+commit=$(gpucmp_tree_commit)
 printf '{"commit": "%s", "date": "%s", "gpu_uuid": "%s"}\n' "$commit" "$(date -u +%F)" \
   "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" > "$work/run.json"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$work/gpu.csv"

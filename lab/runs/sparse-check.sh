@@ -18,7 +18,7 @@ part() { [[ ",$parts," == *",$1,"* ]]; }
 status=0
 stamp() { echo "$1: $SECONDS s (status $status)"; tar -C "$out_dir" -czf "$out_dir/sparse.tgz" sparse; }
 gpucmp_local_architecture
-commit=${GPUCMP_COMMIT:-$(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null)}
+commit=$(gpucmp_tree_commit)
 printf '{"commit": "%s", "date": "%s", "gpu_uuid": "%s"}\n' "$commit" "$(date -u +%F)" \
   "$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)" > "$work/run.json"
 if part build; then
