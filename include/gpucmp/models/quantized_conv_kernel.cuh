@@ -38,6 +38,7 @@
 #include <iterator>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace gpucmp {
@@ -388,20 +389,23 @@ struct quantized_kernel_launcher {
   }
 };
 
+// Tile I's launcher, its shape read from quantized_kernel_tiles (the one list of tiles).
+template <class Stored, std::size_t I>
+using quantized_tile_launcher =
+    quantized_kernel_launcher<Stored, quantized_kernel_tiles[I].bm, quantized_kernel_tiles[I].bn,
+                              quantized_kernel_tiles[I].warps_m, quantized_kernel_tiles[I].warps_n,
+                              quantized_kernel_tiles[I].stages, quantized_kernel_tiles[I].blocks_per_sm,
+                              quantized_kernel_tiles[I].warpgroup>;
+
+template <class Stored, class F, std::size_t... I>
+void with_quantized_kernel_tile(std::size_t i, F&& f, std::index_sequence<I...>) {
+  const bool found = ((i == I ? (f(quantized_tile_launcher<Stored, I>{}), true) : false) || ...);
+  if (!found) throw invalid_argument("gpucmp's quantized conv kernel: no tile " + std::to_string(i));
+}
 // Calls f with tile i's launcher (quantized_kernel_tiles' order).
 template <class Stored, class F>
 void with_quantized_kernel_tile(std::size_t i, F&& f) {
-  switch (i) {
-    case 0: f(quantized_kernel_launcher<Stored, 128, 128, 2, 4, 3, 2, false>{}); return;
-    case 1: f(quantized_kernel_launcher<Stored, 64, 256, 2, 4, 3, 2, false>{}); return;
-    case 2: f(quantized_kernel_launcher<Stored, 128, 64, 4, 2, 3, 3, false>{}); return;
-    case 3: f(quantized_kernel_launcher<Stored, 64, 64, 2, 2, 4, 4, false>{}); return;
-    case 4: f(quantized_kernel_launcher<Stored, 128, 128, 8, 1, 4, 2, true>{}); return;
-    case 5: f(quantized_kernel_launcher<Stored, 128, 256, 8, 1, 4, 1, true>{}); return;
-    case 6: f(quantized_kernel_launcher<Stored, 128, 64, 4, 1, 4, 3, true>{}); return;
-    case 7: f(quantized_kernel_launcher<Stored, 256, 64, 8, 1, 4, 2, true>{}); return;
-    default: throw invalid_argument("gpucmp's quantized conv kernel: no tile " + std::to_string(i));
-  }
+  with_quantized_kernel_tile<Stored>(i, f, std::make_index_sequence<std::size(quantized_kernel_tiles)>{});
 }
 
 }  // namespace detail
@@ -444,14 +448,12 @@ class quantized_conv_kernels {
     GPUCMP_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     if (const std::string why = quantized_kernel_refusal(p, major, minor); !why.empty()) throw unsupported(why);
     const bool warpgroup = warpgroup_mma_compiled();
+    int narrowest[2] = {quantized_kernel_tiles[0].bn, quantized_kernel_tiles[0].bn};  // mma.sync's, wgmma's
+    for (const quantized_kernel_tile& t : quantized_kernel_tiles) narrowest[t.warpgroup] = std::min(narrowest[t.warpgroup], t.bn);
     for (std::size_t i = 0; i < std::size(quantized_kernel_tiles); ++i) {
       const quantized_kernel_tile& t = quantized_kernel_tiles[i];
       if (t.warpgroup && !warpgroup) continue;
-      int narrowest = t.bn;
-      for (const quantized_kernel_tile& u : quantized_kernel_tiles) {
-        if (u.warpgroup == t.warpgroup) narrowest = std::min(narrowest, u.bn);
-      }
-      if (t.bn > 2 * p.k && t.bn != narrowest) continue;
+      if (t.bn > 2 * p.k && t.bn != narrowest[t.warpgroup]) continue;
       on_tile(i, [](auto launcher) { decltype(launcher)::prepare(); });
       m_tiles.push_back(i);
     }

@@ -470,16 +470,12 @@ class quantized_network {
     std::string why_not;
     double quantized_seconds = INFINITY;
     try {
-      if (!seen.quantized && seen.why_none.empty()) {
-        try {
-          seen.quantized = std::make_shared<const quantized_conv_candidates>(
-              quantized_conv_libraries{m_cudnn.get(), m_cublas.get()}, quantized_shape, e, m_options.candidates_per_path,
-              m_options.workspace_limit);
-        } catch (const unsupported& u) {
-          seen.why_none = u.what();
-        }
+      if (!seen.quantized) {
+        if (!seen.why_none.empty()) throw unsupported(seen.why_none);
+        seen.quantized = std::make_shared<const quantized_conv_candidates>(
+            quantized_conv_libraries{m_cudnn.get(), m_cublas.get()}, quantized_shape, e, m_options.candidates_per_path,
+            m_options.workspace_limit);
       }
-      if (!seen.quantized) throw unsupported(seen.why_none);
       quantized_conv_tensors t;
       t.x = s2d ? static_cast<const void*>(m_input_s2d.data()) : data(l.input);
       t.w = c.weight_q.data();
@@ -500,6 +496,7 @@ class quantized_network {
       quantized_seconds = choose(*c.quantized, seen.quantized_verdict);
     } catch (const unsupported& u) {
       why_not = u.what();
+      if (!seen.quantized) seen.why_none = why_not;  // no set for this shape: the next layer of it is told so at once
       c.quantized.reset();
     }
     // FP16, where it must or may compete.
