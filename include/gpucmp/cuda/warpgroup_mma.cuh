@@ -15,6 +15,7 @@
 // eight rows below: per 8 columns, mma.sync m16n8's.
 #pragma once
 
+#include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -188,16 +189,10 @@ inline bool warpgroup_mma_compiled() {
   static std::map<int, bool> known;
   const std::lock_guard<std::mutex> hold(lock);
   if (const auto it = known.find(device); it != known.end()) return it->second;
-  int* flag = nullptr;
-  GPUCMP_CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
-  int compiled = 0;
-  detail::warpgroup_mma_probe<><<<1, 1>>>(flag);
-  cudaError_t status = cudaGetLastError();
-  if (status == cudaSuccess) status = cudaMemcpy(&compiled, flag, sizeof(int), cudaMemcpyDeviceToHost);
-  const cudaError_t freed = cudaFree(flag);
-  GPUCMP_CUDA_CHECK(status);
-  GPUCMP_CUDA_CHECK(freed);
-  return known[device] = compiled == 1;
+  device_buffer<int> flag(1, initial_fill::poison());  // all ones: not 1, should the kernel not write
+  detail::warpgroup_mma_probe<><<<1, 1>>>(flag.data());
+  GPUCMP_CUDA_CHECK_LAST("warpgroup_mma_probe");
+  return known[device] = flag.to_host().at(0) == 1;
 }
 
 }  // namespace gpucmp
