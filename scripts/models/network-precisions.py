@@ -10,9 +10,14 @@ what its convolutions ran in (the row's algorithm). A row that did not run shows
 typed rows (python/gpucmp_results): the axes model, dtype, layout and batch, the mode, the
 declared images and the time.
 
+Each ratio is taken in one run: a precision's images/s over the FP16 row of the same batch and
+mode in the same file (one process, FP16 timed beside it). Several files may each bring an FP16
+row of one batch (e.g. an INT8 run and an FP8 run); the table shows the first file's, and a row
+whose file has no FP16 row of its batch gets no ratio.
+
 Usage: network-precisions.py RESULTS.json [RESULTS.json ...] [--out-md T.md] [--out-json R.json]
 --out-json writes {"rows": [{"key": "<dtype>[_<layout>]/bs<N>/<mode>", "images_per_s",
-"speedup_over_fp16", "top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes",
+"speedup_over_fp16", "fp16_images_per_s" (the same run's), "top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp32_top1_classes",
 "centred_top1_agreement_pct", "centred_max_rel_logit_error", "fp32_centred_top1_classes"} or {"key", "error"}]}
 for the acceptance rows (lab/acceptance/quantized.json); a counter a row lacks (files from before
 the centred counters) is null.
@@ -31,9 +36,11 @@ ACCURACY = ("top1_agreement_pct", "max_rel_logit_error", "accuracy_images", "fp3
 
 
 def load(paths):
+    """Rows by (model, mode, batch, precision); each remembers its file's FP16 rate of its batch."""
     rows = {}
     for path in paths:
         result = gpucmp_results.load(path)
+        file_rows = {}
         for r in result.rows:
             axes = r.axes
             if not all(k in axes for k in ("model", "dtype", "layout", "batch")):
@@ -41,11 +48,17 @@ def load(paths):
             precision = axes["dtype"] + ("" if axes["layout"] == "nhwc" else "_" + axes["layout"])
             key = (axes["model"], r.mode, int(axes["batch"]), precision)
             if not r.ok:
-                rows[key] = {"error": f"{r.status}: {r.message}"}
+                file_rows[key] = {"error": f"{r.status}: {r.message}"}
                 continue
             counters = result.benchmarks.get(r.name, {})
             row = {"images_per_s": r.items / r.seconds if r.items else None, "convs": r.algorithm or ""}
             row.update({k: counters.get(k) for k in ACCURACY})
+            file_rows[key] = row
+        for key, row in file_rows.items():
+            if "error" not in row:
+                row["fp16_images_per_s"] = file_rows.get(key[:3] + ("fp16",), {}).get("images_per_s")
+            if key[3] == "fp16" and key in rows:
+                continue  # the first run's FP16 row stands in the table; this one served its own run's ratios
             rows[key] = row
     return rows
 
@@ -67,7 +80,6 @@ def tables(rows):
                "images compared (FP32's top-1 classes) | centred: top-1 agreement, max relative error (FP32's classes) | "
                "convolutions |", "|---|---|---|---|---|---|---|---|---|"]
         for batch in sorted({k[2] for k in rows if k[:2] == (model, mode)}):
-            base = rows.get((model, mode, batch, "fp16"), {})
             for precision in sorted({k[3] for k in rows if k[:3] == (model, mode, batch)}, key=order):
                 r = rows[(model, mode, batch, precision)]
                 key = f"{precision}/bs{batch}/{mode}"
@@ -76,8 +88,8 @@ def tables(rows):
                     out.append({"key": key, "error": r["error"]})
                     continue
                 speedup = None
-                if r["images_per_s"] and base.get("images_per_s"):
-                    speedup = r["images_per_s"] / base["images_per_s"]
+                if r["images_per_s"] and r["fp16_images_per_s"]:
+                    speedup = r["images_per_s"] / r["fp16_images_per_s"]
                 top1, centred = r["top1_agreement_pct"], r["centred_top1_agreement_pct"]
                 centred_cell = "–" if centred is None else (
                     f"{centred:.1f} %, {number(r['centred_max_rel_logit_error'], '.4f')} "
@@ -88,6 +100,7 @@ def tables(rows):
                           f"{number(r['accuracy_images'], '.0f')} ({number(r['fp32_top1_classes'], '.0f')}) | {centred_cell} | "
                           f"{r['convs']} |")
                 out.append({"key": key, "images_per_s": r["images_per_s"], "speedup_over_fp16": speedup,
+                            "fp16_images_per_s": r["fp16_images_per_s"],
                             **{k: r[k] for k in ACCURACY}})
         md.append("")
     return "\n".join(md), out
