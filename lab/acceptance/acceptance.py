@@ -12,7 +12,9 @@ AREA.json: {"area": NAME, "out": "results/<gpu>/<area>", "rows": [ROW, ...]}. A 
   "unit"     the measured number's unit
   "run"      (optional) a run.json beside the measured files, {"commit", "date"}: the tree and
              day they were measured at; without one the row measures the tree itself (HEAD, today).
-             A run.json that does not exist yet makes the row "not measured" (the run is to be made)
+             A run.json that does not exist yet makes the row "not measured" (the run is to be made),
+             and so does a [field=value] its run's files lack (a run that covered part of its area:
+             the summary names what is missing); a row without a run is refused instead
   "covers"   (optional) paths of the code the row covers: a row whose run's commit is older than
              the last change to one of them is "stale", never "pass"
 Expressions, nested freely:
@@ -44,6 +46,14 @@ class AcceptanceError(Exception):
     """A row that cannot be measured as written: names the row and what is wrong."""
 
 
+class NotInRun(AcceptanceError):
+    """A [field=value] that selects nothing: for a row with a run, what that run did not measure."""
+
+    def __init__(self, message, missing):
+        super().__init__(message)
+        self.missing = missing
+
+
 def git(root, *args):
     return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True, check=True).stdout
 
@@ -56,8 +66,11 @@ def select(value, path, where):
             if "=" in inner:
                 field, wanted = inner.split("=", 1)
                 found = [e for e in value if isinstance(e, dict) and str(e.get(field)) == wanted]
-                if len(found) != 1:
-                    raise AcceptanceError(f"{where}: {len(found)} elements with {field}={wanted}, not one")
+                message = f"{where}: {len(found)} elements with {field}={wanted}, not one"
+                if not found:
+                    raise NotInRun(message, f"no element with {field}={wanted}")
+                if len(found) > 1:
+                    raise AcceptanceError(message)
                 value = found[0]
             else:
                 value = value[int(inner)]
@@ -163,13 +176,20 @@ def main():
         comparison = row.get("pass_if", "<=")
         if comparison not in COMPARISONS:
             raise AcceptanceError(f"{where}: pass_if {comparison!r} is none of {sorted(COMPARISONS)}")
+        not_measured = {"row": row["row"], "measured": None, "target": row["target"], "unit": row["unit"], "pass": False,
+                  "status": "not measured", "commit": None, "date": None, "pass_if": comparison, "run": row.get("run")}
         if "run" in row and not os.path.exists(os.path.join(root, row["run"])):
             failed += 1
-            rows.append({"row": row["row"], "measured": None, "target": row["target"], "unit": row["unit"], "pass": False,
-                         "status": "not measured", "commit": None, "date": None, "pass_if": comparison,
-                         "run": row["run"]})
+            rows.append(not_measured)
             continue
-        measured = evaluate(row["measure"], root, where)
+        try:
+            measured = evaluate(row["measure"], root, where)
+        except NotInRun as e:
+            if "run" not in row:
+                raise
+            failed += 1
+            rows.append({**not_measured, "missing": e.missing})
+            continue
         commit, date = provenance(row, root, where)
         changed = stale(row, commit, root)
         passed = COMPARISONS[comparison](round(measured, 6), row["target"])
@@ -190,7 +210,8 @@ def main():
         f"{r['status'].upper()} | {'—' if r['commit'] is None else r['commit'] + ' ' + r['date']} |\n" for r in rows)
     unmade = [r for r in rows if r["status"] == "not measured"]
     if unmade:
-        table += "\nNot measured yet: no run at\n" + "".join(f"- {r['row']}: {r['run']}\n" for r in unmade)
+        table += "\nNot measured yet: no run at, or not in the run at\n" + "".join(
+            f"- {r['row']}: {r['run']}" + (f" ({r['missing']})" if "missing" in r else "") + "\n" for r in unmade)
     stale_rows = [r for r in rows if r["status"] == "stale"]
     if stale_rows:
         table += "\nStale: measured before a later change to the code it covers:\n" + "".join(

@@ -112,6 +112,16 @@ with tempfile.TemporaryDirectory() as repo:
           and len(rows) == len(area["rows"]), f"an unmade run: not measured, the rest written ({later})")
     check("results/none/run.json" in open(os.path.join(repo, "out", "summary.md")).read(), "the summary names the run to make")
 
+    # A run that measured part of its area: a row whose key its files lack is "not measured",
+    # naming the key; the same selector in a row without a run is refused (below).
+    area["rows"].append({"row": "part", "measure": {"json": "results/new.json", "path": "rows[key=zz].ratio"},
+                         "target": 1, "unit": "x", "run": "results/run.json"})
+    done, rows = run(repo, area)
+    part = {r["row"]: r for r in rows or []}.get("part", {})
+    check(done.returncode == 1 and part.get("status") == "not measured" and part.get("missing") == "no element with key=zz"
+          and len(rows) == len(area["rows"]), f"a key the run lacks: not measured, the rest written ({part}, {done.stderr})")
+    check("(no element with key=zz)" in open(os.path.join(repo, "out", "summary.md")).read(), "the summary names the key")
+
     # Refusals name the row and what is wrong.
     for bad, expect in [({"json": "results/new.json", "path": "rows[key=zz].ratio"}, "0 elements with key=zz"),
                         ({"json": "results/new.json", "path": "nope"}, "no key 'nope'"),
