@@ -324,6 +324,47 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
   }
 }
 
+TEST_CASE("gpucmp's implicit GEMM: overlapped tiles walk several tiles of rows, each verified at every output",
+          "[gpu][models][quantized]") {
+  gpucmp::stream s;
+  const cudnn_handle dnn = make_handle();
+  const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
+  int major = 0;
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
+    if (t == gpucmp::numerics::fp8_e4m3 && major < 9) continue;  // as the test above says
+    // 36 x 57 x 57 = 116,964 pixels: 914 tiles of 128 rows, the last of 100, more than twice the
+    // blocks any GPU up to 132 multiprocessors runs at once (so each walks two or more); one
+    // block of the reduction (1x1 over 64 channels) and nine (3x3).
+    gpucmp::conv_problem one = layer(t, 64, 64, 1, 1), nine = layer(t, 64, 64, 3, 1);
+    for (gpucmp::conv_problem* p : {&one, &nine}) {
+      p->n = 36;
+      p->h = p->w = 57;
+    }
+    const std::int64_t row_tiles = (one.n * one.p() * one.q() + 127) / 128;
+    for (const gpucmp::conv_problem& p : {one, nine}) {
+      quantized_buffers buf(p, 1.5, s.get());
+      for (gpucmp::conv_epilogue e : {gpucmp::conv_epilogue{true, true}, gpucmp::conv_epilogue{false, false}}) {
+        auto set = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), p, e, 4, buf.ws.bytes(), kernel_only);
+        gpucmp::quantized_conv q(set, buf.tensors(e.residual), buf.ws.data(), buf.ws.bytes());
+        std::size_t overlapped = 0;
+        for (std::size_t i = 0; i < q.candidate_count(); ++i) {
+          const std::string d = q.describe_candidate(i);
+          const std::size_t at = d.find("overlapped (");
+          if (at == std::string::npos) continue;
+          ++overlapped;
+          const long rows = std::stol(d.substr(at + 12));  // "overlapped (N blocks of rows)"
+          INFO(d);
+          CHECK(rows >= 1);
+          CHECK(rows * 2 <= row_tiles);  // every block makes at least two tiles
+        }
+        CHECK(overlapped == 2);  // mma.sync's 128 x 128 and 128 x 64
+        check_every_candidate(q, 1.5, "gpucmp implicit GEMM: ", s.get());
+      }
+    }
+  }
+}
+
 TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][models][quantized]") {
   gpucmp::stream s;
   const cudnn_handle dnn = make_handle();
