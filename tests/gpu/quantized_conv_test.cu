@@ -363,6 +363,18 @@ TEST_CASE("gpucmp's implicit GEMM: overlapped tiles walk several tiles of rows, 
       }
     }
   }
+  // 84 x 224 x 224 = 4,214,784 pixels: 65,856 tiles of 64 rows, past a grid's 65,535 along y.
+  // The 64 x 64 tile is left out, the others (128 rows and more, or overlapped) run and verify.
+  gpucmp::conv_problem many = layer(gpucmp::numerics::int8, 16, 16, 1, 1);
+  many.n = 84;
+  many.h = many.w = 224;
+  quantized_buffers buf(many, 1.5, s.get());
+  auto set = std::make_shared<gpucmp::quantized_conv_candidates>(dnn.get(), many, gpucmp::conv_epilogue{false, true}, 4,
+                                                                  buf.ws.bytes(), kernel_only);
+  gpucmp::quantized_conv q(set, buf.tensors(false), buf.ws.data(), buf.ws.bytes());
+  REQUIRE(q.candidate_count() >= 2);
+  for (std::size_t i = 0; i < q.candidate_count(); ++i) CHECK(q.describe_candidate(i).find(" 64x64x64 tile") == std::string::npos);
+  check_every_candidate(q, 1.5, "gpucmp implicit GEMM: ", s.get());
 }
 
 TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][models][quantized]") {

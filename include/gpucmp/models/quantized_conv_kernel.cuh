@@ -260,10 +260,10 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
   // warp % 4 holds 16 rows of each 64.
   const int warp_m = Warpgroup ? (warp / 4) * group_rows : (warp / WN) * warp_rows;
   const int warp_n = Warpgroup ? 0 : (warp % WN) * warp_cols;
-  const int first = int(blockIdx.y), step = int(gridDim.y);
+  const int first_tile = int(blockIdx.y), tile_step = int(gridDim.y);
   int buffer = 0;
-  start_tile(first * BM, out_tile(0));
-  for (int tile = first; tile < m_tiles; tile += step, buffer ^= int(Overlapped)) {
+  start_tile(first_tile * BM, out_tile(0));
+  for (int tile = first_tile; tile < m_tiles; tile += tile_step, buffer ^= 1) {
     const int m0 = tile * BM;
     Sum acc[MT][NT][4];
 #pragma unroll
@@ -389,7 +389,7 @@ __global__ void __launch_bounds__(WM* WN * 32, BlocksPerSM) quantized_conv_kerne
     // Every warp is done with the stages and this tile's sums: the next tile's loads go out,
     // into the stages and the other out tile, while this one's y is stored.
     if constexpr (Overlapped) {
-      if (tile + step < m_tiles) start_tile((tile + step) * BM, out_tile(buffer ^ 1));
+      if (tile + tile_step < m_tiles) start_tile((tile + tile_step) * BM, out_tile(buffer ^ 1));
     }
     for (int i = tid; i < BM * out_pieces; i += threads) {
       const int row = i / out_pieces, col = (i % out_pieces) * 16, m = m0 + row;
@@ -486,7 +486,8 @@ class quantized_conv_kernels {
  public:
   /// Throws unsupported naming why when the current device cannot run `p` this way
   /// (quantized_kernel_refusal). Tiles more than twice as wide as K are left out, all but the
-  /// narrowest of each kind, and wgmma's where the program's code for this GPU lacks it.
+  /// narrowest of each kind, wgmma's where the program's code for this GPU lacks it, and where
+  /// the pixels need more than 65,535 tiles of rows (a grid's limit) all but the overlapped.
   quantized_conv_kernels(const conv_problem& p, bool relu) : m_problem(p) {
     int device = 0, major = 0, minor = 0;
     GPUCMP_CUDA_CHECK(cudaGetDevice(&device));
@@ -520,6 +521,7 @@ class quantized_conv_kernels {
       const quantized_kernel_tile& t = quantized_kernel_tiles[i];
       if (t.warpgroup && !warpgroup) continue;
       if (t.bn > 2 * p.k && t.bn != narrowest[t.warpgroup]) continue;
+      if (!t.overlapped && (a.pixels + t.bm - 1) / t.bm > 65535) continue;  // a grid's rows: only overlapped blocks walk
       int rows = 0;
       on_tile(i, [&](auto launcher) {
         decltype(launcher)::prepare();
