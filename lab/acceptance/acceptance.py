@@ -177,7 +177,8 @@ def main():
         if comparison not in COMPARISONS:
             raise AcceptanceError(f"{where}: pass_if {comparison!r} is none of {sorted(COMPARISONS)}")
         not_measured = {"row": row["row"], "measured": None, "target": row["target"], "unit": row["unit"], "pass": False,
-                  "status": "not measured", "commit": None, "date": None, "pass_if": comparison, "run": row.get("run")}
+                        "status": "not measured", "commit": None, "date": None, "pass_if": comparison,
+                        "run": row.get("run")}
         if "run" in row and not os.path.exists(os.path.join(root, row["run"])):
             failed += 1
             rows.append(not_measured)
