@@ -419,10 +419,11 @@ struct quantized_kernel_launcher {
     GPUCMP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes(Stages))));
   }
   /// The blocks along the rows for `a`'s shape on a GPU of `multiprocessors`: one per tile of
-  /// rows, or (overlapped) as many as run at once beside the columns' blocks.
+  /// rows, or (overlapped) as many as run at once beside the columns' blocks; 0 where one per
+  /// tile would pass a grid's 65,535 (only overlapped blocks walk).
   static int grid_rows(const quantized_kernel_args& a, int multiprocessors) {
     const int m_tiles = (a.pixels + BM - 1) / BM, n_tiles = (a.k + BN - 1) / BN;
-    if (!Overlapped) return m_tiles;
+    if (!Overlapped) return m_tiles <= 65535 ? m_tiles : 0;
     int resident = 0;
     GPUCMP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared_bytes(stages_used(a))));
     return std::clamp(std::max(resident, 1) * multiprocessors / n_tiles, 1, m_tiles);
@@ -521,13 +522,12 @@ class quantized_conv_kernels {
       const quantized_kernel_tile& t = quantized_kernel_tiles[i];
       if (t.warpgroup && !warpgroup) continue;
       if (t.bn > 2 * p.k && t.bn != narrowest[t.warpgroup]) continue;
-      if (!t.overlapped && (a.pixels + t.bm - 1) / t.bm > 65535) continue;  // a grid's rows: only overlapped blocks walk
       int rows = 0;
       on_tile(i, [&](auto launcher) {
         decltype(launcher)::prepare();
         rows = decltype(launcher)::grid_rows(a, multiprocessors);
       });
-      m_tiles.push_back({i, rows});
+      if (rows > 0) m_tiles.push_back({i, rows});
     }
   }
 
