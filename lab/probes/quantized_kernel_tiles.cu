@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < own.us.size(); ++i) {
         char cell[96];
         const std::string n = own.names[i].substr(own.names[i].find(": ") + 2);
-        std::snprintf(cell, sizeof cell, "%s%s %s", tiles.empty() ? "" : "; ", n.substr(0, n.find(" tile")).c_str(),
+        // The tile's shape, and whether it walks several tiles of rows (the same shape may do both).
+        const std::string label = n.substr(0, n.find(" tile")) + (n.find("overlapped") != std::string::npos ? " overlapped" : "");
+        std::snprintf(cell, sizeof cell, "%s%s %s", tiles.empty() ? "" : "; ", label.c_str(),
                       own.us[i] < 0 ? "failed" : std::to_string(own.us[i]).substr(0, 5).c_str());
         tiles += cell;
       }
