@@ -22,10 +22,15 @@
 #include <gpucmp/models/resnet50.hpp>
 #include <gpucmp/cuda/stream.hpp>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -314,6 +319,69 @@ TEST_CASE("pooling and softmax match host references and a corrupted output is c
   const gpucmp::verification bad = gpucmp::check_softmax(rows, cols, logits.to_host(), p);
   CHECK(bad.failed == 1);
   CHECK_THAT(bad.worst_where, GPUCMP_CONTAINS("row 0, column " + std::to_string(largest - p.begin())));
+}
+
+namespace {
+
+// Pools random values of T (all negative when `negative`: a maximum that started from zero, or
+// counted the padding, would show) and checks every output against the host reference.
+template <class T>
+std::vector<T> elements_of(const gpucmp::device_buffer<unsigned char>& bytes) {
+  const std::vector<unsigned char> raw = bytes.to_host();
+  std::vector<T> out(raw.size() / sizeof(T));
+  std::memcpy(out.data(), raw.data(), raw.size());
+  return out;
+}
+
+// Pools random values of T (all negative when `negative`: a maximum that started from zero, or
+// counted the padding, would show) and checks every output against the host reference. Bytes
+// on the device, as device_buffer fills no FP8 of its own.
+template <class T>
+void check_pooling_of(gpucmp::pool_kind kind, const gpucmp::pool_shape& shape, double low, double high, const gpucmp::tolerance& tol,
+                      cudaStream_t stream) {
+  const std::size_t in = std::size_t(shape.n * shape.h * shape.w * shape.c), out = std::size_t(shape.n * shape.p() * shape.q() * shape.c);
+  gpucmp::device_buffer<unsigned char> x(in * sizeof(T)), y(out * sizeof(T));
+  T* const xt = reinterpret_cast<T*>(x.data());
+  T* const yt = reinterpret_cast<T*>(y.data());
+  gpucmp::fill_uniform(xt, in, 21, low, high, stream);
+  gpucmp::fill_uniform(yt, out, 22, 0, 1, stream);  // an output never written would show
+  gpucmp::pool_forward(kind, shape, static_cast<const T*>(xt), yt, stream);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  const gpucmp::verification v = gpucmp::check_pool(kind, shape, elements_of<T>(x), elements_of<T>(y), tol);
+  INFO(sizeof(T) << "-byte elements, " << gpucmp::to_string(kind) << ", n" << shape.n << " c" << shape.c << " h" << shape.h << " w"
+                 << shape.w << " k" << shape.kernel << " s" << shape.stride << " p" << shape.pad << ", values in [" << low << ", "
+                 << high << "]: " << v.summary());
+  CHECK(v.checked == out);
+  CHECK(v.passed());
+}
+
+}  // namespace
+
+TEST_CASE("max pooling is exact in every stored type, 16-byte vectors and the scalar kernel, padding never winning",
+          "[gpu][models]") {
+  gpucmp::stream s;
+  // 64 channels fill 16-byte vectors in every type (ResNet's stem pooling is 3x3 stride 2 pad
+  // 1); 20 leave INT8 and FP8 on the scalar kernel; odd planes put windows over both edges.
+  const gpucmp::pool_shape shapes[] = {{3, 64, 17, 15, 3, 2, 1}, {2, 64, 9, 12, 5, 1, 2}, {2, 20, 7, 9, 3, 2, 1}, {1, 64, 8, 8, 2, 2, 0}};
+  const auto max = gpucmp::pool_kind::max;
+  for (const gpucmp::pool_shape& shape : shapes) {
+    for (const bool negative : {false, true}) {
+      const double low = negative ? -9 : -4, high = negative ? -1 : 4;
+      check_pooling_of<float>(max, shape, low, high, gpucmp::conv_tolerance(gpucmp::numerics::fp32), s.get());
+      check_pooling_of<__nv_bfloat16>(max, shape, low, high, gpucmp::conv_tolerance(gpucmp::numerics::bf16), s.get());
+      check_pooling_of<__half>(max, shape, low, high, gpucmp::conv_tolerance(gpucmp::numerics::fp16), s.get());
+      check_pooling_of<std::int8_t>(max, shape, negative ? -128 : -100, negative ? -1 : 127,
+                                    gpucmp::conv_tolerance(gpucmp::numerics::int8), s.get());
+      check_pooling_of<__nv_fp8_e4m3>(max, shape, low * 40, high * 40, gpucmp::conv_tolerance(gpucmp::numerics::fp8_e4m3), s.get());
+    }
+    // Averages in the floating types, which sum in FP32 (the quantized network pools only maxima).
+    check_pooling_of<float>(gpucmp::pool_kind::average, shape, -4, 4, gpucmp::conv_tolerance(gpucmp::numerics::fp32), s.get());
+    check_pooling_of<__nv_bfloat16>(gpucmp::pool_kind::average, shape, -4, 4, gpucmp::conv_tolerance(gpucmp::numerics::bf16), s.get());
+  }
+  // The vector kernel refuses what its 32-bit indices or windows cannot take, on the host.
+  gpucmp::pool_shape wide{3, 64, 17, 15, 7, 2, 4};  // padding over half the window
+  gpucmp::device_buffer<__half> x(std::size_t(3 * 17 * 15 * 64)), y(std::size_t(3 * 17 * 15 * 64));
+  CHECK_THROWS_WITH(gpucmp::pool_forward(max, wide, x.data(), y.data(), s.get()), GPUCMP_CONTAINS("must be at most half the kernel"));
 }
 
 TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both layouts and graph equals eager", "[gpu][models]") {

@@ -420,8 +420,44 @@ class quantized_network {
     // Run what was added, so the next layer searches and verifies on this layer's output.
     for (std::size_t s = first_step; s < m_steps.size(); ++s) m_steps[s](stream);
     GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (l.kind == layer_kind::conv || l.kind == layer_kind::linear) require_passed(name() + " layer '" + l.name + "'", r.check);
+    if (l.kind != layer_kind::conv && l.kind != layer_kind::linear) r.check = verify_simple_layer(l);
+    require_passed(name() + " layer '" + l.name + "'", r.check);
     m_reports.push_back(std::move(r));
+  }
+
+  // A pooling or softmax layer's output, just made, against the host reference at every output:
+  // the max pool exactly in the stored type; the global average pool (stored in, FP16 out) as
+  // the mean of the dequantized inputs, within FP32 sums and one rounding to FP16.
+  verification verify_simple_layer(const layer_definition& l) const {
+    const image_shape& in = m_definition.shape(l.input);
+    const std::int64_t n = m_options.batch;
+    if (l.kind == layer_kind::softmax) {
+      std::vector<float> x(std::size_t(n * in.c)), y(x.size());
+      GPUCMP_CUDA_CHECK(cudaMemcpy(x.data(), data(l.input), x.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      return check_softmax(n, in.c, x, y);
+    }
+    verification v;
+    with_stored([&](auto zero) {
+      using Stored = decltype(zero);
+      std::vector<Stored> x(std::size_t(elements(l.input)));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(x.data(), data(l.input), x.size() * sizeof(Stored), cudaMemcpyDeviceToHost));
+      if (l.kind == layer_kind::max_pool) {
+        const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, conv_layout::nhwc};
+        std::vector<Stored> y(std::size_t(elements(l.output)));
+        GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(Stored), cudaMemcpyDeviceToHost));
+        v = check_pool(pool_kind::max, s, x, y, conv_tolerance(m_plan.format()));
+        return;
+      }
+      const double scale = tensor_scale(l.input);
+      std::vector<float> dequantized(x.size()), mean(std::size_t(n * in.c));
+      for (std::size_t i = 0; i < x.size(); ++i) dequantized[i] = float(to_double(x[i]) * scale);
+      std::vector<__half> y(mean.size());
+      GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(__half), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < y.size(); ++i) mean[i] = __half2float(y[i]);
+      v = check_global_average_pool(n, in.h * in.w, in.c, dequantized, mean, conv_tolerance(numerics::fp16));
+    });
+    return v;
   }
 
   // Both ways searched (the quantized one where cuDNN runs it), the faster kept; its steps added.
