@@ -181,7 +181,8 @@ struct layer_times {
   std::string unavailable;  // the reason when there is no trace
 };
 
-layer_times traced_layer_times(const gpucmp::network& net, cudaStream_t stream) {
+template <class Network>
+layer_times traced_layer_times(const Network& net, cudaStream_t stream) {
   layer_times times;
   try {
     const auto tracer = gpucmp::make_activity_tracer();
@@ -192,21 +193,16 @@ layer_times traced_layer_times(const gpucmp::network& net, cudaStream_t stream) 
   return times;
 }
 
-void write_layers(const gpucmp::network& net, cudaStream_t stream) {
-  if (config().layers_out.empty()) return;
-  const layer_times times = traced_layer_times(net, stream);
-  std::ofstream out(config().layers_out, std::ios::app);
-  out << "\n## " << net.name() << "\n\nalgorithm search " << net.search_seconds() << " s, device memory "
-      << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
-      << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n"
-      << "Searched: each layer alone, replayed in a graph during the algorithm search. In the pass: the layer's "
+// Each layer's row (searched, and in the pass where traced), then the sums, for either network.
+void write_layer_rows(std::ostream& out, const std::vector<gpucmp::layer_report>& layers, const layer_times& times) {
+  out << "Searched: each layer alone, replayed in a graph during the algorithm search. In the pass: the layer's "
          "kernels inside whole forward passes, on the GPU's clock (kernel mode: CUPTI timestamps, median over "
          "passes launched layer by layer; unavailable without CUPTI, see below).\n\n"
       << "| layer | shape | algorithm | searched us | in the pass us | share | kernels in the pass | verification |\n"
          "|---|---|---|---|---|---|---|---|\n";
   double total = 0;
-  for (std::size_t i = 0; i < net.layers().size(); ++i) {
-    const auto& l = net.layers()[i];
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto& l = layers[i];
     total += l.searched_seconds;
     out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | ";
     if (times.trace) {
@@ -228,6 +224,16 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
   } else {
     out << "\nkernel mode: " << times.unavailable << "\n";
   }
+}
+
+void write_layers(const gpucmp::network& net, cudaStream_t stream) {
+  if (config().layers_out.empty()) return;
+  const layer_times times = traced_layer_times(net, stream);
+  std::ofstream out(config().layers_out, std::ios::app);
+  out << "\n## " << net.name() << "\n\nalgorithm search " << net.search_seconds() << " s, device memory "
+      << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
+      << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n";
+  write_layer_rows(out, net.layers(), times);
   out << "\n<details><summary>every candidate timed</summary>\n\n";
   for (const auto& c : net.candidate_log()) {
     out << "- " << c.description << ": " << (c.failure.empty() ? std::to_string(c.seconds * 1e6) + " us" : c.failure) << "\n";
@@ -251,18 +257,12 @@ gpucmp::network& network_for(gpucmp::numerics dtype, gpucmp::conv_layout layout,
   return *net;
 }
 
-void write_quantized_layers(const gpucmp::quantized_network& net) {
+void write_quantized_layers(const gpucmp::quantized_network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
+  const layer_times times = traced_layer_times(net, stream);
   std::ofstream out(config().layers_out, std::ios::app);
-  out << "\n## " << net.name() << "\n\n```\n" << net.plan().report() << "```\n\n"
-      << "| layer | shape | algorithm | searched us | verification |\n|---|---|---|---|---|\n";
-  double total = 0;
-  for (const gpucmp::layer_report& l : net.layers()) {
-    total += l.searched_seconds;
-    out << "| " << l.name << " | " << l.shape << " | " << l.algorithm << " | " << l.searched_seconds * 1e6 << " | "
-        << l.check.summary() << " |\n";
-  }
-  out << "\nsum of the layers' searched times: " << total * 1e6 << " us\n";
+  out << "\n## " << net.name() << "\n\n```\n" << net.plan().report() << "```\n\n";
+  write_layer_rows(out, net.layers(), times);
 }
 
 gpucmp::quantized_network& quantized_network_for(gpucmp::numerics format, std::int64_t batch, cudaStream_t stream) {
@@ -275,7 +275,7 @@ gpucmp::quantized_network& quantized_network_for(gpucmp::numerics format, std::i
   gpucmp::quantization_plan plan(definition(), calibration(stream), format);
   net = std::make_unique<gpucmp::quantized_network>(definition(), std::move(plan), o, stream);
   current_accuracy() = accuracy_of(*net, batch, stream);
-  write_quantized_layers(*net);
+  write_quantized_layers(*net, stream);
   return *net;
 }
 

@@ -23,9 +23,11 @@
 #include <gpucmp/cuda/detail/unique_handle.hpp>
 #include <gpucmp/cuda/error.hpp>
 #include <gpucmp/cuda/graph.hpp>
+#include <gpucmp/measure/activity_tracer.hpp>
 #include <gpucmp/measure/shared_engine.hpp>
 #include <gpucmp/models/batch_norm_folding.hpp>
 #include <gpucmp/models/fused_conv.cuh>
+#include <gpucmp/models/layer_trace.hpp>
 #include <gpucmp/models/linear.cuh>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_definition.hpp>
@@ -184,7 +186,11 @@ class quantized_network {
     GPUCMP_CUDA_CHECK(cudaMemset(m_linear_workspace.data(), 0, m_linear_workspace.bytes()));
     allocate_tensors();
     fill_input(stream);
-    for (std::size_t i = 0; i < def.layers().size(); ++i) build_layer(i, stream);
+    for (std::size_t i = 0; i < def.layers().size(); ++i) {
+      m_layer_steps.push_back(m_steps.size());
+      build_layer(i, stream);
+    }
+    m_layer_steps.push_back(m_steps.size());
     give_layers_private_workspaces(stream);
   }
   quantized_network(const quantized_network&) = delete;
@@ -193,6 +199,19 @@ class quantized_network {
   /// Enqueues one forward pass on `stream`.
   void operator()(cudaStream_t stream) const {
     for (const auto& step : m_steps) step(stream);
+  }
+  /// Enqueues layer `index` alone: its steps (the first convolution's include the input's
+  /// quantization); layers in order make a forward pass.
+  void run_layer(std::size_t index, cudaStream_t stream) const {
+    for (std::size_t s = m_layer_steps.at(index); s < m_layer_steps.at(index + 1); ++s) m_steps[s](stream);
+  }
+  /// Kernel mode layer by layer, as network::trace_layers: `passes` forward passes launched
+  /// layer by layer, every kernel attributed to its layer (gpucmp/models/layer_trace.hpp).
+  network_trace trace_layers(activity_tracer& tracer, cudaStream_t stream, std::size_t passes = 20) const {
+    return gpucmp::trace_layers(
+        tracer, m_definition.layers().size(), [&](std::size_t i) { run_layer(i, stream); },
+        [&](std::size_t i) { return m_definition.layers().at(i).name; },
+        [&] { GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream)); }, passes);
   }
   /// The whole forward pass as one CUDA graph (replay with launch(stream)).
   graph_exec capture(cudaStream_t stream) const {
@@ -702,6 +721,7 @@ class quantized_network {
   std::vector<device_buffer<float>> m_linear_biases;
   std::vector<std::unique_ptr<linear_layer>> m_linears;
   std::vector<std::function<void(cudaStream_t)>> m_steps;
+  std::vector<std::size_t> m_layer_steps;  // layer i's steps are [m_layer_steps[i], m_layer_steps[i + 1])
   std::vector<layer_report> m_reports;
 };
 
