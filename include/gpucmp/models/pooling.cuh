@@ -250,7 +250,7 @@ __global__ void global_average_pool_kernel(std::int64_t n, std::int64_t pixels, 
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t ci = i % c, ni = i / c;
     float sum = 0;
-    for (std::int64_t p = 0; p < pixels; ++p) sum += float(to_double(x[pixel_at(layout, pixels, c, ni, ci, p)]));
+    for (std::int64_t p = 0; p < pixels; ++p) sum += pool_float(x[pixel_at(layout, pixels, c, ni, ci, p)]);
     y[i] = from_double<T>(sum / float(pixels));
   }
 }
