@@ -329,7 +329,7 @@ template <class T>
 std::vector<T> elements_of(const gpucmp::device_buffer<unsigned char>& bytes) {
   const std::vector<unsigned char> raw = bytes.to_host();
   std::vector<T> out(raw.size() / sizeof(T));
-  std::memcpy(out.data(), raw.data(), raw.size());
+  std::memcpy(static_cast<void*>(out.data()), raw.data(), raw.size());
   return out;
 }
 

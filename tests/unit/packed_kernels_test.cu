@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The packed NHWC kernels' per-thread work (training/pool_gradients.cuh, batch_norm.cuh) run
-// on the host, thread by thread, against straightforward host loops: their index arithmetic,
-// tie rule, masks and row coverage are checked where there is no GPU. Integer-valued data
-// keep every float sum exact, so the comparisons are exact.
+// The packed NHWC kernels' per-thread work (training/pool_gradients.cuh, batch_norm.cuh, and
+// inference pooling's vector kernel in models/pooling.cuh) run on the host, thread by thread,
+// against straightforward host loops or the host reference: their index arithmetic, tie rule,
+// masks and row coverage are checked where there is no GPU. Integer-valued data keep every
+// float sum exact, so the comparisons are exact.
 #include "catch.hpp"
 
+#include <gpucmp/models/pooling.cuh>
 #include <gpucmp/ops/packed_elements.cuh>
 #include <gpucmp/training/batch_norm.cuh>
 #include <gpucmp/training/pool_gradients.cuh>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -181,7 +186,62 @@ void check_batch_norm(int rows, int c, bool residual, bool relu) {
   CHECK(b2 == want_s2);
 }
 
+// Inference pooling's vector kernel (models/pooling.cuh) thread by thread on the host, every
+// output against check_pool's reference: max in every stored type (all-negative values too: a
+// maximum that started from zero or counted the padding would show), averages in the floating
+// types.
+template <class T>
+void check_vector_pooling(gpucmp::pool_kind kind, const gpucmp::pool_shape& shape, bool negative, const gpucmp::tolerance& tol) {
+  INFO(sizeof(T) << "-byte elements, " << gpucmp::to_string(kind) << ", n" << shape.n << " c" << shape.c << " h" << shape.h << " w"
+                 << shape.w << " k" << shape.kernel << " s" << shape.stride << " p" << shape.pad << (negative ? ", negative" : ""));
+  const std::size_t in = std::size_t(shape.n * shape.h * shape.w * shape.c), out = std::size_t(shape.n * shape.p() * shape.q() * shape.c);
+  std::vector<uint4> x_storage((in * sizeof(T) + 15) / 16), y_storage((out * sizeof(T) + 15) / 16);  // 16-byte aligned
+  T* x = reinterpret_cast<T*>(x_storage.data());
+  T* y = reinterpret_cast<T*>(y_storage.data());
+  for (std::size_t i = 0; i < in; ++i) {
+    const float v = small_integer(11, i, 20) / 4;  // steps of 0.25, exact in every type here
+    x[i] = gpucmp::from_double<T>(negative ? -1 - std::fabs(v) : v);
+  }
+  gpucmp::detail::pool_vector_dims d{};
+  REQUIRE(gpucmp::detail::pool_vector_dims_for(shape, x, y, d));
+  CHECK(std::size_t(d.count) * (16 / sizeof(T)) == out);
+  for (int i = 0; i < d.count; ++i) gpucmp::detail::pool_vector_at(kind, d, static_cast<const T*>(x), y, i);
+  const gpucmp::verification v = gpucmp::check_pool(kind, shape, std::vector<T>(x, x + in), std::vector<T>(y, y + out), tol);
+  INFO(v.summary());
+  CHECK(v.checked == out);
+  CHECK(v.passed());
+}
+
 }  // namespace
+
+TEST_CASE("inference pooling's vector threads match the host reference in FP32, BF16, FP16, INT8 and FP8", "[packed][pooling]") {
+  using gpucmp::numerics;
+  // ResNet's stem window over odd planes; 5x5 stride 1 with padding 2; 3 vectors of INT8 a pixel
+  // (a divisor that is no power of two); 2x2 windows without padding.
+  const gpucmp::pool_shape shapes[] = {{2, 64, 9, 11, 3, 2, 1}, {1, 32, 7, 8, 5, 1, 2}, {3, 48, 6, 5, 3, 2, 1}, {1, 16, 8, 8, 2, 2, 0}};
+  for (const gpucmp::pool_shape& shape : shapes) {
+    for (const bool negative : {false, true}) {
+      check_vector_pooling<float>(gpucmp::pool_kind::max, shape, negative, gpucmp::conv_tolerance(numerics::fp32));
+      check_vector_pooling<__nv_bfloat16>(gpucmp::pool_kind::max, shape, negative, gpucmp::conv_tolerance(numerics::bf16));
+      check_vector_pooling<__half>(gpucmp::pool_kind::max, shape, negative, gpucmp::conv_tolerance(numerics::fp16));
+      check_vector_pooling<std::int8_t>(gpucmp::pool_kind::max, shape, negative, gpucmp::conv_tolerance(numerics::int8));
+      check_vector_pooling<__nv_fp8_e4m3>(gpucmp::pool_kind::max, shape, negative, gpucmp::conv_tolerance(numerics::fp8_e4m3));
+    }
+    check_vector_pooling<float>(gpucmp::pool_kind::average, shape, false, gpucmp::conv_tolerance(numerics::fp32));
+    check_vector_pooling<__half>(gpucmp::pool_kind::average, shape, false, gpucmp::conv_tolerance(numerics::fp16));
+    check_vector_pooling<__nv_bfloat16>(gpucmp::pool_kind::average, shape, false, gpucmp::conv_tolerance(numerics::bf16));
+  }
+  // Where the vector kernel does not apply, the scalar kernel runs instead.
+  alignas(16) std::int8_t bytes[64] = {};
+  gpucmp::detail::pool_vector_dims d{};
+  const gpucmp::pool_shape resnet{1, 64, 1, 1, 1, 1, 0};
+  CHECK(gpucmp::detail::pool_vector_dims_for(resnet, bytes, bytes, d));
+  CHECK_FALSE(gpucmp::detail::pool_vector_dims_for(gpucmp::pool_shape{1, 24, 1, 1, 1, 1, 0}, bytes, bytes, d));  // 24 of 16 bytes
+  CHECK_FALSE(gpucmp::detail::pool_vector_dims_for(resnet, bytes + 1, bytes, d));                              // unaligned
+  gpucmp::pool_shape nchw = resnet;
+  nchw.layout = gpucmp::conv_layout::nchw;
+  CHECK_FALSE(gpucmp::detail::pool_vector_dims_for(nchw, bytes, bytes, d));
+}
 
 TEST_CASE("packed max pooling's threads give the host loops' maxima, argmax and gradients", "[packed][pooling]") {
   check_pooling<float>(2, 8, 9, 11, 3, 2, 1);     // ResNet's stem window, odd sizes

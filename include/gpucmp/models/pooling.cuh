@@ -116,7 +116,7 @@ struct pool_vector_dims {
 // An element as a float with one exact conversion (to_double's detour through double is
 // 16 conversions a clock on a multiprocessor).
 template <class T>
-__device__ inline float pool_float(T v) {
+__host__ __device__ inline float pool_float(T v) {
   if constexpr (std::is_same_v<T, __half>) {
     return __half2float(v);
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -127,10 +127,11 @@ __device__ inline float pool_float(T v) {
 }
 
 // The larger of each pair of elements in two 32-bit words of T, in T's own arithmetic where the
-// GPU has it (a maximum rounds nothing, so no conversion is needed). Like fmaxf, a NaN loses to
-// a number.
+// GPU has it (a maximum rounds nothing, so no conversion is needed), else through float (exact
+// both ways for a value that is already a T). Like fmaxf, a NaN loses to a number.
 template <class T>
-__device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint32_t b) {
+__host__ __device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<T, std::int8_t>) {
     return __vmaxs4(a, b);
   } else if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
@@ -143,7 +144,7 @@ __device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint32_t b) {
     std::memcpy(&out, &m, 4);
     return out;
   } else if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>) {
-    // Two pairs through FP16, exact both ways for values that are already FP8.
+    // Two pairs through FP16.
     constexpr __nv_fp8_interpretation_t format = std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
     std::uint32_t out = 0;
     for (int half = 0; half < 2; ++half) {
@@ -152,11 +153,13 @@ __device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint32_t b) {
       out |= std::uint32_t(__nv_cvt_halfraw2_to_fp8x2(__half2_raw(m), __NV_SATFINITE, format)) << (16 * half);
     }
     return out;
-  } else {  // FP32, and any other type through float (exact both ways for a value already a T)
+  } else
+#endif
+  {  // FP32, and on the host every type
     constexpr int per_word = int(4 / sizeof(T));
     T x[per_word], y[per_word];
-    std::memcpy(x, &a, 4);
-    std::memcpy(y, &b, 4);
+    std::memcpy(static_cast<void*>(x), &a, 4);  // (void*: T's bits, whatever its members)
+    std::memcpy(static_cast<void*>(y), &b, 4);
     for (int e = 0; e < per_word; ++e) x[e] = T(fmaxf(pool_float(x[e]), pool_float(y[e])));
     std::uint32_t out;
     std::memcpy(&out, x, 4);
@@ -165,28 +168,35 @@ __device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint32_t b) {
 }
 
 // Pooling with 16-byte loads and 32-bit indices: each thread makes V = 16 / sizeof(T) channels
-// of one output pixel. A window always holds an input element (pool_shape::validate), so the
-// maximum starts from the first; averages sum in FP32. (The first version indexed in 64 bits and
+// of one output pixel, output vector i (callable on the host too: tests/unit/packed_kernels_test.cu
+// checks it). A window always holds an input element (pool_shape::validate), so the maximum
+// starts from the first; averages sum in FP32. (The first version indexed in 64 bits and
 // converted every element through double: ResNet-50's max pooling took 42.6 us in FP16 at batch
 // 32 on the H200, 1.5 TB/s.)
 template <class T>
-__global__ void pool_vector_kernel(pool_kind kind, pool_vector_dims d, const T* x, T* y) {
+__host__ __device__ inline void pool_vector_at(pool_kind kind, const pool_vector_dims& d, const T* x, T* y, int i) {
   constexpr int V = 16 / sizeof(T);
-  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (i >= d.count) return;
   const int pixel = d.by_vectors.divide(i), vector = i - pixel * d.vectors;
   const int row = d.by_q.divide(pixel), qi = pixel - row * d.by_q.divisor();
   const int ni = d.by_p.divide(row), pi = row - ni * d.by_p.divisor();
   const int top = pi * d.stride - d.pad, left = qi * d.stride - d.pad;
-  const int r_first = max(0, -top), r_end = min(d.kernel, d.h - top);
-  const int t_first = max(0, -left), t_end = min(d.kernel, d.w - left);
+  const int r_first = top < 0 ? -top : 0, r_end = d.h - top < d.kernel ? d.h - top : d.kernel;
+  const int t_first = left < 0 ? -left : 0, t_end = d.w - left < d.kernel ? d.w - left : d.kernel;
   const uint4* image = reinterpret_cast<const uint4*>(x) + ni * d.h * d.w * d.vectors + vector;
-  uint4 out;
+  auto load = [&](int r, int t) {
+    const uint4* at = image + ((top + r) * d.w + left + t) * d.vectors;
+#if defined(__CUDA_ARCH__)
+    return __ldg(at);
+#else
+    return *at;
+#endif
+  };
+  uint4 out{};
   if (kind == pool_kind::max) {
     bool first = true;
     for (int r = r_first; r < r_end; ++r) {
       for (int t = t_first; t < t_end; ++t) {
-        const uint4 v = __ldg(image + ((top + r) * d.w + left + t) * d.vectors);
+        const uint4 v = load(r, t);
         if (first) {
           out = v;
           first = false;
@@ -202,9 +212,9 @@ __global__ void pool_vector_kernel(pool_kind kind, pool_vector_dims d, const T* 
     float sum[V] = {};
     for (int r = r_first; r < r_end; ++r) {
       for (int t = t_first; t < t_end; ++t) {
-        const uint4 raw = __ldg(image + ((top + r) * d.w + left + t) * d.vectors);
+        const uint4 raw = load(r, t);
         T e[V];
-        std::memcpy(e, &raw, 16);
+        std::memcpy(static_cast<void*>(e), &raw, 16);
         for (int v = 0; v < V; ++v) sum[v] += pool_float(e[v]);
       }
     }
@@ -213,6 +223,12 @@ __global__ void pool_vector_kernel(pool_kind kind, pool_vector_dims d, const T* 
     std::memcpy(&out, o, 16);
   }
   reinterpret_cast<uint4*>(y)[i] = out;
+}
+
+template <class T>
+__global__ void pool_vector_kernel(pool_kind kind, pool_vector_dims d, const T* x, T* y) {
+  const int i = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (i < d.count) pool_vector_at(kind, d, x, y, i);
 }
 
 // The vector kernel's dims for `s`, or false where it does not apply: NCHW, channels that do
