@@ -11,6 +11,7 @@
 #include <gpucmp/cuda/fast_divisor.cuh>
 #include <gpucmp/ops/conv_problem.hpp>
 #include <gpucmp/ops/elements.cuh>
+#include <gpucmp/ops/packed_elements.cuh>
 #include <gpucmp/ops/verification.hpp>
 
 #include <cuda_bf16.h>
@@ -113,19 +114,6 @@ struct pool_vector_dims {
   fast_divisor by_vectors, by_q, by_p;
 };
 
-// An element as a float with one exact conversion (to_double's detour through double is
-// 16 conversions a clock on a multiprocessor).
-template <class T>
-__host__ __device__ inline float pool_float(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(v);
-  } else {
-    return float(v);
-  }
-}
-
 // The larger of each pair of elements in two 32-bit words of T, in T's own arithmetic where the
 // GPU has it (a maximum rounds nothing, so no conversion is needed), else through float (exact
 // both ways for a value that is already a T). Like fmaxf, a NaN loses to a number.
@@ -160,7 +148,7 @@ __host__ __device__ inline std::uint32_t max_of_words(std::uint32_t a, std::uint
     T x[per_word], y[per_word];
     std::memcpy(static_cast<void*>(x), &a, 4);  // (void*: T's bits, whatever its members)
     std::memcpy(static_cast<void*>(y), &b, 4);
-    for (int e = 0; e < per_word; ++e) x[e] = T(fmaxf(pool_float(x[e]), pool_float(y[e])));
+    for (int e = 0; e < per_word; ++e) x[e] = T(fmaxf(to_float(x[e]), to_float(y[e])));
     std::uint32_t out;
     std::memcpy(&out, x, 4);
     return out;
@@ -215,7 +203,7 @@ __host__ __device__ inline void pool_vector_at(pool_kind kind, const pool_vector
         const uint4 raw = load(r, t);
         T e[V];
         std::memcpy(static_cast<void*>(e), &raw, 16);
-        for (int v = 0; v < V; ++v) sum[v] += pool_float(e[v]);
+        for (int v = 0; v < V; ++v) sum[v] += to_float(e[v]);
       }
     }
     T o[V];
@@ -266,7 +254,7 @@ __global__ void global_average_pool_kernel(std::int64_t n, std::int64_t pixels, 
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t ci = i % c, ni = i / c;
     float sum = 0;
-    for (std::int64_t p = 0; p < pixels; ++p) sum += pool_float(x[pixel_at(layout, pixels, c, ni, ci, p)]);
+    for (std::int64_t p = 0; p < pixels; ++p) sum += to_float(x[pixel_at(layout, pixels, c, ni, ci, p)]);
     y[i] = from_double<T>(sum / float(pixels));
   }
 }

@@ -157,7 +157,7 @@ __global__ void dequantize_average_kernel(const Stored* in, __half* out, std::in
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n * c; i += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t ci = i % c, ni = i / c;
     float sum = 0;
-    for (std::int64_t p = 0; p < pixels; ++p) sum += pool_float(in[(ni * pixels + p) * c + ci]);
+    for (std::int64_t p = 0; p < pixels; ++p) sum += to_float(in[(ni * pixels + p) * c + ci]);
     out[i] = __float2half(sum * scale / float(pixels));
   }
 }
