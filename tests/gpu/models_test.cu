@@ -323,8 +323,7 @@ TEST_CASE("pooling and softmax match host references and a corrupted output is c
 
 namespace {
 
-// Pools random values of T (all negative when `negative`: a maximum that started from zero, or
-// counted the padding, would show) and checks every output against the host reference.
+// A device buffer's bytes as elements of T, on the host.
 template <class T>
 std::vector<T> elements_of(const gpucmp::device_buffer<unsigned char>& bytes) {
   const std::vector<unsigned char> raw = bytes.to_host();
@@ -378,8 +377,8 @@ TEST_CASE("max pooling is exact in every stored type, 16-byte vectors and the sc
     check_pooling_of<float>(gpucmp::pool_kind::average, shape, -4, 4, gpucmp::conv_tolerance(gpucmp::numerics::fp32), s.get());
     check_pooling_of<__nv_bfloat16>(gpucmp::pool_kind::average, shape, -4, 4, gpucmp::conv_tolerance(gpucmp::numerics::bf16), s.get());
   }
-  // The vector kernel refuses what its 32-bit indices or windows cannot take, on the host.
-  gpucmp::pool_shape wide{3, 64, 17, 15, 7, 2, 4};  // padding over half the window
+  // A window that could lie wholly in the padding is refused before anything runs.
+  gpucmp::pool_shape wide{3, 64, 17, 15, 7, 2, 4};  // padding 4 of a 7-wide window
   gpucmp::device_buffer<__half> x(std::size_t(3 * 17 * 15 * 64)), y(std::size_t(3 * 17 * 15 * 64));
   CHECK_THROWS_WITH(gpucmp::pool_forward(max, wide, x.data(), y.data(), s.get()), GPUCMP_CONTAINS("must be at most half the kernel"));
 }
