@@ -8,7 +8,7 @@
 // is timed. Names:
 // <model>/<dtype>/bs<N>/<eager|graph>; counters add images/s, TFLOP/s and % of peak.
 //   resnet50 [--model=resnet50|resnet18] [--batches=1,16,32,64,128,256] [--dtypes=fp16,bf16,tf32,fp32,fp8_e4m3,int8]
-//            [--layouts=nhwc,nchw] [--weights=resnet50.safetensors] [--layers_out=layers.md]
+//            [--layouts=nhwc,nchw] [--weights=resnet50.safetensors] [--layers_out=layers.md [--layer_error_images=16]]
 //            [--paths=fused_graph,legacy_fused,conv_then_kernel] [--accuracy_images=512]
 //            [--calibration=FILE | --calibration_images=512 --calibration_method=max_abs|percentile
 //             --calibration_out=FILE] [benchmark flags]
@@ -28,7 +28,9 @@
 // resnet50/<dtype>_nchw/bs<N>/... in NCHW (resnet18/... with --model=resnet18).
 // --weights loads ResNet-50's torchvision weights; other models run on random weights.
 // --layers_out appends each network's layers: algorithm, searched time, verification and,
-// where CUPTI is available, each layer's kernels and time inside the pass (kernel mode).
+// where CUPTI is available, each layer's kernels and time inside the pass (kernel mode); and
+// for every network but FP32, each layer's output beside the FP32 network's on the first
+// --layer_error_images accuracy images (models/layer_errors.hpp: where the error grows; 0: none).
 // A batch that does not fit is a typed out-of-memory result (needed vs free); the largest
 // batch that fits is printed at the end for each precision.
 #include "program_flags.hpp"
@@ -39,6 +41,7 @@
 #include <gpucmp/measure/kernel_trace.hpp>  // registers CUPTI: --layers_out then adds the layers' in-pass times
 #endif
 #include <gpucmp/models/calibration_run.cuh>
+#include <gpucmp/models/layer_errors.hpp>
 #include <gpucmp/models/logits_agreement.hpp>
 #include <gpucmp/models/network.cuh>
 #include <gpucmp/models/network_memory.hpp>
@@ -69,6 +72,7 @@ struct settings {
   std::string layers_out;  // per-layer breakdown (markdown), appended per network
   std::vector<gpucmp::fusion_path> paths = gpucmp::all_fusion_paths();
   std::int64_t accuracy_images = 512;  // each row's logits beside FP32's on this many images
+  std::int64_t layer_error_images = 16;  // --layers_out's layer-by-layer errors on this many (0: none)
   std::string calibration_file;        // a quantized network's calibration, read; empty: made here
   std::string calibration_out;         // where a calibration made here is written (empty: nowhere)
   gpucmp::calibration_settings calibration;
@@ -138,18 +142,46 @@ std::vector<float> logits_of(Net& net, std::int64_t batch, cudaStream_t stream) 
   return logits;
 }
 
-// The FP32 network's logits on the accuracy images (NCHW, as gpucmp's FP32 networks run),
-// made once.
+// The FP32 network every other is compared with (NCHW, as gpucmp's FP32 networks run).
+gpucmp::network fp32_network(std::int64_t batch, gpucmp::algorithm_choice choice, cudaStream_t stream) {
+  gpucmp::network_options o;
+  o.batch = batch;
+  o.dtype = gpucmp::numerics::fp32;
+  o.layout = gpucmp::conv_layout::nchw;
+  o.choice = choice;
+  return gpucmp::network(definition(), o, stream);
+}
+
+// The FP32 network's logits on the accuracy images, made once.
 const std::vector<float>& reference_logits(cudaStream_t stream) {
   static const std::vector<float> logits = [stream] {
-    gpucmp::network_options o;
-    o.batch = std::min<std::int64_t>(32, config().accuracy_images);
-    o.dtype = gpucmp::numerics::fp32;
-    o.layout = gpucmp::conv_layout::nchw;
-    gpucmp::network reference(definition(), o, stream);
-    return logits_of(reference, o.batch, stream);
+    const std::int64_t batch = std::min<std::int64_t>(32, config().accuracy_images);
+    gpucmp::network reference = fp32_network(batch, gpucmp::algorithm_choice::search, stream);
+    return logits_of(reference, batch, stream);
   }();
   return logits;
+}
+
+// `net`'s layers beside the FP32 network's on the first accuracy images (layer_errors), as a
+// table; each convolution of the FP32 network is its heuristic's first choice, verified (its
+// speed does not matter here).
+template <class Net>
+void write_layer_errors(std::ostream& out, Net& net, cudaStream_t stream) {
+  const std::int64_t images = std::min({config().layer_error_images, config().accuracy_images, net.options().batch});
+  if (images < 2) return;
+  const gpucmp::network_definition& def = definition();
+  const std::vector<float> some = gpucmp::random_calibration_images(def.shape(def.input()), accuracy_seed)(0, images);
+  gpucmp::network reference = fp32_network(images, gpucmp::algorithm_choice::heuristic, stream);
+  const std::vector<gpucmp::layer_error> rows = gpucmp::layer_errors(reference, net, some, stream);
+  out << "\n### Error against FP32, layer by layer\n\nEach layer's output beside the FP32 network's on the first " << images
+      << " accuracy images, every layer before it run in its own network, so each row is the error accumulated up to "
+         "it: RMS error over the FP32 output's RMS; over the RMS of what varies from image to image (the FP32 output "
+         "less its mean over the images at each position); largest error over the largest FP32 value.\n\n"
+         "| layer | kind | relative RMS error | error / images' variation | largest relative error |\n|---|---|---|---|---|\n";
+  for (const gpucmp::layer_error& r : rows) {
+    out << "| " << r.layer << " | " << r.kind << " | " << r.error.relative_rms << " | " << r.error.relative_to_variation
+        << " | " << r.error.max_relative << " |\n";
+  }
 }
 
 template <class Net>
@@ -226,7 +258,7 @@ void write_layer_rows(std::ostream& out, const std::vector<gpucmp::layer_report>
   }
 }
 
-void write_layers(const gpucmp::network& net, cudaStream_t stream) {
+void write_layers(gpucmp::network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
   const layer_times times = traced_layer_times(net, stream);
   std::ofstream out(config().layers_out, std::ios::app);
@@ -234,6 +266,7 @@ void write_layers(const gpucmp::network& net, cudaStream_t stream) {
       << (net.device_bytes() >> 20) << " MiB (activations " << (net.memory().activation_bytes >> 20) << " MiB after reuse, "
       << (net.memory().activation_bytes_without_reuse >> 20) << " MiB without)\n\n";
   write_layer_rows(out, net.layers(), times);
+  if (net.options().dtype != gpucmp::numerics::fp32) write_layer_errors(out, net, stream);
   out << "\n<details><summary>every candidate timed</summary>\n\n";
   for (const auto& c : net.candidate_log()) {
     out << "- " << c.description << ": " << (c.failure.empty() ? std::to_string(c.seconds * 1e6) + " us" : c.failure) << "\n";
@@ -257,12 +290,13 @@ gpucmp::network& network_for(gpucmp::numerics dtype, gpucmp::conv_layout layout,
   return *net;
 }
 
-void write_quantized_layers(const gpucmp::quantized_network& net, cudaStream_t stream) {
+void write_quantized_layers(gpucmp::quantized_network& net, cudaStream_t stream) {
   if (config().layers_out.empty()) return;
   const layer_times times = traced_layer_times(net, stream);
   std::ofstream out(config().layers_out, std::ios::app);
   out << "\n## " << net.name() << "\n\n```\n" << net.plan().report() << "```\n\n";
   write_layer_rows(out, net.layers(), times);
+  write_layer_errors(out, net, stream);
 }
 
 gpucmp::quantized_network& quantized_network_for(gpucmp::numerics format, std::int64_t batch, cudaStream_t stream) {
@@ -404,6 +438,8 @@ void parse_flags(int& argc, char** argv) {
       config().layers_out = v;
     } else if (const char* v = value("--accuracy_images=")) {
       config().accuracy_images = gpucmp_bench::whole_number(v, 1, 1 << 20, "resnet50", "--accuracy_images");
+    } else if (const char* v = value("--layer_error_images=")) {
+      config().layer_error_images = gpucmp_bench::whole_number(v, 0, 256, "resnet50", "--layer_error_images");
     } else if (const char* v = value("--calibration=")) {
       config().calibration_file = v;
     } else if (const char* v = value("--calibration_out=")) {

@@ -3,11 +3,13 @@
 // A quantized network's plan on the host: each tensor's scale from its calibrated range, the
 // residual's from the layer that wrote it, per-channel weight scales and the dequantize scales
 // built from them, weights quantized within half a step (INT8) or E4M3's rounding, a layer
-// moved to FP16 with its reason in the per-layer precision report, each bad input named; and
-// logits compared by top-1 agreement and the largest error over the largest logit.
+// moved to FP16 with its reason in the per-layer precision report, each bad input named;
+// logits compared by top-1 agreement and the largest error over the largest logit; and
+// activations layer by layer against a reference's (models/layer_errors.hpp).
 #include "catch.hpp"
 #include "small_cnn.hpp"
 
+#include <gpucmp/models/layer_errors.hpp>
 #include <gpucmp/models/logits_agreement.hpp>
 #include <gpucmp/models/quantization_plan.hpp>
 
@@ -148,4 +150,97 @@ TEST_CASE("centred logits agree where a common part gives every image one class"
   const gpucmp::logits_agreement same = gpucmp::compare_logits(reference, reference, 3);
   CHECK(same.centred_same_top1 == 3);
   CHECK(same.centred_max_relative_error == 0.0);
+}
+
+TEST_CASE("activations compare by RMS, by the images' variation and by the largest error", "[models][quantization]") {
+  // Two images of three positions; the images' mean is 2 everywhere, so the variation is
+  // (-1, 0, 1, 1, 0, -1): rms 2 against the reference's sqrt(28), and one error of 0.5.
+  const std::vector<float> reference{1, 2, 3, 3, 2, 1};
+  const std::vector<float> got{1, 2, 3.5f, 3, 2, 1};
+  const gpucmp::activation_error e = gpucmp::compare_activations(reference, got, 2);
+  CHECK(e.relative_rms == Approx(0.5 / std::sqrt(28.0)));
+  CHECK(e.relative_to_variation == Approx(0.25));
+  CHECK(e.max_relative == Approx(0.5 / 3.0));
+  // Images alike have no variation: an error against none is infinite, no error is none.
+  const std::vector<float> alike{5, 6, 5, 6};
+  CHECK(std::isinf(gpucmp::compare_activations(alike, std::vector<float>{5, 6, 5, 6.5f}, 2).relative_to_variation));
+  CHECK(gpucmp::compare_activations(alike, alike, 2).relative_to_variation == 0.0);
+  CHECK_THROWS_WITH(gpucmp::compare_activations(reference, got, 1), GPUCMP_CONTAINS("at least two"));
+  CHECK_THROWS_WITH(gpucmp::compare_activations(reference, got, 4), GPUCMP_CONTAINS("6 values against 6 in 4 images"));
+  CHECK_THROWS_WITH(gpucmp::compare_activations(reference, alike, 2), GPUCMP_CONTAINS("4 values against 6"));
+  std::vector<float> broken = got;
+  broken[4] = INFINITY;
+  CHECK_THROWS_WITH(gpucmp::compare_activations(reference, broken, 2), GPUCMP_CONTAINS("image 1, position 1 is not finite"));
+}
+
+namespace {
+
+// A network run layer by layer, as layer_errors drives one: layer i's output at position p of
+// image n is gain x (1 + i + image n's first input value + p / 1000). Like a network that
+// reuses buffers, only the layer just run can be read; images past those layer_errors set are
+// NaN, so comparing them would throw.
+struct layered_stand_in {
+  struct options_t {
+    std::int64_t batch = 0;
+  };
+  layered_stand_in(const gpucmp::network_definition& d, std::int64_t batch, double g = 1) : def(&d), batch_of{batch}, gain(g) {}
+  const gpucmp::network_definition* def;
+  options_t batch_of;
+  double gain;
+  std::vector<float> input;
+  std::vector<std::size_t> run;
+
+  const gpucmp::network_definition& definition() const { return *def; }
+  const options_t& options() const { return batch_of; }
+  void set_input(const std::vector<float>& in, cudaStream_t) {
+    REQUIRE(std::int64_t(in.size()) == batch_of.batch * def->shape(def->input()).elements());
+    input = in;
+  }
+  void run_layer(std::size_t i, cudaStream_t) { run.push_back(i); }
+  std::vector<float> activation_values(gpucmp::tensor_ref t, cudaStream_t) const {
+    REQUIRE(!run.empty());
+    const std::size_t last = run.back();
+    if (def->layers().at(last).output.id != t.id) throw gpucmp::invalid_argument("stand-in: not the layer just run");
+    const std::int64_t per_image = def->shape(t).elements(), per_input = def->shape(def->input()).elements();
+    std::vector<float> v(std::size_t(batch_of.batch * per_image));
+    for (std::int64_t n = 0; n < batch_of.batch; ++n)
+      for (std::int64_t p = 0; p < per_image; ++p) {
+        const float first = input[std::size_t(n * per_input)];
+        v[std::size_t(n * per_image + p)] =
+            first == 0 ? NAN : float(gain * (1.0 + double(last) + first + double(p) / 1000.0));
+      }
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("layer errors compare two networks' outputs layer by layer on the images given", "[models][quantization]") {
+  const gpucmp::network_definition def = gpucmp_test::small_cnn(true);
+  layered_stand_in reference(def, 4);
+  layered_stand_in net(def, 8, 1.01);
+  const std::int64_t per_input = def.shape(def.input()).elements();
+  std::vector<float> images(std::size_t(3 * per_input));
+  for (std::size_t i = 0; i < images.size(); ++i) images[i] = float(1 + i / std::size_t(per_input));  // image n: n + 1
+  const std::vector<gpucmp::layer_error> rows = gpucmp::layer_errors(reference, net, images, nullptr);
+  REQUIRE(rows.size() == def.layers().size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    INFO(rows[i].layer);
+    CHECK(rows[i].layer == def.layers()[i].name);
+    CHECK(rows[i].kind == gpucmp::to_string(def.layers()[i].kind));
+    CHECK(rows[i].error.relative_rms == Approx(0.01));
+    CHECK(rows[i].error.max_relative == Approx(0.01));
+    CHECK(rows[i].error.relative_to_variation > rows[i].error.relative_rms);  // the images differ by less than they hold
+    CHECK(reference.run[i] == i);
+    CHECK(net.run[i] == i);
+  }
+  // Too few or too many images, or a definition that is not the reference's, are named.
+  CHECK_THROWS_WITH(gpucmp::layer_errors(reference, net, std::vector<float>(images.begin(), images.begin() + per_input), nullptr),
+                    GPUCMP_CONTAINS("not between 2 and 4 images"));
+  CHECK_THROWS_WITH(gpucmp::layer_errors(reference, net, std::vector<float>(std::size_t(5 * per_input), 1.0f), nullptr),
+                    GPUCMP_CONTAINS("not between 2 and 4 images"));
+  const gpucmp::network_definition other = gpucmp_test::small_cnn(false);
+  layered_stand_in short_one(other, 8);
+  CHECK_THROWS_WITH(gpucmp::layer_errors(reference, short_one, images, nullptr),
+                    GPUCMP_CONTAINS("another definition than the reference's (small_cnn, 8 layers, against small_cnn, 9 layers)"));
 }

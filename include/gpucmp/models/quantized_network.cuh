@@ -235,8 +235,20 @@ class quantized_network {
     return v;
   }
 
+  /// Tensor `t` after the last forward pass (or the layers run since), FP32, batch x H x W x C:
+  /// a stored tensor dequantized (stored value x its plan scale), the global average pool's
+  /// FP16 and the logits as they are, the input as set_input gave it (in FP16). Every tensor
+  /// has a buffer of its own, so every layer's output stays readable after the pass
+  /// (models/layer_errors.hpp compares them with an FP32 network's). Synchronizes.
+  std::vector<float> activation_values(tensor_ref t, cudaStream_t stream) const {
+    GPUCMP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return values_of(t);
+  }
+
   /// How it was built.
   const quantized_network_options& options() const noexcept { return m_options; }
+  /// The definition it runs (the caller's, which outlives it).
+  const network_definition& definition() const noexcept { return m_definition; }
   /// "resnet50/int8/bs32".
   std::string name() const {
     return m_definition.name() + "/" + to_string(m_plan.format()) + "/bs" + std::to_string(m_options.batch);
@@ -450,33 +462,49 @@ class quantized_network {
   verification verify_simple_layer(const layer_definition& l) const {
     const image_shape& in = m_definition.shape(l.input);
     const std::int64_t n = m_options.batch;
-    if (l.kind == layer_kind::softmax) {
-      std::vector<float> x(std::size_t(n * in.c)), y(x.size());
-      GPUCMP_CUDA_CHECK(cudaMemcpy(x.data(), data(l.input), x.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      return check_softmax(n, in.c, x, y);
+    if (l.kind == layer_kind::softmax) return check_softmax(n, in.c, values_of(l.input), values_of(l.output));
+    if (l.kind == layer_kind::global_average_pool) {
+      return check_global_average_pool(n, in.h * in.w, in.c, values_of(l.input), values_of(l.output),
+                                       conv_tolerance(numerics::fp16));
     }
-    verification v;
+    verification v;  // a max pool, exactly in the stored type
     with_stored([&](auto zero) {
       using Stored = decltype(zero);
-      std::vector<Stored> x(std::size_t(elements(l.input)));
+      std::vector<Stored> x(std::size_t(elements(l.input))), y(std::size_t(elements(l.output)));
       GPUCMP_CUDA_CHECK(cudaMemcpy(x.data(), data(l.input), x.size() * sizeof(Stored), cudaMemcpyDeviceToHost));
-      if (l.kind == layer_kind::max_pool) {
-        const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, conv_layout::nhwc};
-        std::vector<Stored> y(std::size_t(elements(l.output)));
-        GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(Stored), cudaMemcpyDeviceToHost));
-        v = check_pool(pool_kind::max, s, x, y, conv_tolerance(m_plan.format()));
-        return;
-      }
-      const double scale = tensor_scale(l.input);
-      std::vector<float> dequantized(x.size()), mean(std::size_t(n * in.c));
-      for (std::size_t i = 0; i < x.size(); ++i) dequantized[i] = float(to_double(x[i]) * scale);
-      std::vector<__half> y(mean.size());
-      GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(__half), cudaMemcpyDeviceToHost));
-      for (std::size_t i = 0; i < y.size(); ++i) mean[i] = __half2float(y[i]);
-      v = check_global_average_pool(n, in.h * in.w, in.c, dequantized, mean, conv_tolerance(numerics::fp16));
+      GPUCMP_CUDA_CHECK(cudaMemcpy(y.data(), data(l.output), y.size() * sizeof(Stored), cudaMemcpyDeviceToHost));
+      const pool_shape s{n, in.c, in.h, in.w, l.pool_kernel, l.pool_stride, l.pool_pad, conv_layout::nhwc};
+      v = check_pool(pool_kind::max, s, x, y, conv_tolerance(m_plan.format()));
     });
     return v;
+  }
+
+  // Tensor `t` on the host as FP32 (activation_values), in the type its producer stores.
+  std::vector<float> values_of(tensor_ref t) const {
+    const std::size_t count = std::size_t(elements(t));
+    std::vector<float> values(count);
+    const auto copy = [&](auto zero, const void* from, double scale) {
+      using T = decltype(zero);
+      std::vector<T> raw(count);
+      GPUCMP_CUDA_CHECK(cudaMemcpy(static_cast<void*>(raw.data()), from, count * sizeof(T), cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < count; ++i) values[i] = float(to_double(raw[i]) * scale);
+    };
+    if (t.id == m_definition.input().id) {
+      copy(__half{}, m_input_half.data(), 1.0);
+      return values;
+    }
+    for (const layer_definition& l : m_definition.layers()) {
+      if (l.output.id != t.id) continue;
+      if (l.kind == layer_kind::global_average_pool) {
+        copy(__half{}, data(t), 1.0);
+      } else if (l.kind == layer_kind::linear || l.kind == layer_kind::softmax) {
+        GPUCMP_CUDA_CHECK(cudaMemcpy(values.data(), data(t), count * sizeof(float), cudaMemcpyDeviceToHost));
+      } else {
+        with_stored([&](auto zero) { copy(zero, data(t), tensor_scale(t)); });
+      }
+      return values;
+    }
+    throw invalid_argument(name() + ": no tensor " + std::to_string(t.id));
   }
 
   // Both ways searched (the quantized one where cuDNN runs it), the faster kept; its steps added.
