@@ -6,6 +6,7 @@
 // verify()), verify() passing in every precision, layout and epilogue, cuDNN's persistent
 // NHWC kernels where cuDNN takes the shape, and CUDA-graph replay equal to eager.
 #include "catch.hpp"
+#include "model_test_helpers.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
 #include <gpucmp/cuda/detail/unique_handle.hpp>
@@ -29,13 +30,8 @@
 
 namespace {
 
-using handle_t = gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
-
-handle_t make_handle() {
-  cudnnHandle_t h = nullptr;
-  REQUIRE(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
-  return handle_t(h);
-}
+using gpucmp_test::cudnn_handle;
+using gpucmp_test::make_cudnn_handle;
 
 // Every tensor of one layer, on the device, with random x, z, dy and parameters.
 struct bn_buffers {
@@ -100,7 +96,7 @@ struct bn_buffers {
   }
 };
 
-const gpucmp::numerics all_dtypes[] = {gpucmp::numerics::fp32, gpucmp::numerics::fp16, gpucmp::numerics::bf16};
+const gpucmp::numerics batch_norm_dtypes[] = {gpucmp::numerics::fp32, gpucmp::numerics::fp16, gpucmp::numerics::bf16};
 
 struct epilogue {
   bool residual, relu;
@@ -111,7 +107,7 @@ const epilogue all_epilogues[] = {{false, false}, {false, true}, {true, true}, {
 
 TEST_CASE("batch norm training kernels match the FP64 host reference in both layouts", "[gpu][training][batch_norm]") {
   gpucmp::stream s;
-  handle_t handle = make_handle();
+  cudnn_handle handle = make_cudnn_handle();
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
   for (epilogue e : all_epilogues) {
     gpucmp::batch_norm_shape shape{3, 5, 4, 6, gpucmp::numerics::fp32, layout, e.residual, e.relu};
@@ -182,11 +178,11 @@ TEST_CASE("batch norm training kernels match the FP64 host reference in both lay
 TEST_CASE("batch norm training verifies in every precision, layout and epilogue, on both paths where they run",
           "[gpu][training][batch_norm]") {
   gpucmp::stream s;
-  handle_t handle = make_handle();
+  cudnn_handle handle = make_cudnn_handle();
   int cudnn_runs = 0;
   for (gpucmp::batch_norm_path path : {gpucmp::batch_norm_path::gpucmp_kernels, gpucmp::batch_norm_path::cudnn_persistent})
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
-  for (gpucmp::numerics dtype : all_dtypes)
+  for (gpucmp::numerics dtype : batch_norm_dtypes)
   for (epilogue e : all_epilogues)
   for (std::int64_t c : {64, 6}) {
     // ResNet-like: 64 channels over 8 x 28 x 28, and an odd small shape.
@@ -227,7 +223,7 @@ TEST_CASE("batch norm training verifies in every precision, layout and epilogue,
 TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for bit, and bad tensors are refused",
           "[gpu][training][batch_norm]") {
   gpucmp::stream s;
-  handle_t handle = make_handle();
+  cudnn_handle handle = make_cudnn_handle();
   const gpucmp::batch_norm_shape shape{16, 64, 14, 14, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, true, true};
   gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels);
   bn_buffers b(bn, s.get());
@@ -270,7 +266,7 @@ TEST_CASE("a batch norm's forward and backward replay from a CUDA graph bit for 
 TEST_CASE("batch norm's forward from a convolution's per-channel sums gives forward()'s statistics and output",
           "[gpu][training][batch_norm]") {
   gpucmp::stream s;
-  const handle_t handle = make_handle();
+  const cudnn_handle handle = make_cudnn_handle();
   for (bool residual : {false, true}) {
     const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, residual, true};
     gpucmp::batch_norm_training bn(handle.get(), shape, gpucmp::batch_norm_path::gpucmp_kernels, {});
@@ -334,7 +330,7 @@ TEST_CASE("batch norm's check holds with gamma 0 on both paths and from the sums
   // The zero-init residual start sets a residual layer's gamma to 0; a bound that divided by
   // gamma was NaN and failed every dx (the H200, 2026-12-03).
   gpucmp::stream s;
-  const handle_t handle = make_handle();
+  const cudnn_handle handle = make_cudnn_handle();
   const gpucmp::batch_norm_shape shape{4, 64, 7, 9, gpucmp::numerics::fp16, gpucmp::conv_layout::nhwc, true, true};
   for (auto path : {gpucmp::batch_norm_path::cudnn_persistent, gpucmp::batch_norm_path::gpucmp_kernels}) {
     gpucmp::batch_norm_training bn(handle.get(), shape, path, {});

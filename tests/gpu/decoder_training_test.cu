@@ -9,6 +9,7 @@
 // them; a captured step replays and the loss falls on a fixed batch; bad tokens, labels and
 // shapes are refused by name.
 #include "catch.hpp"
+#include "model_test_helpers.hpp"
 #include "small_decoder.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -31,7 +32,7 @@ gpucmp::decoder_trainer_options quick_options() {
   return o;
 }
 
-std::vector<double> as_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+using gpucmp_test::as_double;
 
 ref::matrix as_matrix(const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
   ref::matrix m(rows, cols);

@@ -9,6 +9,7 @@
 // layer by layer in kernel mode; and an impossible batch reported as a typed out-of-memory
 // with the largest batch that fits.
 #include "catch.hpp"
+#include "model_test_helpers.hpp"
 #include "search_pace.hpp"
 #include "small_cnn.hpp"
 
@@ -111,23 +112,14 @@ std::vector<double> host_forward(const gpucmp::network_definition& def, std::int
   return t.back();
 }
 
-std::vector<float> random_images(std::size_t count, std::uint64_t seed) {
-  std::vector<float> v(count);
-  for (std::size_t i = 0; i < count; ++i) v[i] = float(2 * gpucmp::unit_interval(gpucmp::random_bits(seed, i)) - 1);
-  return v;
-}
+using gpucmp_test::random_values;
 
 }  // namespace
 
 namespace {
 
-using cudnn_handle = gpucmp::detail::unique_handle<cudnnHandle_t, cudnnDestroy>;
-
-cudnn_handle make_cudnn_handle() {
-  cudnnHandle_t raw = nullptr;
-  REQUIRE(cudnnCreate(&raw) == CUDNN_STATUS_SUCCESS);
-  return cudnn_handle(raw);
-}
+using gpucmp_test::cudnn_handle;
+using gpucmp_test::make_cudnn_handle;
 
 // One fused layer's tensors for problem p, random in [-1, 1) (z too), and a 64 MiB workspace.
 struct layer_buffers {
@@ -387,7 +379,7 @@ TEST_CASE("a small CNN's logits match a whole-network FP64 reference in both lay
   gpucmp::stream s;
   const gpucmp::network_definition def = small_cnn(false);
   const std::int64_t batch = 5;
-  const std::vector<float> images = random_images(std::size_t(batch * 3 * 20 * 20), 21);
+  const std::vector<float> images = random_values(std::size_t(batch * 3 * 20 * 20), 21);
   const std::vector<double> reference = host_forward(def, batch, images);
   for (gpucmp::conv_layout layout : {gpucmp::conv_layout::nhwc, gpucmp::conv_layout::nchw})
   for (gpucmp::numerics t : all_dtypes) {
@@ -459,7 +451,7 @@ TEST_CASE("ResNet-18 builds, verifies every layer and its logits match a whole-n
   // The model added by following docs/architecture.md's "Adding a model".
   gpucmp::stream s;
   const gpucmp::network_definition def = gpucmp::resnet18_random(2);
-  const std::vector<float> image = random_images(std::size_t(3 * 224 * 224), 5);
+  const std::vector<float> image = random_values(std::size_t(3 * 224 * 224), 5);
   const std::vector<double> reference = host_forward(def, 1, image);
   const double scale = std::fabs(*std::max_element(reference.begin(), reference.end(),
                                                    [](double a, double b) { return std::fabs(a) < std::fabs(b); }));

@@ -23,7 +23,7 @@
 
 namespace {
 
-bool supported_here(gpucmp::numerics t) {
+bool sparse_supported_here(gpucmp::numerics t) {
   const auto d = gpucmp::query_current_device();
   return gpucmp::sparse_gemm_support(t, d.cc_major, d.cc_minor).empty();
 }
@@ -46,7 +46,7 @@ std::vector<double> pruned_a(gpucmp::sparse_gemm& g) {
 TEST_CASE("every 2:4 sparse precision passes verification after a search", "[gpu][ops][sparse_gemm]") {
   gpucmp::stream s;
   for (gpucmp::numerics t : gpucmp::sparse_gemm_numerics) {
-    if (!supported_here(t)) {
+    if (!sparse_supported_here(t)) {
       WARN("skipping " << gpucmp::to_string(t) << ": no sparse tensor cores for it on this GPU");
       continue;
     }
@@ -76,7 +76,7 @@ TEST_CASE("every 2:4 sparse precision passes verification after a search", "[gpu
 TEST_CASE("A is pruned to two of every four values along k, and not to zeros", "[gpu][ops][sparse_gemm]") {
   gpucmp::stream s;
   for (gpucmp::numerics t : {gpucmp::numerics::fp16, gpucmp::numerics::int8, gpucmp::numerics::tf32}) {
-    if (!supported_here(t)) continue;
+    if (!sparse_supported_here(t)) continue;
     gpucmp::sparse_gemm_problem p;
     p.m = 64;
     p.n = 64;
@@ -109,7 +109,7 @@ TEST_CASE("A is pruned to two of every four values along k, and not to zeros", "
 }
 
 TEST_CASE("a corrupted sparse GEMM output is located, and the call runs in a CUDA graph", "[gpu][ops][sparse_gemm]") {
-  REQUIRE(supported_here(gpucmp::numerics::fp16));
+  REQUIRE(sparse_supported_here(gpucmp::numerics::fp16));
   gpucmp::stream s;
   gpucmp::sparse_gemm_problem p;
   p.m = 256;
@@ -137,7 +137,7 @@ TEST_CASE("a corrupted sparse GEMM output is located, and the call runs in a CUD
 }
 
 TEST_CASE("a sparse GEMM declares dense FLOPs at the sparse peak, and its row's axes", "[gpu][ops][sparse_gemm]") {
-  REQUIRE(supported_here(gpucmp::numerics::bf16));
+  REQUIRE(sparse_supported_here(gpucmp::numerics::bf16));
   gpucmp::sparse_gemm_problem p;
   p.m = 512;
   p.n = 256;

@@ -6,6 +6,7 @@
 // every tile of gpucmp's implicit GEMM) checked at every output against the double reference, the scales' effect checked (a
 // saturating output, a wrong scale caught), and bad problems refused by name.
 #include "catch.hpp"
+#include "model_test_helpers.hpp"
 #include "search_pace.hpp"
 
 #include <gpucmp/cuda/buffer.hpp>
@@ -27,27 +28,10 @@
 
 namespace {
 
-struct cudnn_deleter {
-  void operator()(cudnnHandle_t h) const noexcept { cudnnDestroy(h); }
-};
-using cudnn_handle = std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, cudnn_deleter>;
-
-cudnn_handle make_handle() {
-  cudnnHandle_t h = nullptr;
-  REQUIRE(cudnnCreate(&h) == CUDNN_STATUS_SUCCESS);
-  return cudnn_handle(h);
-}
-
-struct cublaslt_deleter {
-  void operator()(cublasLtHandle_t h) const noexcept { cublasLtDestroy(h); }
-};
-using cublaslt_handle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, cublaslt_deleter>;
-
-cublaslt_handle make_cublaslt() {
-  cublasLtHandle_t h = nullptr;
-  REQUIRE(cublasLtCreate(&h) == CUBLAS_STATUS_SUCCESS);
-  return cublaslt_handle(h);
-}
+using gpucmp_test::cublaslt_handle;
+using gpucmp_test::cudnn_handle;
+using gpucmp_test::make_cublaslt_handle;
+using gpucmp_test::make_cudnn_handle;
 
 // A layer's random operands (quantized_conv_operands) and a 64 MiB workspace.
 struct quantized_buffers : gpucmp::quantized_conv_operands {
@@ -102,7 +86,7 @@ void check_search_among_all(std::shared_ptr<gpucmp::quantized_conv_candidates> s
 
 TEST_CASE("quantized convolution layers verify in FP8 and INT8 on every path cuDNN offers", "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle handle = make_handle();
+  const cudnn_handle handle = make_cudnn_handle();
   for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
     // ResNet-50's kinds of layer: 3x3, 1x1 widening, 1x1 strided (the shortcut's projection).
     for (const gpucmp::conv_problem& p : {layer(t, 64, 64, 3, 1), layer(t, 64, 256, 1, 1), layer(t, 128, 256, 1, 2)}) {
@@ -146,7 +130,7 @@ TEST_CASE("quantized convolution layers verify in FP8 and INT8 on every path cuD
 
 TEST_CASE("a quantized layer saturates as the reference does, and its check catches a wrong scale", "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle handle = make_handle();
+  const cudnn_handle handle = make_cudnn_handle();
   for (gpucmp::numerics t : gpucmp::quantized_conv_numerics) {
     const gpucmp::conv_problem p = layer(t, 64, 64, 3, 1);
     const gpucmp::conv_epilogue e{true, false};  // no ReLU: both signs saturate
@@ -191,7 +175,7 @@ TEST_CASE("a quantized layer saturates as the reference does, and its check catc
 }
 
 TEST_CASE("a quantized convolution refuses other recipes, NCHW and missing tensors by name", "[gpu][models][quantized]") {
-  const cudnn_handle handle = make_handle();
+  const cudnn_handle handle = make_cudnn_handle();
   gpucmp::conv_problem p = layer(gpucmp::numerics::fp16, 64, 64, 3, 1);
   CHECK_THROWS_WITH(gpucmp::quantized_conv_candidates(handle.get(), p, {}, 2, 0), GPUCMP_CONTAINS("does not run fp16"));
   p.dtype = gpucmp::numerics::int8;
@@ -205,8 +189,8 @@ TEST_CASE("a quantized convolution refuses other recipes, NCHW and missing tenso
 TEST_CASE("a 1x1 INT8 layer runs as one cuBLASLt matmul: every candidate verified at every output, saturating too",
           "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle dnn = make_handle();
-  const cublaslt_handle lt = make_cublaslt();
+  const cudnn_handle dnn = make_cudnn_handle();
+  const cublaslt_handle lt = make_cublaslt_handle();
   const gpucmp::quantized_conv_libraries libraries{dnn.get(), lt.get()};
   const std::vector<gpucmp::fusion_path> matmul_only{gpucmp::fusion_path::cublaslt_matmul};
   gpucmp::conv_problem larger = layer(gpucmp::numerics::int8, 64, 128, 1, 1);
@@ -239,8 +223,8 @@ TEST_CASE("a 1x1 INT8 layer runs as one cuBLASLt matmul: every candidate verifie
 
 TEST_CASE("the matmul path refuses what it cannot run, by name", "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle dnn = make_handle();
-  const cublaslt_handle lt = make_cublaslt();
+  const cudnn_handle dnn = make_cudnn_handle();
+  const cublaslt_handle lt = make_cublaslt_handle();
   const gpucmp::quantized_conv_libraries libraries{dnn.get(), lt.get()};
   const std::vector<gpucmp::fusion_path> matmul_only{gpucmp::fusion_path::cublaslt_matmul};
   CHECK_THROWS_WITH(
@@ -268,7 +252,7 @@ TEST_CASE("the matmul path refuses what it cannot run, by name", "[gpu][models][
 TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 and FP8, 1x1 and 3x3, strided, with tails",
           "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle dnn = make_handle();
+  const cudnn_handle dnn = make_cudnn_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   int major = 0, minor = 0;
   REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
@@ -327,7 +311,7 @@ TEST_CASE("gpucmp's implicit GEMM: every tile verifies at every output in INT8 a
 TEST_CASE("gpucmp's implicit GEMM: overlapped tiles walk several tiles of rows, each verified at every output",
           "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle dnn = make_handle();
+  const cudnn_handle dnn = make_cudnn_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   int major = 0;
   REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
@@ -379,7 +363,7 @@ TEST_CASE("gpucmp's implicit GEMM: overlapped tiles walk several tiles of rows, 
 
 TEST_CASE("gpucmp's implicit GEMM refuses what it cannot run, by name", "[gpu][models][quantized]") {
   gpucmp::stream s;
-  const cudnn_handle dnn = make_handle();
+  const cudnn_handle dnn = make_cudnn_handle();
   const std::vector<gpucmp::fusion_path> kernel_only{gpucmp::fusion_path::gpucmp_implicit_gemm};
   CHECK_THROWS_WITH(
       gpucmp::quantized_conv_candidates(dnn.get(), layer(gpucmp::numerics::int8, 40, 64, 1, 1), {}, 2, 0, kernel_only),

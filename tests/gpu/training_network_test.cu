@@ -9,6 +9,7 @@
 // graph of the step replays eager's results bit for bit, FP16 loss scaling skips
 // overflowing steps and recovers, and bad batches are refused.
 #include "catch.hpp"
+#include "model_test_helpers.hpp"
 #include "search_pace.hpp"
 
 #include <gpucmp/cuda/stream.hpp>
@@ -52,7 +53,7 @@ struct host_step {
   std::map<std::string, std::vector<double>> gradients, running;
 };
 
-std::vector<double> as_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+using gpucmp_test::as_double;
 
 // One training step's loss, parameter gradients and running statistics in FP64.
 host_step reference_step(const gpucmp::network_definition& def, const std::map<std::string, gpucmp::named_tensor>& params,
@@ -171,11 +172,7 @@ gpucmp::training_options small_options(gpucmp::numerics dtype, std::int64_t batc
   return gpucmp_test::paced(o);
 }
 
-std::vector<float> random_images(std::size_t count, std::uint64_t seed) {
-  std::vector<float> v(count);
-  for (std::size_t i = 0; i < count; ++i) v[i] = float(2 * gpucmp::unit_interval(gpucmp::random_bits(seed, i)) - 1);
-  return v;
-}
+using gpucmp_test::random_values;
 
 // The four-image batch the whole-network tests run, set on `net`, and the FP64 reference of
 // one step from the network's own parameters and the images as it stores them (rounded to
@@ -185,7 +182,7 @@ struct reference_case {
   host_step want;
 };
 reference_case set_batch_and_reference(gpucmp::training_network& net, const gpucmp::network_definition& def, cudaStream_t stream) {
-  const std::vector<float> images = random_images(std::size_t(4 * 3 * 12 * 12), 9);
+  const std::vector<float> images = random_values(std::size_t(4 * 3 * 12 * 12), 9);
   const std::vector<std::int32_t> labels{0, 3, 4, 1};
   net.set_batch(images, labels, stream);
   reference_case r;
@@ -417,8 +414,8 @@ TEST_CASE("a training network refuses bad batches, definitions and options by na
   gpucmp::stream s;
   gpucmp::training_network net(every_layer_kind(), small_options(gpucmp::numerics::fp32), s.get());
   CHECK_THROWS_WITH(net.set_batch(std::vector<float>(5), {0, 1, 2, 3}, s.get()), GPUCMP_CONTAINS("5 image values"));
-  CHECK_THROWS_WITH(net.set_batch(random_images(4 * 3 * 12 * 12, 1), {0, 1, 2, 9}, s.get()), GPUCMP_CONTAINS("label 3 is 9"));
-  CHECK_THROWS_WITH(net.set_batch(random_images(4 * 3 * 12 * 12, 1), {0, 1}, s.get()), GPUCMP_CONTAINS("2 labels"));
+  CHECK_THROWS_WITH(net.set_batch(random_values(4 * 3 * 12 * 12, 1), {0, 1, 2, 9}, s.get()), GPUCMP_CONTAINS("label 3 is 9"));
+  CHECK_THROWS_WITH(net.set_batch(random_values(4 * 3 * 12 * 12, 1), {0, 1}, s.get()), GPUCMP_CONTAINS("2 labels"));
   CHECK_THROWS_AS(gpucmp::training_network(every_layer_kind(), small_options(gpucmp::numerics::fp32, 1), s.get()),
                   gpucmp::invalid_argument);
   gpucmp::network_definition no_classifier("no_classifier", {3, 8, 8});
@@ -442,7 +439,7 @@ TEST_CASE("a user's CNN learns a random teacher's labels: its loss falls on a fi
     return def;
   };
   const std::int64_t batch = 64;
-  const std::vector<float> images = random_images(std::size_t(batch * 3 * 16 * 16), 77);
+  const std::vector<float> images = random_values(std::size_t(batch * 3 * 16 * 16), 77);
   // The teacher: the same shape with other weights, run by the inference network; its logits
   // centred over the batch so the labels spread over the classes.
   gpucmp::network_options teacher_options;
