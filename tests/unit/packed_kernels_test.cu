@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: gpucmp contributors
 //
-// The packed NHWC kernels' per-thread work (training/pool_gradients.cuh, batch_norm.cuh, and
-// inference pooling's vector kernel in models/pooling.cuh) run on the host, thread by thread,
+// The packed NHWC kernels' per-thread work (training/pool_gradients.cuh, batch_norm.cuh,
+// inference pooling's vector kernel in models/pooling.cuh, and the quantized stem's
+// space-to-depth input in models/space_to_depth_quantize.cuh) run on the host, thread by thread,
 // against straightforward host loops or the host reference: their index arithmetic, tie rule,
 // masks and row coverage are checked where there is no GPU. Integer-valued data keep every
 // float sum exact, so the comparisons are exact.
 #include "catch.hpp"
 
 #include <gpucmp/models/pooling.cuh>
+#include <gpucmp/models/space_to_depth_quantize.cuh>
 #include <gpucmp/ops/packed_elements.cuh>
 #include <gpucmp/training/batch_norm.cuh>
 #include <gpucmp/training/pool_gradients.cuh>
@@ -19,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -256,4 +259,73 @@ TEST_CASE("packed batch norm threads give the host loops' outputs, masks, gradie
   check_batch_norm<float>(1600, 12, false, true);  // 3 packs per row: lanes 1, 256 rows per block pass
   check_batch_norm<__half>(300, 64, false, false);
   check_batch_norm<__half>(35, 2048, true, true);  // 256 packs per row: one row per block pass
+}
+
+namespace {
+
+// Every pixel of the space-to-depth image made by space_to_depth_pixel against the image's
+// definition, X'(a, b, (dy, dx, c)) = quantize(x(2a + dy - off, 2b + dx - off, c) / scale), zero
+// outside x and past 4C channels, byte for byte.
+template <class Stored>
+void check_space_to_depth_pixels(const gpucmp::conv_problem& p) {
+  const gpucmp::space_to_depth_conv g(p);
+  const gpucmp::conv_problem &o = g.original, &t = g.transformed;
+  INFO(p.shape_name() << " as " << t.shape_name());
+  std::vector<__half> x(std::size_t(o.n * o.h * o.w * o.c));
+  // Values from -100 to 100 at an inverse scale of 1.5: INT8 rounds and saturates at 127.
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = __float2half(small_integer(7, i, 100) + 0.25f);
+  const float inverse = 1.5f;
+  const gpucmp::detail::space_to_depth_dims d = gpucmp::detail::space_to_depth_dims_for(g);
+  REQUIRE(d.pixels == t.n * t.h * t.w);
+  std::size_t nonzero = 0, mismatches = 0;
+  for (int i = 0; i < d.pixels; ++i) {
+    const uint4 got = gpucmp::detail::space_to_depth_pixel<Stored>(x.data(), d, inverse, i);
+    unsigned char bytes[16];
+    std::memcpy(bytes, &got, 16);
+    const std::int64_t b = i % t.w, a = (i / t.w) % t.h, n = i / (t.w * t.h);
+    for (int at = 0; at < 16; ++at) {
+      const std::int64_t block = at / o.c, c = at % o.c, dy = block / 2, dx = block % 2;
+      const std::int64_t row = 2 * a + dy - g.offset, col = 2 * b + dx - g.offset;
+      unsigned char want = 0;
+      if (block < 4 && row >= 0 && row < o.h && col >= 0 && col < o.w) {
+        const Stored q = gpucmp::detail::quantize_saturated<Stored>(
+            __half2float(x[std::size_t(((n * o.h + row) * o.w + col) * o.c + c)]) * inverse);
+        std::memcpy(&want, static_cast<const void*>(&q), 1);
+      }
+      nonzero += want != 0;
+      mismatches += bytes[at] != want;
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(nonzero > std::size_t(d.pixels));  // the data are not all zeros
+}
+
+gpucmp::conv_problem stride_two(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t rs, std::int64_t pad) {
+  gpucmp::conv_problem p;
+  p.n = 3;
+  p.c = c;
+  p.h = h;
+  p.w = w;
+  p.k = 8;
+  p.r = p.s = rs;
+  p.pad_h = p.pad_w = pad;
+  p.stride_h = p.stride_w = 2;
+  p.dtype = gpucmp::numerics::int8;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the quantized stem's input, pixel by pixel, is its space-to-depth image in INT8 and FP8", "[space_to_depth][quantized]") {
+  // ResNet-50's stem small (7x7, pad 3: offset 1), odd and even images, pad 2 (offset 0), 1 to 4 channels.
+  for (const gpucmp::conv_problem& p : {stride_two(3, 20, 20, 7, 3), stride_two(3, 17, 22, 7, 3), stride_two(4, 9, 11, 5, 2),
+                                        stride_two(1, 8, 9, 3, 1), stride_two(2, 10, 7, 3, 0)}) {
+    check_space_to_depth_pixels<std::int8_t>(p);
+    check_space_to_depth_pixels<__nv_fp8_e4m3>(p);
+  }
+  // An image of 2^31 pixels or more is refused by name (its indices are 32-bit).
+  gpucmp::conv_problem huge = stride_two(3, 1 << 14, 1 << 14, 7, 3);
+  huge.n = 64;
+  CHECK_THROWS_WITH(gpucmp::detail::space_to_depth_dims_for(gpucmp::space_to_depth_conv(huge)),
+                    GPUCMP_CONTAINS("has 2^31 pixels or more"));
 }

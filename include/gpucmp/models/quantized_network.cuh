@@ -34,6 +34,7 @@
 #include <gpucmp/models/pooling.cuh>
 #include <gpucmp/models/quantization_plan.hpp>
 #include <gpucmp/models/space_to_depth.hpp>
+#include <gpucmp/models/space_to_depth_quantize.cuh>
 #include <gpucmp/models/quantized_conv.cuh>
 #include <gpucmp/models/softmax.cuh>
 #include <gpucmp/ops/cublas_status.hpp>
@@ -117,33 +118,6 @@ __global__ void quantize_kernel(const __half* in, Stored* out, std::int64_t coun
   }
   for (std::int64_t i = vectors * conversion_vector + first; i < count; i += stride) {
     out[i] = quantize_saturated<Stored>(__half2float(in[i]) * inverse_scale);
-  }
-}
-
-// The FP16 NHWC input's space-to-depth image (space_to_depth_conv), quantized: one thread per
-// image pixel, its 16 channels written as one 16-byte store, with 32-bit index arithmetic (one
-// thread per element with 64-bit divisions took 64 us for batch 32's 6.8 M elements on an
-// H100, as long as the whole FP16 stem). The host checks that the pixels fit 32 bits.
-template <class Stored>
-__global__ void quantize_space_to_depth_kernel(const __half* x, Stored* out, conv_problem o, conv_problem t, std::int64_t offset,
-                                               float inverse_scale) {
-  const int images = int(t.n), rows = int(t.h), cols = int(t.w), in_rows = int(o.h), in_cols = int(o.w), channels = int(o.c);
-  const int pixels = images * rows * cols, shift = int(offset);
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < pixels; i += gridDim.x * blockDim.x) {
-    const int b = i % cols, a = (i / cols) % rows, n = i / (cols * rows);
-    uint4 packed = make_uint4(0, 0, 0, 0);  // a zero byte is zero in INT8 and FP8 alike
-    Stored* stored = reinterpret_cast<Stored*>(&packed);
-    for (int dy = 0; dy < 2; ++dy) {
-      for (int dx = 0; dx < 2; ++dx) {
-        const int row = 2 * a + dy - shift, col = 2 * b + dx - shift;
-        if (row < 0 || row >= in_rows || col < 0 || col >= in_cols) continue;
-        const __half* from = x + (std::int64_t(n * in_rows + row) * in_cols + col) * channels;
-        for (int c = 0; c < channels; ++c) {
-          stored[(dy * 2 + dx) * channels + c] = quantize_saturated<Stored>(__half2float(from[c]) * inverse_scale);
-        }
-      }
-    }
-    reinterpret_cast<uint4*>(out)[i] = packed;
   }
 }
 
@@ -360,16 +334,11 @@ class quantized_network {
     with_stored([&](auto zero) {
       using Stored = decltype(zero);
       if (s2d) {
-        const space_to_depth_conv g = *s2d;
-        const std::int64_t pixels = g.transformed.n * g.transformed.h * g.transformed.w;
-        // space_to_depth_conv always makes 16 channels of at most 4 x 4; the kernel indexes in 32 bits.
-        if (pixels >= (std::int64_t{1} << 31)) {
-          throw invalid_argument("quantized network: a space-to-depth image of " + g.transformed.shape_name() +
-                                 " has 2^31 pixels or more (the input's quantization indexes them in 32 bits)");
-        }
-        m_steps.push_back([from, to, g, inverse, pixels](cudaStream_t s) {
-          detail::quantize_space_to_depth_kernel<Stored><<<detail::grid_for(pixels), 256, 0, s>>>(
-              from, static_cast<Stored*>(to), g.original, g.transformed, g.offset, inverse);
+        // space_to_depth_conv always makes 16 channels of at most 4 x 4 (one 16-byte vector a pixel).
+        const detail::space_to_depth_dims d = detail::space_to_depth_dims_for(*s2d);
+        m_steps.push_back([from, to, d, inverse](cudaStream_t s) {
+          detail::quantize_space_to_depth_kernel<Stored><<<detail::grid_for(d.pixels), 256, 0, s>>>(
+              from, static_cast<Stored*>(to), d, inverse);
           GPUCMP_CUDA_CHECK_LAST("quantize_space_to_depth_kernel");
         });
         return;

@@ -49,7 +49,7 @@ namespace detail {
 
 /// `v` rounded to nearest into Stored and saturated: FP8 E4M3 at +-448, INT8 at -128..127.
 template <class Stored>
-__device__ inline Stored quantize_saturated(float v) {
+__host__ __device__ inline Stored quantize_saturated(float v) {
   if constexpr (std::is_same_v<Stored, std::int8_t>) {
     return static_cast<std::int8_t>(fminf(fmaxf(rintf(v), -128.0f), 127.0f));
   } else {
