@@ -8,6 +8,7 @@
 // masks and row coverage are checked where there is no GPU. Integer-valued data keep every
 // float sum exact, so the comparisons are exact.
 #include "catch.hpp"
+#include "stride_two_stem.hpp"
 
 #include <gpucmp/models/pooling.cuh>
 #include <gpucmp/models/space_to_depth_quantize.cuh>
@@ -300,31 +301,21 @@ void check_space_to_depth_pixels(const gpucmp::conv_problem& p) {
   CHECK(nonzero > std::size_t(d.pixels));  // the data are not all zeros
 }
 
-gpucmp::conv_problem stride_two(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t rs, std::int64_t pad) {
-  gpucmp::conv_problem p;
-  p.n = 3;
-  p.c = c;
-  p.h = h;
-  p.w = w;
-  p.k = 8;
-  p.r = p.s = rs;
-  p.pad_h = p.pad_w = pad;
-  p.stride_h = p.stride_w = 2;
-  p.dtype = gpucmp::numerics::int8;
-  return p;
-}
+using gpucmp_test::stride_two_stem;
 
 }  // namespace
 
-TEST_CASE("the quantized stem's input, pixel by pixel, is its space-to-depth image in INT8 and FP8", "[space_to_depth][quantized]") {
+TEST_CASE("the quantized stem's input, pixel by pixel, is its space-to-depth image in INT8 and FP8",
+          "[space_to_depth][quantized]") {
   // ResNet-50's stem small (7x7, pad 3: offset 1), odd and even images, pad 2 (offset 0), 1 to 4 channels.
-  for (const gpucmp::conv_problem& p : {stride_two(3, 20, 20, 7, 3), stride_two(3, 17, 22, 7, 3), stride_two(4, 9, 11, 5, 2),
-                                        stride_two(1, 8, 9, 3, 1), stride_two(2, 10, 7, 3, 0)}) {
+  for (const gpucmp::conv_problem& p : {stride_two_stem(3, 20, 20, 7, 3), stride_two_stem(3, 17, 22, 7, 3),
+                                        stride_two_stem(4, 9, 11, 5, 2), stride_two_stem(1, 8, 9, 3, 1),
+                                        stride_two_stem(2, 10, 7, 3, 0)}) {
     check_space_to_depth_pixels<std::int8_t>(p);
     check_space_to_depth_pixels<__nv_fp8_e4m3>(p);
   }
   // An image of 2^31 pixels or more is refused by name (its indices are 32-bit).
-  gpucmp::conv_problem huge = stride_two(3, 1 << 14, 1 << 14, 7, 3);
+  gpucmp::conv_problem huge = stride_two_stem(3, 1 << 14, 1 << 14, 7, 3);
   huge.n = 64;
   CHECK_THROWS_WITH(gpucmp::detail::space_to_depth_dims_for(gpucmp::space_to_depth_conv(huge)),
                     GPUCMP_CONTAINS("has 2^31 pixels or more"));

@@ -4,6 +4,7 @@
 // exactly, for the stem of ResNet-50 and for odd, even, padded and unpadded filters over 1 to 4
 // channels; what does not take that form is refused by name.
 #include "catch.hpp"
+#include "stride_two_stem.hpp"
 
 #include <gpucmp/models/space_to_depth.hpp>
 
@@ -63,19 +64,7 @@ std::vector<int> image_of(const gpucmp::space_to_depth_conv& g, const std::vecto
   return out;
 }
 
-gpucmp::conv_problem stem(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t rs, std::int64_t pad) {
-  gpucmp::conv_problem p;
-  p.n = 2;
-  p.c = c;
-  p.h = h;
-  p.w = w;
-  p.k = 5;
-  p.r = p.s = rs;
-  p.pad_h = p.pad_w = pad;
-  p.stride_h = p.stride_w = 2;
-  p.dtype = gpucmp::numerics::int8;
-  return p;
-}
+using gpucmp_test::stride_two_stem;
 
 }  // namespace
 
@@ -83,8 +72,10 @@ TEST_CASE("a stride-2 convolution equals the stride-1 one over its space-to-dept
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> value(-127, 127);
   // ResNet-50's stem (7x7, pad 3) small; odd and even filters, odd and even images, pad 0 to 3.
-  for (const gpucmp::conv_problem& p : {stem(3, 20, 20, 7, 3), stem(3, 17, 22, 7, 3), stem(1, 9, 9, 3, 1), stem(4, 12, 10, 4, 1),
-                                        stem(2, 11, 11, 5, 2), stem(3, 10, 10, 3, 0), stem(4, 8, 9, 2, 0)}) {
+  for (const gpucmp::conv_problem& p :
+       {stride_two_stem(3, 20, 20, 7, 3), stride_two_stem(3, 17, 22, 7, 3), stride_two_stem(1, 9, 9, 3, 1),
+        stride_two_stem(4, 12, 10, 4, 1), stride_two_stem(2, 11, 11, 5, 2), stride_two_stem(3, 10, 10, 3, 0),
+        stride_two_stem(4, 8, 9, 2, 0)}) {
     const gpucmp::space_to_depth_conv g(p);
     INFO(p.shape_name() << " as " << g.transformed.shape_name());
     CHECK(g.transformed.stride_h == 1);
@@ -117,18 +108,18 @@ TEST_CASE("a stride-2 convolution equals the stride-1 one over its space-to-dept
 }
 
 TEST_CASE("space-to-depth refuses what it cannot regroup, by name", "[space_to_depth]") {
-  gpucmp::conv_problem p = stem(3, 20, 20, 7, 3);
+  gpucmp::conv_problem p = stride_two_stem(3, 20, 20, 7, 3);
   CHECK(gpucmp::space_to_depth_conv::refusal(p).empty());
   p.stride_h = p.stride_w = 1;
   CHECK_THROWS_WITH(gpucmp::space_to_depth_conv(p), GPUCMP_CONTAINS("stride-2"));
-  p = stem(8, 20, 20, 3, 1);
+  p = stride_two_stem(8, 20, 20, 3, 1);
   CHECK_THROWS_WITH(gpucmp::space_to_depth_conv(p), GPUCMP_CONTAINS("at most 4 channels"));
-  p = stem(3, 20, 20, 7, 3);
+  p = stride_two_stem(3, 20, 20, 7, 3);
   p.layout = gpucmp::conv_layout::nchw;
   CHECK_THROWS_WITH(gpucmp::space_to_depth_conv(p), GPUCMP_CONTAINS("NHWC"));
-  p = stem(3, 20, 20, 7, 3);
+  p = stride_two_stem(3, 20, 20, 7, 3);
   p.pad_w = 2;
   CHECK_THROWS_WITH(gpucmp::space_to_depth_conv(p), GPUCMP_CONTAINS("padding parity"));
-  const gpucmp::space_to_depth_conv g(stem(3, 20, 20, 7, 3));
+  const gpucmp::space_to_depth_conv g(stride_two_stem(3, 20, 20, 7, 3));
   CHECK_THROWS_WITH(g.transform_filters(std::vector<std::uint8_t>(10)), GPUCMP_CONTAINS("10 filter bytes"));
 }
